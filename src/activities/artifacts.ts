@@ -1,0 +1,16 @@
+import type { ArtifactStore } from '../artifacts/store.js';
+import type { Transcript } from '../core/transcript.js';
+
+export function transcriptKey(runName: string | null, rolloutId: string): string {
+  const safe = (s: string) => s.replace(/[^A-Za-z0-9._@=-]/g, '_');
+  return `rollouts/${safe(runName ?? 'adhoc')}/${safe(rolloutId)}.json`;
+}
+
+export function createArtifactActivities(store: ArtifactStore) {
+  return {
+    /** Idempotent: the key depends only on the rollout, so a retry overwrites the same file. */
+    async saveTranscript(transcript: Transcript): Promise<string> {
+      return store.putJson(transcriptKey(transcript.runName, transcript.rolloutId), transcript);
+    },
+  };
+}

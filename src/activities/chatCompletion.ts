@@ -1,0 +1,112 @@
+import { ApplicationFailure } from '@temporalio/common';
+import OpenAI from 'openai';
+import type { EndpointCall } from '../core/rolloutSettings.js';
+import type { ChatMessage, TokenUsage } from '../core/transcript.js';
+
+export interface ChatRequest {
+  endpoint: EndpointCall;
+  /** `policy` or `simulator`: named in every error so an operator knows which endpoint failed. */
+  role: string;
+  messages: ChatMessage[];
+  seed?: number;
+  responseFormat?: OpenAI.Chat.Completions.ChatCompletionCreateParams['response_format'];
+}
+
+export interface ChatResponse {
+  content: string;
+  usage: TokenUsage;
+  latencyMs: number;
+  model: string;
+}
+
+const clients = new Map<string, OpenAI>();
+
+/** One client per endpoint and key; the key is read here, in the activity, from the named variable. */
+function clientFor(endpoint: EndpointCall): OpenAI {
+  const apiKey = process.env[endpoint.apiKeyEnv] ?? '';
+  const cacheKey = `${endpoint.baseURL}\u0000${endpoint.apiKeyEnv}\u0000${apiKey.length}\u0000${endpoint.timeoutMs}`;
+  let client = clients.get(cacheKey);
+  if (!client) {
+    client = new OpenAI({
+      baseURL: endpoint.baseURL,
+      // Local servers need no key; the client library insists on a non-empty string.
+      apiKey: apiKey === '' ? 'not-needed' : apiKey,
+      timeout: endpoint.timeoutMs,
+      // Temporal owns retries, with backoff and visibility in the UI.
+      maxRetries: 0,
+    });
+    clients.set(cacheKey, client);
+  }
+  return client;
+}
+
+/** Statuses that mean "this request will never work as sent": fail fast instead of retrying. */
+const PERMANENT_STATUSES = new Set([400, 401, 403, 404, 405, 413, 415, 422]);
+
+function describe(request: ChatRequest): string {
+  return `${request.role} endpoint ${request.endpoint.baseURL} (model "${request.endpoint.model}")`;
+}
+
+export function classifyLlmError(request: ChatRequest, error: unknown): Error {
+  const where = describe(request);
+  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+    return ApplicationFailure.retryable(`${where}: timed out after ${request.endpoint.timeoutMs} ms`, 'LlmTimeout');
+  }
+  if (error instanceof OpenAI.APIConnectionError) {
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : '';
+    return ApplicationFailure.retryable(`${where}: unreachable${cause}`, 'LlmUnreachable');
+  }
+  if (error instanceof OpenAI.APIError) {
+    const status = error.status;
+    const detail = error.message.replace(/\s+/g, ' ').slice(0, 500);
+    if (status !== undefined && PERMANENT_STATUSES.has(status)) {
+      const hint = status === 401 || status === 403
+        ? ` (check ${request.endpoint.apiKeyEnv})`
+        : status === 404 ? ' (check the model name and base URL)' : '';
+      return ApplicationFailure.nonRetryable(`${where}: HTTP ${status}${hint}: ${detail}`, 'LlmRequestRejected');
+    }
+    return ApplicationFailure.retryable(`${where}: HTTP ${status ?? '?'}: ${detail}`, status === 429 ? 'LlmRateLimited' : 'LlmServerError');
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+const responseSchema = {
+  check(value: unknown): value is OpenAI.Chat.Completions.ChatCompletion {
+    if (!value || typeof value !== 'object') return false;
+    const choices = (value as { choices?: unknown }).choices;
+    return Array.isArray(choices);
+  },
+};
+
+/** One OpenAI-compatible chat completion; the same code serves vLLM, SGLang, OpenAI, DeepSeek and local servers. */
+export async function chatCompletion(request: ChatRequest): Promise<ChatResponse> {
+  const { endpoint } = request;
+  const started = Date.now();
+  let completion: OpenAI.Chat.Completions.ChatCompletion;
+  try {
+    completion = await clientFor(endpoint).chat.completions.create({
+      model: endpoint.model,
+      messages: request.messages,
+      temperature: endpoint.temperature,
+      ...(endpoint.topP !== undefined ? { top_p: endpoint.topP } : {}),
+      max_tokens: endpoint.maxTokens,
+      ...(request.seed !== undefined ? { seed: request.seed } : {}),
+      ...(request.responseFormat ? { response_format: request.responseFormat } : {}),
+    });
+  } catch (error) {
+    throw classifyLlmError(request, error);
+  }
+  if (!responseSchema.check(completion)) {
+    throw ApplicationFailure.retryable(`${describe(request)}: response is not a chat completion: ${JSON.stringify(completion).slice(0, 300)}`, 'LlmBadResponse');
+  }
+  const content = completion.choices[0]?.message?.content;
+  if (typeof content !== 'string') {
+    throw ApplicationFailure.retryable(`${describe(request)}: response has no message content: ${JSON.stringify(completion.choices[0] ?? null).slice(0, 300)}`, 'LlmBadResponse');
+  }
+  return {
+    content,
+    usage: { prompt: completion.usage?.prompt_tokens ?? 0, completion: completion.usage?.completion_tokens ?? 0 },
+    latencyMs: Date.now() - started,
+    model: completion.model ?? endpoint.model,
+  };
+}

@@ -1,0 +1,27 @@
+import { parsePolicyOutput } from '../core/think.js';
+import type { EndpointCall } from '../core/rolloutSettings.js';
+import type { ChatMessage, PolicyTurnResult } from '../core/transcript.js';
+import { chatCompletion } from './chatCompletion.js';
+
+export interface PolicyTurnInput {
+  endpoint: EndpointCall;
+  messages: ChatMessage[];
+  think: boolean;
+  seed: number;
+}
+
+/** One policy turn: a chat completion, then the think-then-say split. A malformed output is a result, not an error. */
+export async function generatePolicyTurn(input: PolicyTurnInput): Promise<PolicyTurnResult> {
+  const response = await chatCompletion({ endpoint: input.endpoint, role: 'policy', messages: input.messages, seed: input.seed });
+  const parsed = parsePolicyOutput(response.content, input.think);
+  return {
+    raw: response.content,
+    reply: parsed.reply,
+    thinking: parsed.thinking,
+    malformed: parsed.malformed,
+    ...(parsed.problem !== undefined ? { problem: parsed.problem } : {}),
+    model: response.model,
+    latencyMs: response.latencyMs,
+    usage: response.usage,
+  };
+}

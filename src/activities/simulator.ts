@@ -1,0 +1,62 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type OpenAI from 'openai';
+import { analysisJsonSchema, parseAnalysis } from '../core/analysis.js';
+import type { SimulatorCall } from '../core/rolloutSettings.js';
+import type { AnalysisResult, ChatMessage, UserMessageResult } from '../core/transcript.js';
+import { chatCompletion } from './chatCompletion.js';
+
+export interface SimulatorCallInput {
+  endpoint: SimulatorCall;
+  messages: ChatMessage[];
+  seed: number;
+}
+
+function responseFormatFor(mode: SimulatorCall['structuredOutput'], maxChars: number | undefined): OpenAI.Chat.Completions.ChatCompletionCreateParams['response_format'] | undefined {
+  if (mode === 'json_schema') {
+    return { type: 'json_schema', json_schema: { name: 'user_analysis', strict: true, schema: analysisJsonSchema(maxChars) } };
+  }
+  if (mode === 'json_object') return { type: 'json_object' };
+  return undefined;
+}
+
+/**
+ * SAGE's first call: the user's analysis of the assistant's reply. An unparseable answer is asked
+ * again with a new seed (bounded), then the rollout fails quoting what came back.
+ */
+export async function analyzeAssistantReply(input: SimulatorCallInput): Promise<AnalysisResult> {
+  const responseFormat = responseFormatFor(input.endpoint.structuredOutput, input.endpoint.analysisMaxChars);
+  const usage = { prompt: 0, completion: 0 };
+  let latencyMs = 0;
+  let lastRaw = '';
+  const attempts = input.endpoint.parseRetries + 1;
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const response = await chatCompletion({
+      endpoint: input.endpoint,
+      role: 'simulator',
+      messages: input.messages,
+      // A new seed per attempt: at temperature 0 the same seed would give back the same garbage.
+      seed: input.seed + attempt,
+      ...(responseFormat ? { responseFormat } : {}),
+    });
+    usage.prompt += response.usage.prompt;
+    usage.completion += response.usage.completion;
+    latencyMs += response.latencyMs;
+    lastRaw = response.content;
+    const analysis = parseAnalysis(response.content);
+    if (analysis) return { analysis, raw: response.content, attempts: attempt + 1, latencyMs, usage };
+  }
+  throw ApplicationFailure.nonRetryable(
+    `simulator endpoint ${input.endpoint.baseURL} (model "${input.endpoint.model}") returned no parseable analysis after ${attempts} attempts; last reply: ${JSON.stringify(lastRaw.slice(0, 1000))}`,
+    'UnparseableSimulatorOutput',
+  );
+}
+
+/** SAGE's second call (and the opening line for profiles without one): plain text in the user's voice. */
+export async function writeUserMessage(input: SimulatorCallInput): Promise<UserMessageResult> {
+  const response = await chatCompletion({ endpoint: input.endpoint, role: 'simulator', messages: input.messages, seed: input.seed });
+  const text = response.content.trim().replace(/^(?:user|you|你)\s*[:：]\s*/i, '').replace(/^"([\s\S]*)"$/, '$1').trim();
+  if (text.length === 0) {
+    throw ApplicationFailure.retryable(`simulator endpoint ${input.endpoint.baseURL} (model "${input.endpoint.model}") returned an empty user message`, 'EmptySimulatorOutput');
+  }
+  return { text, latencyMs: response.latencyMs, usage: response.usage };
+}

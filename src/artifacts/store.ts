@@ -1,0 +1,88 @@
+import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+/** Where transcripts, metrics and reports live. Small on purpose, so an object store can implement it. */
+export interface ArtifactStore {
+  /** Writes atomically; writing the same key again replaces it (activities may run twice). */
+  putJson(key: string, value: unknown): Promise<string>;
+  getJson<T = unknown>(key: string): Promise<T>;
+  appendLine(key: string, line: string): Promise<void>;
+  list(prefix: string): Promise<string[]>;
+  /** A location a person can open (a file path here, a URL for object stores). */
+  locate(key: string): string;
+}
+
+export class ArtifactNotFoundError extends Error {
+  constructor(key: string, where: string) {
+    super(`artifact "${key}" not found in ${where}`);
+    this.name = 'ArtifactNotFoundError';
+  }
+}
+
+export class FileArtifactStore implements ArtifactStore {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = resolve(root);
+  }
+
+  private pathOf(key: string): string {
+    if (!/^[A-Za-z0-9._@=-]+(\/[A-Za-z0-9._@=-]+)*$/.test(key) || key.split('/').some((part) => part === '..' || part === '.')) {
+      throw new Error(`invalid artifact key "${key}"`);
+    }
+    return join(this.root, ...key.split('/'));
+  }
+
+  locate(key: string): string {
+    return this.pathOf(key);
+  }
+
+  async putJson(key: string, value: unknown): Promise<string> {
+    const path = this.pathOf(key);
+    await mkdir(dirname(path), { recursive: true });
+    const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
+    await writeFile(temp, `${JSON.stringify(value, null, 2)}\n`, 'utf8');
+    await rename(temp, path);
+    return key;
+  }
+
+  async getJson<T = unknown>(key: string): Promise<T> {
+    const path = this.pathOf(key);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new ArtifactNotFoundError(key, this.root);
+      throw error;
+    }
+    return JSON.parse(text) as T;
+  }
+
+  async appendLine(key: string, line: string): Promise<void> {
+    const path = this.pathOf(key);
+    await mkdir(dirname(path), { recursive: true });
+    const { appendFile } = await import('node:fs/promises');
+    await appendFile(path, line.endsWith('\n') ? line : `${line}\n`, 'utf8');
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const base = prefix === '' ? this.root : this.pathOf(prefix.replace(/\/$/, ''));
+    const out: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+        throw error;
+      }
+      for (const entry of entries) {
+        const full = join(dir, entry.name);
+        if (entry.isDirectory()) await walk(full);
+        else if (!entry.name.endsWith('.tmp')) out.push(relative(this.root, full).split(sep).join('/'));
+      }
+    };
+    await walk(base);
+    return out.sort();
+  }
+}

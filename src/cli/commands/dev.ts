@@ -1,0 +1,58 @@
+import { join, resolve } from 'node:path';
+import { temporalReachable } from '../../temporal/devServer.js';
+import { connectTemporal, connectWorkerSide, devServerAddress } from '../../temporal/connect.js';
+import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
+import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../../workers/llmIoWorkers.js';
+import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand } from '../args.js';
+import { commandContext, untilSignal } from '../context.js';
+import { ensureLocalModels } from '../localModels.js';
+
+export const DEV_HELP = `attune dev [options]
+
+Starts the embedded Temporal dev server (state in $ATTUNE_HOME/temporal/temporal.db, so it
+survives a restart; web UI on port 8233), the local model server when an endpoint points at
+it, and the workers. Runs until Ctrl-C, then stops everything it started.
+
+${CONFIG_HELP}`;
+
+export async function devCommand(argv: string[]): Promise<number> {
+  const { values } = parseCommand(argv, CONFIG_OPTIONS, false);
+  if (values.help) {
+    process.stdout.write(`${DEV_HELP}\n`);
+    return 0;
+  }
+  const ctx = commandContext(values, 'dev');
+  const { config, log } = ctx;
+  if (config.temporal.address) {
+    log.warn('temporal.address is set: `attune dev` uses that server instead of starting one', { address: config.temporal.address });
+  } else if (await temporalReachable(devServerAddress(config), 1000)) {
+    throw new Error(`a Temporal server already answers at ${devServerAddress(config)}: is \`attune dev\` already running?`);
+  }
+  installTemporalLogging();
+  const models = await ensureLocalModels(config, log);
+  const temporal = await connectTemporal(config, log, { startIfMissing: true });
+  const connection = await connectWorkerSide(temporal);
+  const workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config, store: ctx.store });
+  const running = runWorkers(workers);
+  const ui = temporal.uiUrl ?? '(no UI: external server)';
+  process.stdout.write([
+    'Attune dev environment is up.',
+    `  Temporal:  ${temporal.address} (namespace ${temporal.namespace})`,
+    `  Web UI:    ${ui}`,
+    `  Policy:    ${config.policy.baseURL} (${config.policy.model})`,
+    `  Simulator: ${config.simulator.baseURL} (${config.simulator.model})`,
+    `  Artifacts: ${ctx.store.root}`,
+    temporal.embedded ? `  State:     ${resolve(join(config.home, 'temporal', 'temporal.db'))}` : '',
+    'Press Ctrl-C to stop.',
+    '',
+  ].filter(Boolean).join('\n') + '\n');
+  const signal = await Promise.race([running.then(() => null), untilSignal()]);
+  log.info('stopping', { signal });
+  shutdownWorkers(workers);
+  await running.catch((error: unknown) => log.error('worker failed', { error: String(error) }));
+  await connection.close();
+  await temporal.close();
+  await models.close();
+  return 0;
+}
+

@@ -1,0 +1,101 @@
+import type { Worker } from '@temporalio/worker';
+import { rolloutSettingsFromConfig } from '../../config/rolloutSettings.js';
+import { taskQueuesFor } from '../../config/taskQueues.js';
+import type { RolloutSummary, Transcript } from '../../core/transcript.js';
+import { findScenario } from '../../scenarios/library.js';
+import { connectTemporal, connectWorkerSide, rolloutWorkersPolling } from '../../temporal/connect.js';
+import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
+import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
+import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../../workers/llmIoWorkers.js';
+import type { RolloutInput } from '../../workflows/rollout.js';
+import { CONFIG_HELP, CONFIG_OPTIONS, intOption, parseCommand, UsageError } from '../args.js';
+import { commandContext } from '../context.js';
+import { ensureLocalModels } from '../localModels.js';
+import { renderTranscript } from '../render/transcript.js';
+
+export const ROLLOUT_HELP = `attune rollout --scenario ID [options]
+
+Runs one dialogue between the policy and the simulated user as a Temporal workflow and prints
+the transcript with the user's emotion after each turn. Uses the running server and workers of
+\`attune dev\` when they are up; otherwise starts an embedded dev server and workers for the
+length of the command (and the local model server when an endpoint points at it).
+
+  -s, --scenario ID     scenario id (required)
+      --scenarios DIR   scenario directory (default: the config's train and eval splits)
+      --seed N          rollout seed (default: derived from the time)
+      --max-turns N     turn limit (default: rollout.maxTurns)
+      --initial-emotion N   starting emotion (default: rollout.initialEmotion)
+      --think           think-then-say mode
+      --json            print the summary as one JSON object
+${CONFIG_HELP}`;
+
+const OPTIONS = {
+  ...CONFIG_OPTIONS,
+  scenario: { type: 'string', short: 's' },
+  scenarios: { type: 'string' },
+  seed: { type: 'string' },
+  'max-turns': { type: 'string' },
+  'initial-emotion': { type: 'string' },
+  think: { type: 'boolean' },
+  json: { type: 'boolean' },
+} as const;
+
+export async function rolloutCommand(argv: string[]): Promise<number> {
+  const { values } = parseCommand(argv, OPTIONS, false);
+  if (values.help) {
+    process.stdout.write(`${ROLLOUT_HELP}\n`);
+    return 0;
+  }
+  if (!values.scenario) throw new UsageError('--scenario ID is required (see attune rollout --help)');
+  const ctx = commandContext(values, 'rollout');
+  const { config, log } = ctx;
+  const scenario = findScenario(values.scenarios ? [values.scenarios] : [config.scenarios.train, config.scenarios.eval], values.scenario);
+  const maxTurns = intOption(values['max-turns'], 'max-turns');
+  const initialEmotion = intOption(values['initial-emotion'], 'initial-emotion');
+  const seed = intOption(values.seed, 'seed') ?? (Date.now() % 1_000_000_007);
+  const settings = rolloutSettingsFromConfig(config, {
+    ...(maxTurns !== undefined ? { maxTurns } : {}),
+    ...(initialEmotion !== undefined ? { initialEmotion } : {}),
+    ...(values.think ? { think: true } : {}),
+  });
+
+  installTemporalLogging();
+  const models = await ensureLocalModels(config, log);
+  const temporal = await connectTemporal(config, log);
+  let workers: Worker[] = [];
+  let running: Promise<void> | null = null;
+  try {
+    if (!(await rolloutWorkersPolling(temporal, config))) {
+      log.info('no workers polling: starting them in this process');
+      const connection = await connectWorkerSide(temporal);
+      workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config, store: ctx.store });
+      running = runWorkers(workers);
+    }
+    const rolloutId = `rollout-${scenario.id}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    const input: RolloutInput = { rolloutId, scenario, settings, seed };
+    log.info('rollout started', { workflowId: rolloutId, ui: temporal.uiUrl ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows/${rolloutId}` : null });
+    const summary: RolloutSummary = await temporal.client.workflow.execute('rollout', {
+      taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
+      workflowId: rolloutId,
+      args: [input],
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.kind, value: 'rollout' },
+        { key: SEARCH_ATTRIBUTES.scenarioId, value: scenario.id },
+      ],
+    });
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify({ ...summary, artifactPath: ctx.store.locate(summary.artifact) })}\n`);
+    } else {
+      const transcript = await ctx.store.getJson<Transcript>(summary.artifact);
+      process.stdout.write(`${renderTranscript(transcript)}\nTranscript: ${ctx.store.locate(summary.artifact)}\n`);
+    }
+    return 0;
+  } finally {
+    if (running) {
+      shutdownWorkers(workers);
+      await running;
+    }
+    await temporal.close();
+    await models.close();
+  }
+}

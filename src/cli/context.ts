@@ -1,0 +1,33 @@
+import { join, resolve } from 'node:path';
+import { FileArtifactStore } from '../artifacts/store.js';
+import { loadConfig } from '../config/load.js';
+import type { AttuneConfig } from '../config/schema.js';
+import { createLogger, type Logger } from '../log.js';
+
+export interface CommandContext {
+  config: AttuneConfig;
+  log: Logger;
+  store: FileArtifactStore;
+}
+
+export function artifactsDir(config: AttuneConfig): string {
+  return resolve(config.artifacts.dir ?? join(config.home, 'artifacts'));
+}
+
+export function commandContext(values: { config?: string | undefined; set?: string[] | undefined }, component: string): CommandContext {
+  const config = loadConfig({ ...(values.config ? { file: values.config } : {}), set: values.set ?? [] });
+  return { config, log: createLogger({ component }), store: new FileArtifactStore(artifactsDir(config)) };
+}
+
+/** Resolves on SIGINT/SIGTERM, so long-running commands can shut down cleanly. */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolveSignal) => {
+    const on = (signal: NodeJS.Signals) => {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+      resolveSignal(signal);
+    };
+    process.on('SIGINT', on);
+    process.on('SIGTERM', on);
+  });
+}

@@ -1,0 +1,66 @@
+import { configErrorFrom, ConfigError } from '../config/load.js';
+import { UsageError } from './args.js';
+import { devCommand } from './commands/dev.js';
+import { rolloutCommand } from './commands/rollout.js';
+import { scenariosCommand } from './commands/scenarios.js';
+import { workerCommand } from './commands/worker.js';
+
+type Command = (argv: string[]) => Promise<number>;
+
+const COMMANDS: Record<string, { run: Command; summary: string }> = {
+  dev: { run: devCommand, summary: 'start the dev server (UI on :8233), local models and workers' },
+  worker: { run: workerCommand, summary: 'run the LLM-I/O workers against a Temporal server' },
+  rollout: { run: rolloutCommand, summary: 'run one dialogue and print its transcript' },
+  scenarios: { run: scenariosCommand, summary: 'validate, list and import scenarios' },
+};
+
+export function topHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((c) => c.length));
+  return [
+    'attune: RLVER training of empathetic dialogue models as durable Temporal workflows',
+    '',
+    'Usage: attune <command> [options]      (attune <command> --help for details)',
+    '',
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Environment: POLICY_BASE_URL POLICY_MODEL POLICY_API_KEY SIMULATOR_BASE_URL SIMULATOR_MODEL',
+    '             SIMULATOR_API_KEY TEMPORAL_ADDRESS TEMPORAL_NAMESPACE ATTUNE_HOME',
+  ].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${topHelp()}\n`);
+    return name === undefined ? 1 : 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`attune: unknown command "${name}"\n\n${topHelp()}\n`);
+    return 2;
+  }
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`attune ${name}: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      process.stderr.write(`attune ${name}: ${configErrorFrom(error)}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+/** An error and its causes, one per line: "Workflow execution failed" alone tells an operator nothing. */
+export function describeError(error: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 6; depth++) {
+    parts.push(current instanceof Error ? current.message : String(current));
+    current = current instanceof Error ? (current as Error & { cause?: unknown }).cause : undefined;
+  }
+  return parts.filter((p, i) => p && parts.indexOf(p) === i).join('\n  caused by: ');
+}

@@ -1,0 +1,45 @@
+import { rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettings.js';
+import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
+
+const LOCAL_ANALYSIS_MAX_CHARS = 160;
+import { taskQueuesFor } from './taskQueues.js';
+
+/** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
+export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Partial<Pick<RolloutSettings, 'initialEmotion' | 'maxTurns' | 'think'>> & { policyModel?: string } = {}): RolloutSettings {
+  const { policy, simulator, rollout } = config;
+  const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
+  // A 135M model writes until its token limit unless the schema stops it.
+  const analysisMaxChars = simulator.analysisMaxChars ?? (simulator.baseURL === LOCAL_LLM_URL ? LOCAL_ANALYSIS_MAX_CHARS : undefined);
+  return rolloutSettingsSchema.parse({
+    artifactsTaskQueue: queues.rollouts,
+    initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,
+    maxTurns: overrides.maxTurns ?? rollout.maxTurns,
+    think: overrides.think ?? rollout.think,
+    ...(rollout.policySystemPrompt !== undefined ? { policySystemPrompt: rollout.policySystemPrompt } : {}),
+    policy: {
+      baseURL: policy.baseURL,
+      model: overrides.policyModel ?? policy.model,
+      apiKeyEnv: policy.apiKeyEnv,
+      timeoutMs: policy.timeoutMs,
+      temperature: policy.temperature,
+      ...(policy.topP !== undefined ? { topP: policy.topP } : {}),
+      maxTokens: policy.maxTokens,
+      taskQueue: queues.policy,
+      retry: policy.retry,
+    },
+    simulator: {
+      baseURL: simulator.baseURL,
+      model: simulator.model,
+      apiKeyEnv: simulator.apiKeyEnv,
+      timeoutMs: simulator.timeoutMs,
+      temperature: simulator.temperature,
+      ...(simulator.topP !== undefined ? { topP: simulator.topP } : {}),
+      maxTokens: simulator.maxTokens,
+      taskQueue: queues.simulator,
+      retry: simulator.retry,
+      structuredOutput: simulator.structuredOutput,
+      parseRetries: simulator.parseRetries,
+      ...(analysisMaxChars !== undefined ? { analysisMaxChars } : {}),
+    },
+  });
+}

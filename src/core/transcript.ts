@@ -1,0 +1,107 @@
+import type { Analysis } from './analysis.js';
+import type { EmotionState } from './emotion.js';
+import type { GoalType, Personality, Scenario } from './scenario.js';
+import type { Outcome } from './termination.js';
+
+export interface TokenUsage {
+  prompt: number;
+  completion: number;
+}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export interface PolicyTurnResult {
+  raw: string;
+  reply: string;
+  thinking: string | null;
+  malformed: boolean;
+  problem?: string;
+  model: string;
+  latencyMs: number;
+  usage: TokenUsage;
+}
+
+export interface AnalysisResult {
+  analysis: Analysis;
+  /** The simulator's text as received, kept so an operator can audit the score. */
+  raw: string;
+  attempts: number;
+  latencyMs: number;
+  usage: TokenUsage;
+}
+
+export interface UserMessageResult {
+  text: string;
+  latencyMs: number;
+  usage: TokenUsage;
+}
+
+export interface TranscriptTurn {
+  turn: number;
+  /** The user's message the assistant answered in this turn. */
+  userMessage: string;
+  /** The exact prompt the policy saw: what a trainer sample is built from. */
+  promptMessages: ChatMessage[];
+  policy: PolicyTurnResult;
+  analysis: AnalysisResult | null;
+  emotionBefore: number;
+  emotionAfter: number;
+  state: EmotionState;
+  userReply: UserMessageResult | null;
+}
+
+export interface TokenTotals {
+  policyPrompt: number;
+  policyCompletion: number;
+  simulatorPrompt: number;
+  simulatorCompletion: number;
+}
+
+export interface Transcript {
+  kind: 'attune.rollout';
+  version: 1;
+  rolloutId: string;
+  runName: string | null;
+  step: number | null;
+  scenario: Scenario;
+  policyModel: string;
+  simulatorModel: string;
+  think: boolean;
+  seed: number;
+  initialEmotion: number;
+  maxTurns: number;
+  opening: { text: string; writtenBySimulator: boolean; latencyMs: number; usage: TokenUsage };
+  turns: TranscriptTurn[];
+  outcome: Outcome;
+  finalEmotion: number;
+  reward: number;
+  tokens: TokenTotals;
+  startedAt: string;
+  finishedAt: string;
+}
+
+/** What a rollout returns to its parent: small, the transcript stays in the artifact store. */
+export interface RolloutSummary {
+  rolloutId: string;
+  runName: string | null;
+  step: number | null;
+  scenarioId: string;
+  goalType: GoalType;
+  personality: Personality;
+  policyModel: string;
+  outcome: Outcome;
+  finalEmotion: number;
+  reward: number;
+  turns: number;
+  /** Initial emotion, then the emotion after each analysed turn. */
+  emotions: number[];
+  tokens: TokenTotals;
+  artifact: string;
+}
+
+export function emptyTotals(): TokenTotals {
+  return { policyPrompt: 0, policyCompletion: 0, simulatorPrompt: 0, simulatorCompletion: 0 };
+}

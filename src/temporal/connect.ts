@@ -1,0 +1,84 @@
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { join, resolve } from 'node:path';
+import type { AttuneConfig } from '../config/schema.js';
+import { taskQueuesFor } from '../config/taskQueues.js';
+import type { Logger } from '../log.js';
+import { DevServer, temporalReachable } from './devServer.js';
+
+export interface TemporalHandle {
+  address: string;
+  namespace: string;
+  client: Client;
+  /** Set when this process started the dev server. */
+  embedded: DevServer | null;
+  uiUrl: string | null;
+  close(): Promise<void>;
+}
+
+export function devServerAddress(config: AttuneConfig): string {
+  return `127.0.0.1:${config.temporal.devServer.port}`;
+}
+
+/**
+ * The configured Temporal server; without TEMPORAL_ADDRESS, the dev server of `attune dev` if it
+ * is up, else an embedded dev server started for this process (state in `<home>/temporal`).
+ */
+export async function connectTemporal(config: AttuneConfig, log: Logger, options: { startIfMissing: boolean; headless?: boolean } = { startIfMissing: true }): Promise<TemporalHandle> {
+  const namespace = config.temporal.namespace;
+  let address = config.temporal.address;
+  let embedded: DevServer | null = null;
+  let uiUrl: string | null = null;
+  if (address) {
+    if (!(await temporalReachable(address, 5000))) {
+      throw new Error(`Temporal server at ${address} (TEMPORAL_ADDRESS / temporal.address) is not reachable`);
+    }
+  } else {
+    address = devServerAddress(config);
+    if (await temporalReachable(address, 1000)) {
+      uiUrl = `http://127.0.0.1:${config.temporal.devServer.uiPort}`;
+    } else if (options.startIfMissing) {
+      embedded = await DevServer.create({
+        home: join(resolve(config.home), 'temporal'),
+        port: config.temporal.devServer.port,
+        uiPort: config.temporal.devServer.uiPort,
+        headless: options.headless ?? false,
+        namespace,
+      });
+      log.info('starting embedded Temporal dev server', { address, db: embedded.dbFile });
+      await embedded.start();
+      uiUrl = embedded.uiUrl;
+    } else {
+      throw new Error(`no Temporal server at ${address}: start one with \`attune dev\`, or set TEMPORAL_ADDRESS`);
+    }
+  }
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace });
+  return {
+    address,
+    namespace,
+    client,
+    embedded,
+    uiUrl,
+    async close() {
+      await connection.close();
+      if (embedded) await embedded.stop();
+    },
+  };
+}
+
+export async function connectWorkerSide(handle: TemporalHandle): Promise<NativeConnection> {
+  return NativeConnection.connect({ address: handle.address });
+}
+
+/** Whether some worker polls the rollout queue, i.e. `attune dev` or `attune worker` is running. */
+export async function rolloutWorkersPolling(handle: TemporalHandle, config: AttuneConfig): Promise<boolean> {
+  const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
+  const pollers = async (name: string, taskQueueType: 1 | 2) => {
+    const response = await handle.client.workflowService.describeTaskQueue({ namespace: handle.namespace, taskQueue: { name, kind: 1 }, taskQueueType });
+    return (response.pollers ?? []).length;
+  };
+  // Workflow queue (type 1) and both LLM activity queues (type 2) need a poller.
+  const counts = await Promise.all([pollers(queues.rollouts, 1), pollers(queues.policy, 2), pollers(queues.simulator, 2)]);
+  return counts.every((n) => n > 0);
+}

@@ -1,0 +1,130 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { findTemporalCli } from './cliBinary.js';
+import { devServerSearchAttributeArgs } from './searchAttributes.js';
+
+export interface DevServerOptions {
+  /** Directory for the SQLite file, so state survives a restart. */
+  home: string;
+  port?: number;
+  uiPort?: number;
+  /** No web UI (tests). */
+  headless?: boolean;
+  namespace?: string;
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  readyTimeoutMs?: number;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Whether something accepts Temporal gRPC calls at `address` (host:port). */
+export async function temporalReachable(address: string, timeoutMs = 1500): Promise<boolean> {
+  try {
+    const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
+    try {
+      await connection.workflowService.getSystemInfo({}, );
+      return true;
+    } finally {
+      await connection.close();
+    }
+  } catch {
+    return false;
+  }
+}
+
+/** The Temporal CLI's dev server as a child process, with its state in a SQLite file. */
+export class DevServer {
+  readonly address: string;
+  readonly uiUrl: string | null;
+  private child: ChildProcess | null = null;
+  private exited: Promise<number | null> | null = null;
+  private output: string[] = [];
+
+  private constructor(readonly options: Required<Omit<DevServerOptions, 'uiPort'>> & { uiPort: number }) {
+    this.address = `127.0.0.1:${options.port}`;
+    this.uiUrl = options.headless ? null : `http://127.0.0.1:${options.uiPort}`;
+  }
+
+  static async create(options: DevServerOptions): Promise<DevServer> {
+    const port = options.port ?? (await freePort());
+    const uiPort = options.uiPort ?? (options.headless ? 0 : await freePort());
+    return new DevServer({
+      home: resolve(options.home),
+      port,
+      uiPort,
+      headless: options.headless ?? false,
+      namespace: options.namespace ?? 'default',
+      logLevel: options.logLevel ?? 'error',
+      readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
+    });
+  }
+
+  get dbFile(): string {
+    return join(this.options.home, 'temporal.db');
+  }
+
+  /** Starts the server and resolves once it answers gRPC calls. */
+  async start(): Promise<void> {
+    if (this.child) throw new Error('dev server already running');
+    mkdirSync(this.options.home, { recursive: true });
+    const args = [
+      'server', 'start-dev',
+      '--ip', '127.0.0.1',
+      '--port', String(this.options.port),
+      '--db-filename', this.dbFile,
+      '--namespace', this.options.namespace,
+      '--log-level', this.options.logLevel,
+      ...devServerSearchAttributeArgs(),
+      ...(this.options.headless ? ['--headless'] : ['--ui-port', String(this.options.uiPort), '--ui-ip', '127.0.0.1']),
+    ];
+    this.output = [];
+    const child = spawn(findTemporalCli(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    const keep = (chunk: Buffer) => {
+      this.output.push(chunk.toString());
+      if (this.output.length > 200) this.output.shift();
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.exited = new Promise((resolveExit) => child.once('exit', (code) => resolveExit(code)));
+    const deadline = Date.now() + this.options.readyTimeoutMs;
+    let dead = false;
+    void this.exited.then(() => { dead = true; });
+    while (Date.now() < deadline) {
+      if (dead) throw new Error(`Temporal dev server exited during start-up:\n${this.output.join('').slice(-2000)}`);
+      if (await temporalReachable(this.address, 1000)) return;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await this.stop();
+    throw new Error(`Temporal dev server did not answer at ${this.address} within ${this.options.readyTimeoutMs} ms:\n${this.output.join('').slice(-2000)}`);
+  }
+
+  /** Graceful stop (SIGTERM), or SIGKILL to simulate a crash. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const child = this.child;
+    if (!child || !this.exited) return;
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await this.exited;
+    clearTimeout(timer);
+    this.child = null;
+    this.exited = null;
+  }
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+}

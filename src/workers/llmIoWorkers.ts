@@ -1,0 +1,70 @@
+import { NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { ArtifactStore } from '../artifacts/store.js';
+import { policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
+import type { AttuneConfig } from '../config/schema.js';
+import { LIMITS, taskQueuesFor } from '../config/taskQueues.js';
+import { WORKFLOWS_PATH } from './workflowSource.js';
+
+export interface LlmIoWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  config: AttuneConfig;
+  store: ArtifactStore;
+  /** A pre-built bundle (tests, benchmarks); otherwise the workflows are bundled at start. */
+  workflowBundle?: WorkflowBundleWithSourceMap;
+  identity?: string;
+}
+
+/**
+ * The LLM-I/O side: rollout workflows and artifact writes on one queue, and one queue per LLM
+ * endpoint so each gets its own concurrency and rate limit.
+ */
+export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<Worker[]> {
+  const { connection, namespace, config } = options;
+  const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
+  const common = {
+    connection,
+    namespace,
+    shutdownGraceTime: LIMITS.shutdownGraceTimeMs,
+    ...(options.identity ? { identity: options.identity } : {}),
+  };
+  const workflowSource = options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH };
+  const rollouts = await Worker.create({
+    ...common,
+    taskQueue: queues.rollouts,
+    ...workflowSource,
+    activities: rolloutQueueActivities(options.store),
+    maxConcurrentWorkflowTaskExecutions: LIMITS.maxConcurrentWorkflowTasks,
+    maxCachedWorkflows: LIMITS.maxCachedWorkflows,
+    maxConcurrentActivityTaskExecutions: LIMITS.maxConcurrentArtifactActivities,
+  });
+  const policy = await Worker.create({
+    ...common,
+    taskQueue: queues.policy,
+    activities: policyActivities,
+    maxConcurrentActivityTaskExecutions: config.policy.maxConcurrency,
+    ...(config.policy.requestsPerSecond !== undefined ? { maxTaskQueueActivitiesPerSecond: config.policy.requestsPerSecond } : {}),
+  });
+  const simulator = await Worker.create({
+    ...common,
+    taskQueue: queues.simulator,
+    activities: simulatorActivities,
+    maxConcurrentActivityTaskExecutions: config.simulator.maxConcurrency,
+    ...(config.simulator.requestsPerSecond !== undefined ? { maxTaskQueueActivitiesPerSecond: config.simulator.requestsPerSecond } : {}),
+  });
+  return [rollouts, policy, simulator];
+}
+
+/** Runs workers until one fails or all are shut down; a failure stops the others. */
+export async function runWorkers(workers: Worker[]): Promise<void> {
+  try {
+    await Promise.all(workers.map((w) => w.run()));
+  } catch (error) {
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    throw error;
+  }
+}
+
+export function shutdownWorkers(workers: Worker[]): void {
+  for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+}

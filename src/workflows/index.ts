@@ -1,0 +1,1 @@
+export { rollout, rolloutProgressQuery } from './rollout.js';

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettings.js';
+
+function yamlFile(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'attune-cfg-')), 'config.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('configuration', () => {
+  it('has working defaults (local endpoints, SAGE initial emotion)', () => {
+    const config = loadConfig({ env: {} });
+    assert.equal(config.rollout.initialEmotion, 40);
+    assert.equal(config.simulator.temperature, 0);
+    assert.match(config.policy.baseURL, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+    assert.equal(config.temporal.address, undefined);
+  });
+  it('layers file < environment < --set', () => {
+    const file = yamlFile('policy:\n  baseURL: http://file:1/v1\n  model: from-file\nrollout:\n  maxTurns: 5\n');
+    const config = loadConfig({
+      file,
+      env: { POLICY_MODEL: 'from-env', SIMULATOR_BASE_URL: 'http://sim:2/v1', TEMPORAL_ADDRESS: 'temporal:7233', ATTUNE_HOME: '/tmp/h' },
+      set: ['rollout.maxTurns=3', 'rollout.think=true'],
+    });
+    assert.equal(config.policy.baseURL, 'http://file:1/v1');
+    assert.equal(config.policy.model, 'from-env');
+    assert.equal(config.simulator.baseURL, 'http://sim:2/v1');
+    assert.equal(config.temporal.address, 'temporal:7233');
+    assert.equal(config.home, '/tmp/h');
+    assert.equal(config.rollout.maxTurns, 3);
+    assert.equal(config.rollout.think, true);
+  });
+  it('rejects unknown keys naming the file and the key', () => {
+    const file = yamlFile('policy:\n  baseURL: http://x:1/v1\n  modle: typo\n');
+    assert.throws(() => loadConfig({ file, env: {} }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError);
+      assert.ok(error.message.includes(file));
+      assert.match(error.message, /policy\.modle: unknown key/);
+      return true;
+    });
+  });
+  it('rejects bad values naming the key', () => {
+    assert.throws(() => loadConfig({ env: {}, set: ['rollout.initialEmotion=140'] }), /rollout\.initialEmotion/);
+    assert.throws(() => loadConfig({ env: { POLICY_BASE_URL: 'not a url' } }), /policy\.baseURL/);
+    assert.throws(() => loadConfig({ env: {}, set: ['nonsense'] }), /expected key=value/);
+    assert.throws(() => loadConfig({ file: '/nonexistent/attune.yaml', env: {} }), /no such config file/);
+  });
+  it('keeps API keys out of workflow settings: only the variable name travels', () => {
+    const settings = rolloutSettingsFromConfig(loadConfig({ env: { POLICY_API_KEY: 'sk-secret-value' } }));
+    assert.equal(settings.policy.apiKeyEnv, 'POLICY_API_KEY');
+    assert.ok(!JSON.stringify(settings).includes('sk-secret-value'));
+  });
+});

@@ -1,0 +1,237 @@
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import { SIMULATOR_TAGS } from '../../src/core/prompts/simulator.js';
+
+export type CallRole = 'policy' | 'analysis' | 'reply' | 'opening';
+export type Fault = '429' | '500' | '401' | '404' | 'timeout' | 'malformed' | 'hold' | 'labelled' | 'plain-json';
+
+const requestSchema = z.object({
+  model: z.string().min(1),
+  messages: z.array(z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.string() })).min(1),
+  temperature: z.number().optional(),
+  top_p: z.number().optional(),
+  max_tokens: z.number().int().positive().optional(),
+  seed: z.number().int().optional(),
+  response_format: z.unknown().optional(),
+}).passthrough();
+export type FakeRequest = z.infer<typeof requestSchema>;
+
+export interface CallContext {
+  role: CallRole;
+  /** 1-based count of calls of this role so far, this one included. */
+  nth: number;
+  body: FakeRequest;
+  /** Assistant turns visible in the prompt (policy: turns before this one; analysis: includes the one analysed). */
+  turn: number;
+  /** The last message's text. */
+  last: string;
+  /** The persona name found in the simulator prompt (identifies the dialogue). */
+  persona: string | null;
+}
+
+export interface AnalysisAnswer {
+  emotionChange: number;
+  innerThoughts?: string;
+}
+
+export interface FakeBehaviour {
+  latencyMs?: number;
+  policy?: (ctx: CallContext) => string;
+  analysis?: (ctx: CallContext) => AnalysisAnswer;
+  reply?: (ctx: CallContext) => string;
+  opening?: (ctx: CallContext) => string;
+}
+
+export interface RecordedCall {
+  role: CallRole;
+  nth: number;
+  /** Hash of what identifies the request: role, messages, seed. A replayed call has the same key. */
+  key: string;
+  status: number;
+}
+
+function hashOf(text: string): number {
+  return createHash('sha256').update(text).digest().readUInt32BE(0);
+}
+
+function classify(body: FakeRequest): CallRole {
+  const system = body.messages.find((m) => m.role === 'system')?.content ?? '';
+  if (system.startsWith(SIMULATOR_TAGS.analysis)) return 'analysis';
+  if (system.startsWith(SIMULATOR_TAGS.reply)) return 'reply';
+  if (system.startsWith(SIMULATOR_TAGS.opening)) return 'opening';
+  return 'policy';
+}
+
+/** Default behaviour: deterministic text derived from the request, so identical requests get identical answers. */
+export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs'>> = {
+  policy: (ctx) => {
+    const think = (ctx.body.messages[0]?.content ?? '').includes('<think>');
+    const reply = `It sounds like that has been weighing on you (${hashOf(ctx.last) % 997}). What part of it stays with you most?`;
+    return think ? `<think>They need to feel heard first (${ctx.turn}).</think>${reply}` : reply;
+  },
+  analysis: (ctx) => ({ emotionChange: (hashOf(ctx.last) % 9) - 2 }),
+  reply: (ctx) => `Turn ${ctx.turn}: I guess so. It's the way nobody noticed (${hashOf(ctx.last) % 991}).`,
+  opening: () => 'Hey. Can I talk to you about something that has been bugging me?',
+};
+
+/** An OpenAI-compatible chat server for tests: deterministic, with injectable faults and call accounting. */
+export class FakeOpenAIServer {
+  readonly calls: RecordedCall[] = [];
+  private readonly counters: Record<CallRole, number> = { policy: 0, analysis: 0, reply: 0, opening: 0 };
+  private readonly faults = new Map<string, Fault>();
+  private readonly waiters: { role: CallRole; nth: number; resolve: () => void }[] = [];
+  private readonly held: ServerResponse[] = [];
+  private releaseHeld: (() => void)[] = [];
+  behaviour: FakeBehaviour;
+
+  private constructor(private readonly server: Server, behaviour: FakeBehaviour) {
+    this.behaviour = behaviour;
+  }
+
+  static async start(behaviour: FakeBehaviour = {}, port = 0): Promise<FakeOpenAIServer> {
+    let instance: FakeOpenAIServer | null = null;
+    const server = createServer((req, res) => {
+      void instance?.handle(req, res);
+    });
+    // Test clients are short-lived; don't let idle keep-alive sockets hold the event loop.
+    server.keepAliveTimeout = 1000;
+    instance = new FakeOpenAIServer(server, behaviour);
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    return instance;
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/v1`;
+  }
+
+  count(role?: CallRole): number {
+    return role ? this.counters[role] : Object.values(this.counters).reduce((a, b) => a + b, 0);
+  }
+
+  /** Answers the nth call of `role` (1-based, counted over the server's life) with a fault. */
+  inject(role: CallRole, nth: number, fault: Fault): void {
+    this.faults.set(`${role}:${nth}`, fault);
+  }
+
+  /** Resolves when the nth call of `role` has arrived (before it is answered). */
+  waitForCall(role: CallRole, nth: number): Promise<void> {
+    if (this.counters[role] >= nth) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ role, nth, resolve }));
+  }
+
+  /** Lets held calls go on (answered normally, if their client is still there). */
+  release(): void {
+    const pending = this.releaseHeld;
+    this.releaseHeld = [];
+    for (const go of pending) go();
+  }
+
+  /** How many times each distinct request was answered successfully. */
+  successCountsByKey(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const call of this.calls) if (call.status === 200) counts.set(call.key, (counts.get(call.key) ?? 0) + 1);
+    return counts;
+  }
+
+  async close(): Promise<void> {
+    this.release();
+    for (const res of this.held) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.method === 'GET' && req.url === '/v1/models') {
+      return this.send(res, 200, { object: 'list', data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'attune-test' }] });
+    }
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      return this.send(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'not_found' } });
+    }
+    let parsed;
+    try {
+      parsed = requestSchema.safeParse(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+    } catch {
+      return this.send(res, 400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
+    }
+    if (!parsed.success) {
+      return this.send(res, 400, { error: { message: `invalid request: ${parsed.error.issues[0]?.path.join('.')}`, type: 'invalid_request_error' } });
+    }
+    const body = parsed.data;
+    const role = classify(body);
+    const nth = ++this.counters[role];
+    const key = createHash('sha256').update(JSON.stringify([role, body.messages, body.seed ?? null])).digest('hex').slice(0, 16);
+    for (const waiter of this.waiters.filter((w) => w.role === role && w.nth <= nth)) {
+      this.waiters.splice(this.waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+    const fault = this.faults.get(`${role}:${nth}`);
+    const record = (status: number): void => { this.calls.push({ role, nth, key, status }); };
+
+    if (fault === 'hold') {
+      this.held.push(res);
+      await new Promise<void>((resolve) => this.releaseHeld.push(resolve));
+      if (res.destroyed || res.writableEnded) return record(0);
+    }
+    if (this.behaviour.latencyMs) await new Promise((r) => setTimeout(r, this.behaviour.latencyMs));
+    if (fault === '429') { record(429); return this.send(res, 429, { error: { message: 'rate limited', type: 'rate_limit_error' } }); }
+    if (fault === '500') { record(500); return this.send(res, 500, { error: { message: 'internal error', type: 'server_error' } }); }
+    if (fault === '401') { record(401); return this.send(res, 401, { error: { message: 'invalid api key', type: 'authentication_error' } }); }
+    if (fault === '404') { record(404); return this.send(res, 404, { error: { message: `model ${body.model} does not exist`, type: 'not_found_error' } }); }
+    if (fault === 'timeout') {
+      // Never answer: the client's timeout fires; the socket is dropped when the server closes.
+      record(0);
+      this.held.push(res);
+      return;
+    }
+
+    const messages = body.messages;
+    const last = messages[messages.length - 1]?.content ?? '';
+    const turn = role === 'policy'
+      ? messages.filter((m) => m.role === 'assistant').length + 1
+      : (last.match(/^Assistant: /gm)?.length ?? 0) + (role === 'analysis' ? 1 : 0);
+    const persona = /Name: (.+)/.exec(messages[0]?.content ?? '')?.[1] ?? null;
+    const ctx: CallContext = { role, nth, body, turn, last, persona };
+    let content: string;
+    if (fault === 'malformed') {
+      content = 'Sorry, I cannot do that. {not json';
+    } else if (role === 'analysis') {
+      const answer = (this.behaviour.analysis ?? DEFAULT_BEHAVIOUR.analysis)(ctx);
+      const fields = {
+        assistantIntent: 'to comfort me',
+        goalFit: answer.emotionChange >= 0 ? 'close to what I need' : 'misses the point',
+        innerThoughts: answer.innerThoughts ?? `turn ${turn} thoughts`,
+        emotionChange: answer.emotionChange,
+      };
+      content = fault === 'labelled'
+        ? `Assistant intent: ${fields.assistantIntent}\nGoal fit: ${fields.goalFit}\nInner thoughts: ${fields.innerThoughts}\nEmotion change: ${fields.emotionChange >= 0 ? '+' : ''}${fields.emotionChange}`
+        : fault === 'plain-json' ? `Here is my analysis:\n\`\`\`json\n${JSON.stringify(fields)}\n\`\`\`` : JSON.stringify(fields);
+    } else {
+      content = (this.behaviour[role] ?? DEFAULT_BEHAVIOUR[role])(ctx);
+    }
+    record(200);
+    const promptTokens = messages.reduce((n, m) => n + Math.ceil(m.content.length / 4), 0);
+    const completionTokens = Math.ceil(content.length / 4);
+    this.send(res, 200, {
+      id: `chatcmpl-fake-${role}-${nth}`,
+      object: 'chat.completion',
+      created: 1_700_000_000,
+      model: body.model,
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }],
+      usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+    });
+  }
+
+  private send(res: ServerResponse, status: number, body: unknown): void {
+    if (res.destroyed) return;
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+}

@@ -1,0 +1,119 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { FileArtifactStore } from '../../src/artifacts/store.js';
+import { loadConfig } from '../../src/config/load.js';
+import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettings.js';
+import type { AttuneConfig } from '../../src/config/schema.js';
+import { taskQueuesFor } from '../../src/config/taskQueues.js';
+import type { RolloutSettings } from '../../src/core/rolloutSettings.js';
+import type { Scenario } from '../../src/core/scenario.js';
+import type { RolloutSummary } from '../../src/core/transcript.js';
+import { requireScenarioLibrary } from '../../src/scenarios/library.js';
+import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../../src/workers/llmIoWorkers.js';
+import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import type { rollout, RolloutInput } from '../../src/workflows/rollout.js';
+import { FakeOpenAIServer, type FakeBehaviour } from './fakeOpenAI.js';
+import { sharedTestEnv, sharedWorkflowBundle } from './temporalEnv.js';
+
+let rigCounter = 0;
+
+export const FIXTURE_SCENARIOS = join(__dirname, '..', 'fixtures', 'scenarios');
+
+export function fixtureScenario(id: string): Scenario {
+  const found = requireScenarioLibrary(FIXTURE_SCENARIOS).find((s) => s.id === id);
+  if (!found) throw new Error(`fixture scenario ${id} missing`);
+  return found;
+}
+
+/** Config for tests: the fake server for both roles, quick retries, a private task-queue prefix and home. */
+export function testConfigSet(fakeUrl: string, set: string[] = []): string[] {
+  const home = mkdtempSync(join(tmpdir(), 'attune-test-'));
+  return [
+      `home=${home}`,
+      `temporal.taskQueuePrefix=t${process.pid}-${++rigCounter}-`,
+      `policy.baseURL=${fakeUrl}`,
+      'policy.model=fake-policy',
+      `simulator.baseURL=${fakeUrl}`,
+      'simulator.model=fake-simulator',
+      'policy.timeoutMs=3000',
+      'simulator.timeoutMs=3000',
+      'policy.retry.initialIntervalMs=50',
+      'policy.retry.maximumIntervalMs=200',
+      'simulator.retry.initialIntervalMs=50',
+      'simulator.retry.maximumIntervalMs=200',
+      ...set,
+  ];
+}
+
+export function testConfig(fakeUrl: string, set: string[] = []): AttuneConfig {
+  return loadConfig({ env: {}, set: testConfigSet(fakeUrl, set) });
+}
+
+export interface RolloutRig {
+  env: TestWorkflowEnvironment;
+  fake: FakeOpenAIServer;
+  config: AttuneConfig;
+  /** The --set options that produce `config`, for worker processes. */
+  configSet: string[];
+  store: FileArtifactStore;
+  settings(overrides?: Partial<RolloutSettings>): RolloutSettings;
+  /** Starts in-process workers (omit for tests that run workers in a child process). */
+  startWorkers(): Promise<void>;
+  stopWorkers(): Promise<void>;
+  runRollout(scenario: Scenario, seed: number, overrides?: Partial<RolloutSettings>, workflowId?: string): Promise<RolloutSummary>;
+  startRollout(scenario: Scenario, seed: number, overrides?: Partial<RolloutSettings>, workflowId?: string): Promise<WorkflowHandleWithFirstExecutionRunId<typeof rollout>>;
+  close(): Promise<void>;
+}
+
+export async function createRolloutRig(options: { behaviour?: FakeBehaviour; set?: string[] } = {}): Promise<RolloutRig> {
+  const env = await sharedTestEnv();
+  const fake = await FakeOpenAIServer.start(options.behaviour ?? {});
+  const configSet = testConfigSet(fake.url, options.set);
+  const config = loadConfig({ env: {}, set: configSet });
+  const store = new FileArtifactStore(join(config.home, 'artifacts'));
+  let workers: Worker[] = [];
+  let running: Promise<void> | null = null;
+  const rig: RolloutRig = {
+    env,
+    fake,
+    config,
+    configSet,
+    store,
+    settings: (overrides = {}) => ({ ...rolloutSettingsFromConfig(config), ...overrides }),
+    async startWorkers() {
+      workers = await createLlmIoWorkers({
+        connection: env.nativeConnection,
+        namespace: env.namespace ?? 'default',
+        config,
+        store,
+        workflowBundle: await sharedWorkflowBundle(),
+      });
+      running = runWorkers(workers);
+    },
+    async stopWorkers() {
+      shutdownWorkers(workers);
+      await running;
+      running = null;
+      workers = [];
+    },
+    async runRollout(scenario, seed, overrides = {}, workflowId) {
+      return (await rig.startRollout(scenario, seed, overrides, workflowId)).result();
+    },
+    async startRollout(scenario, seed, overrides = {}, workflowId) {
+      const input: RolloutInput = { rolloutId: workflowId ?? `rollout-${scenario.id}-${seed}-${rigCounter}-${Date.now()}`, scenario, settings: rig.settings(overrides), seed };
+      return env.client.workflow.start<typeof rollout>('rollout', {
+        taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
+        workflowId: input.rolloutId,
+        args: [input],
+      });
+    },
+    async close() {
+      await rig.stopWorkers();
+      await fake.close();
+    },
+  };
+  return rig;
+}

@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { Worker } from '@temporalio/worker';
+import { sharedWorkflowBundle } from '../support/temporalEnv.js';
+
+const HISTORIES = join(__dirname, '..', 'fixtures', 'histories');
+
+function loadHistory(name: string): unknown {
+  return JSON.parse(readFileSync(join(HISTORIES, name), 'utf8'));
+}
+
+describe('workflow replay (determinism guard)', () => {
+  it('replays the recorded rollout history with the current workflow code', async () => {
+    const history = historyFromJSON(loadHistory('rollout.json'));
+    assert.ok((history.events ?? []).length > 20, 'the fixture holds a whole rollout');
+    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-rollout');
+  });
+
+  it('fails when the code would schedule different activities than the history holds', async () => {
+    // Rename the first policy activity in the recorded history: the same code must now be judged non-deterministic.
+    const json = loadHistory('rollout.json') as { events: { activityTaskScheduledEventAttributes?: { activityType?: { name?: string } } }[] };
+    const scheduled = json.events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'generatePolicyTurn');
+    assert.ok(scheduled?.activityTaskScheduledEventAttributes?.activityType);
+    scheduled.activityTaskScheduledEventAttributes.activityType.name = 'somethingElse';
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, historyFromJSON(json), 'replay-fixture-rollout-altered'),
+      (error: unknown) => error instanceof DeterminismViolationError,
+    );
+  });
+});

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { Transcript } from '../../src/core/transcript.js';
+import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
+
+function failureMessage(error: unknown): string {
+  assert.ok(error instanceof WorkflowFailedError, `expected WorkflowFailedError, got ${String(error)}`);
+  // The workflow fails with the activity's failure as its cause.
+  let cause: unknown = error.cause;
+  const messages: string[] = [];
+  while (cause instanceof Error) {
+    messages.push(cause.message);
+    cause = (cause as Error & { cause?: unknown }).cause;
+  }
+  return messages.join(' <- ');
+}
+
+describe('rollout workflow (real dev server, fake OpenAI server)', function () {
+  let rig: RolloutRig | undefined;
+  afterEach(async () => {
+    await rig?.close();
+    rig = undefined;
+  });
+
+  it('runs a full dialogue turn by turn and stores the transcript', async () => {
+    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 3 }) } });
+    await rig.startWorkers();
+    const scenario = fixtureScenario('test-venting-negative-baker');
+    const summary = await rig.runRollout(scenario, 7, { maxTurns: 4, initialEmotion: 40 });
+    assert.equal(summary.outcome, 'turn-limit');
+    assert.equal(summary.turns, 4);
+    assert.deepEqual(summary.emotions, [40, 43, 46, 49, 52]);
+    assert.equal(summary.finalEmotion, 52);
+    assert.equal(summary.reward, 0.52);
+    // 4 policy + 4 analysis + 3 replies (none after the last analysed turn); the opening is the scenario's.
+    assert.equal(rig.fake.count('policy'), 4);
+    assert.equal(rig.fake.count('analysis'), 4);
+    assert.equal(rig.fake.count('reply'), 3);
+    assert.equal(rig.fake.count('opening'), 0);
+    const transcript = await rig.store.getJson<Transcript>(summary.artifact);
+    assert.equal(transcript.turns.length, 4);
+    assert.equal(transcript.turns[0]?.userMessage, scenario.firstMessage);
+    assert.equal(transcript.turns[1]?.emotionBefore, 43);
+    assert.equal(transcript.turns[1]?.userMessage, transcript.turns[0]?.userReply?.text);
+    assert.ok(transcript.turns[3]?.analysis?.analysis.innerThoughts);
+    assert.ok(summary.tokens.policyCompletion > 0 && summary.tokens.simulatorPrompt > 0);
+    // The policy's prompt at turn 2 holds the whole visible dialogue so far.
+    assert.deepEqual(transcript.turns[1]?.promptMessages.map((m) => m.role), ['system', 'user', 'assistant', 'user']);
+  });
+
+  it('ends in success when emotion reaches 100', async () => {
+    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 10 }) } });
+    await rig.startWorkers();
+    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 1, { initialEmotion: 85 });
+    assert.equal(summary.outcome, 'success');
+    assert.deepEqual(summary.emotions, [85, 95, 100]);
+    assert.equal(summary.reward, 1);
+    assert.equal(rig.fake.count('reply'), 1);
+  });
+
+  it('ends in failure when emotion drops below 10, clamping changes to [-10, 10]', async () => {
+    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: -25 }) } });
+    await rig.startWorkers();
+    // The fake sends -25 as JSON; the parser clamps it to -10.
+    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 1, { initialEmotion: 25, simulator: { ...rig.settings().simulator, structuredOutput: 'none' } });
+    assert.equal(summary.outcome, 'failure');
+    assert.deepEqual(summary.emotions, [25, 15, 5]);
+    assert.equal(summary.reward, 0.05);
+  });
+
+  it("ends when the simulated user says goodbye", async () => {
+    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 1 }), reply: (ctx) => (ctx.turn >= 2 ? 'ok. whatever. bye.' : 'not really, no') } });
+    await rig.startWorkers();
+    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 3);
+    assert.equal(summary.outcome, 'goodbye');
+    assert.equal(summary.turns, 2);
+    assert.equal(summary.finalEmotion, 42);
+  });
+
+  it('lets the simulator write the opening when the scenario has none', async () => {
+    rig = await createRolloutRig({ behaviour: { opening: () => 'so. about next week\'s route...' } });
+    await rig.startWorkers();
+    const summary = await rig.runRollout(fixtureScenario('test-not-my-fault-avoidant-cyclist'), 5, { maxTurns: 1 });
+    const transcript = await rig.store.getJson<Transcript>(summary.artifact);
+    assert.equal(rig.fake.count('opening'), 1);
+    assert.equal(transcript.opening.writtenBySimulator, true);
+    assert.equal(transcript.turns[0]?.userMessage, "so. about next week's route...");
+  });
+
+  it('think mode: only the reply reaches the simulator and later turns', async () => {
+    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 2 }) } });
+    await rig.startWorkers();
+    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 9, { maxTurns: 3, think: true });
+    assert.equal(summary.outcome, 'turn-limit');
+    const transcript = await rig.store.getJson<Transcript>(summary.artifact);
+    for (const turn of transcript.turns) {
+      assert.ok(turn.policy.thinking && turn.policy.thinking.length > 0);
+      assert.ok(!turn.policy.reply.includes('<think>'));
+      for (const message of turn.promptMessages.slice(1)) assert.ok(!message.content.includes('<think>'), 'thinking leaked into a later prompt');
+    }
+    const simulatorPrompts = rig.fake.calls.filter((c) => c.role === 'analysis');
+    assert.equal(simulatorPrompts.length, 3);
+  });
+
+  it('think mode: a malformed output ends the dialogue with reward 0', async () => {
+    rig = await createRolloutRig({ behaviour: { policy: () => 'I just answer without thinking first.' } });
+    await rig.startWorkers();
+    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 9, { think: true });
+    assert.equal(summary.outcome, 'malformed');
+    assert.equal(summary.reward, 0);
+    assert.equal(rig.fake.count('analysis'), 0);
+    const transcript = await rig.store.getJson<Transcript>(summary.artifact);
+    assert.equal(transcript.turns[0]?.policy.malformed, true);
+    assert.match(transcript.turns[0]?.policy.problem ?? '', /think/);
+  });
+
+  it('retries 429, 500 and timeouts, and accepts analyses that ignore response_format', async () => {
+    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 4 }) }, set: ['policy.timeoutMs=500'] });
+    rig.fake.inject('policy', 1, '429');
+    rig.fake.inject('policy', 2, '500');
+    rig.fake.inject('policy', 4, 'timeout');
+    rig.fake.inject('analysis', 1, 'labelled');
+    rig.fake.inject('analysis', 2, 'plain-json');
+    rig.fake.inject('reply', 1, '500');
+    await rig.startWorkers();
+    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 11, { maxTurns: 3 });
+    assert.equal(summary.outcome, 'turn-limit');
+    assert.deepEqual(summary.emotions, [40, 44, 48, 52]);
+    // 3 successful policy calls + 2 failures before the first + 1 timeout.
+    assert.equal(rig.fake.count('policy'), 6);
+    assert.equal(rig.fake.count('reply'), 3);
+  });
+
+  it('asks again after an unparseable analysis, then fails quoting the reply', async () => {
+    rig = await createRolloutRig({ set: ['simulator.parseRetries=2'] });
+    rig.fake.inject('analysis', 1, 'malformed');
+    await rig.startWorkers();
+    const ok = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 2, { maxTurns: 1 });
+    assert.equal(ok.outcome, 'turn-limit');
+    const transcript = await rig.store.getJson<Transcript>(ok.artifact);
+    assert.equal(transcript.turns[0]?.analysis?.attempts, 2);
+
+    for (const nth of [3, 4, 5]) rig.fake.inject('analysis', nth, 'malformed');
+    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 3, { maxTurns: 1 }).then(() => null, (e: unknown) => e);
+    const message = failureMessage(error);
+    assert.match(message, /no parseable analysis after 3 attempts/);
+    assert.match(message, /Sorry, I cannot do that\. \{not json/);
+    assert.equal(rig.fake.count('analysis'), 5, 'an unparseable reply must not be retried without bound');
+  });
+
+  it('fails fast with a clear message on a rejected request (401)', async () => {
+    rig = await createRolloutRig();
+    rig.fake.inject('policy', 1, '401');
+    await rig.startWorkers();
+    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 2).then(() => null, (e: unknown) => e);
+    const message = failureMessage(error);
+    assert.match(message, /policy endpoint http:\/\/127\.0\.0\.1:\d+\/v1 \(model "fake-policy"\): HTTP 401 \(check POLICY_API_KEY\)/);
+    assert.equal(rig.fake.count('policy'), 1, 'a 401 is not retried');
+  });
+
+  it('names the endpoint when it is unreachable', async () => {
+    rig = await createRolloutRig({ set: ['simulator.baseURL=http://127.0.0.1:9/v1', 'simulator.retry.maximumAttempts=2'] });
+    await rig.startWorkers();
+    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 2).then(() => null, (e: unknown) => e);
+    assert.match(failureMessage(error), /simulator endpoint http:\/\/127\.0\.0\.1:9\/v1 \(model "fake-simulator"\): unreachable/);
+  });
+});

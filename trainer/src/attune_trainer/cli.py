@@ -1,0 +1,93 @@
+"""`python -m attune_trainer serve ...` (also under `accelerate launch` for multi-GPU FSDP)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from pathlib import Path
+
+
+def default_state_dir() -> Path:
+    return Path(os.environ.get("ATTUNE_HOME", ".attune")) / "trainer"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m attune_trainer",
+        description="Attune trainer service: PPO/GRPO optimizer steps over HTTP, checkpoints, OpenAI-compatible "
+        "sampling. Multi-GPU: run the same command under `accelerate launch --config_file "
+        "trainer/configs/fsdp.yaml -m attune_trainer serve ...`.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="start the HTTP service", description="Start the HTTP service. "
+                       "When TRAINER_TOKEN is set, every request needs 'Authorization: Bearer <token>'.")
+    s.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8400, help="port (0 = pick a free one; default 8400)")
+    s.add_argument("--state-dir", type=Path, default=None,
+                   help="runs and checkpoints (default $ATTUNE_HOME/trainer, ATTUNE_HOME defaults to .attune)")
+    s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                   help="auto: cuda when available (default)")
+    s.add_argument("--dtype", choices=["auto", "fp32", "bf16"], default="auto",
+                   help="compute precision: auto = fp32 on CPU, bf16 autocast (fp32 master weights) on GPU")
+    s.add_argument("--max-loaded-runs", type=int, default=4, help="runs kept in memory (LRU; others reload)")
+    s.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
+    s.add_argument("--log-level", default=os.environ.get("ATTUNE_TRAINER_LOG_LEVEL", "info"),
+                   choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command != "serve":
+        return 2
+    from .log import log, set_level
+
+    set_level(args.log_level)
+    import torch
+
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    state_dir = (args.state_dir or default_state_dir()).resolve()
+
+    from .dispatch import Dispatcher
+    from .engine import Engine
+
+    engine = Engine(state_dir, device=args.device, dtype=args.dtype, max_loaded_runs=args.max_loaded_runs)
+    dispatcher = Dispatcher(engine)
+    if not engine.is_main:
+        dispatcher.worker_loop()
+        return 0
+
+    import uvicorn
+
+    from .server import create_app
+
+    app = create_app(engine, dispatcher)
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as e:
+        log("error", "cannot bind", host=args.host, port=args.port, error=str(e))
+        return 1
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    url = f"http://{args.host if family == socket.AF_INET else '[' + args.host + ']'}:{port}"
+    config = uvicorn.Config(app, log_config=None, access_log=False, timeout_keep_alive=75, lifespan="off")
+    server = uvicorn.Server(config)
+    log("info", "listening", url=url, host=args.host, port=port, state_dir=str(state_dir),
+        auth=bool(os.environ.get("TRAINER_TOKEN")), pid=os.getpid())
+    print(f"attune-trainer listening on {url}", flush=True)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        dispatcher.shutdown()
+        log("info", "stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
