@@ -1,14 +1,20 @@
 import type { ArtifactStore } from '../artifacts/store.js';
 import { createArtifactActivities } from './artifacts.js';
+import { createEvaluationActivities } from './evaluations.js';
 import { generatePolicyTurn } from './policy.js';
+import { loadScenario } from './scenarios.js';
 import { analyzeAssistantReply, writeUserMessage } from './simulator.js';
+import { latestPolicyVersion } from './trainerClient.js';
 
 export const policyActivities = { generatePolicyTurn };
 export const simulatorActivities = { analyzeAssistantReply, writeUserMessage };
+
+/** Activities of the rollouts queue: small local I/O next to the workflows. */
 export function rolloutQueueActivities(store: ArtifactStore) {
-  return createArtifactActivities(store);
+  return { ...createArtifactActivities(store), ...createEvaluationActivities(store), loadScenario, latestPolicyVersion };
 }
 
 export type PolicyActivities = typeof policyActivities;
 export type SimulatorActivities = typeof simulatorActivities;
-export type ArtifactActivities = ReturnType<typeof createArtifactActivities>;
+export type RolloutQueueActivities = ReturnType<typeof rolloutQueueActivities>;
+export type ArtifactActivities = RolloutQueueActivities;

@@ -1,6 +1,8 @@
 import { configErrorFrom, ConfigError } from '../config/load.js';
 import { UsageError } from './args.js';
 import { devCommand } from './commands/dev.js';
+import { evalCommand } from './commands/eval.js';
+import { scheduleCommand } from './commands/schedule.js';
 import { rolloutCommand } from './commands/rollout.js';
 import { scenariosCommand } from './commands/scenarios.js';
 import { workerCommand } from './commands/worker.js';
@@ -12,6 +14,8 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
   worker: { run: workerCommand, summary: 'run the LLM-I/O workers against a Temporal server' },
   rollout: { run: rolloutCommand, summary: 'run one dialogue and print its transcript' },
   scenarios: { run: scenariosCommand, summary: 'validate, list and import scenarios' },
+  schedule: { run: scheduleCommand, summary: 'nightly evaluations as Temporal Schedules: create|list|pause|unpause|delete|trigger' },
+  eval: { run: evalCommand, summary: 'run the Sentient benchmark (SAGE protocol); eval compare A B' },
 };
 
 export function topHelp(): string {

@@ -77,6 +77,28 @@ export const configSchema = z.strictObject({
     /** Default: `<home>/artifacts`. */
     dir: z.string().min(1).optional(),
   }).default({}),
+  /** The SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0. */
+  evaluation: z.strictObject({
+    initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
+    maxTurns: z.number().int().min(1).max(50).default(10),
+    simulatorTemperature: z.number().min(0).max(2).default(0),
+    /** Think-then-say for the evaluated policy; default: rollout.think. */
+    think: z.boolean().optional(),
+    /** Dialogues in flight at once. */
+    concurrency: z.number().int().min(1).max(500).default(8),
+    seed: z.number().int().min(0).default(1234),
+  }).default({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 10, simulatorTemperature: 0, concurrency: 8, seed: 1234 }),
+  /** The GPU optimizer service (trainer/). */
+  trainer: z.strictObject({
+    url: z.string().url().default('http://127.0.0.1:8402'),
+    /** Name of the variable holding the bearer token (TRAINER_TOKEN on the service side). */
+    tokenEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).default('TRAINER_TOKEN'),
+    /**
+     * Where versions `run@step` are served for sampling: the trainer's own OpenAI endpoint by
+     * default, or a vLLM server that loads each step's LoRA adapter.
+     */
+    policyBaseURL: z.string().url().optional(),
+  }).default({ url: 'http://127.0.0.1:8402', tokenEnv: 'TRAINER_TOKEN' }),
   /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
   localLlm: z.strictObject({
     port: z.number().int().min(1).max(65535).default(LOCAL_LLM_PORT),

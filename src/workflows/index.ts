@@ -1,1 +1,3 @@
 export { rollout, rolloutProgressQuery } from './rollout.js';
+export { evaluation } from './evaluation.js';
+export { scheduledEvaluation } from './scheduledEvaluation.js';

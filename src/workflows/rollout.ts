@@ -1,5 +1,6 @@
-import { defineQuery, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, defineQuery, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ArtifactActivities, PolicyActivities, SimulatorActivities } from '../activities/index.js';
+import type { ScenarioRef } from '../activities/scenarios.js';
 import { emotionAfterTurn, emotionState } from '../core/emotion.js';
 import { analysisMessages, openingMessages, replyMessages } from '../core/prompts/simulator.js';
 import { defaultPolicySystemPrompt, policyMessages } from '../core/prompts/policy.js';
@@ -13,7 +14,9 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
 export interface RolloutInput {
   rolloutId: string;
-  scenario: Scenario;
+  /** The scenario itself, or a reference loaded by an activity (keeps fan-out parents' histories small). */
+  scenario?: Scenario;
+  scenarioRef?: ScenarioRef;
   settings: RolloutSettings;
   seed: number;
   runName?: string | null;
@@ -51,7 +54,7 @@ function retryOptions(retry: RetryPolicySettings) {
  * summary comes back.
  */
 export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
-  const { scenario, settings, seed } = input;
+  const { settings, seed } = input;
   const runName = input.runName ?? null;
   const step = input.step ?? null;
   const startedAt = new Date().toISOString();
@@ -73,6 +76,11 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
     retry: { maximumAttempts: 10 },
   });
+
+  let scenario: Scenario;
+  if (input.scenario) scenario = input.scenario;
+  else if (input.scenarioRef) scenario = await artifacts.loadScenario(input.scenarioRef);
+  else throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
 
   const progress: RolloutProgress = { turn: 0, emotion: settings.initialEmotion, emotions: [settings.initialEmotion], outcome: null, phase: 'opening' };
   setHandler(rolloutProgressQuery, () => progress);

@@ -42,6 +42,8 @@ export interface FakeBehaviour {
   analysis?: (ctx: CallContext) => AnalysisAnswer;
   reply?: (ctx: CallContext) => string;
   opening?: (ctx: CallContext) => string;
+  /** A fault decided per call (e.g. for one persona), besides the ones injected by number. */
+  fault?: (ctx: CallContext) => Fault | undefined;
 }
 
 export interface RecordedCall {
@@ -65,7 +67,7 @@ function classify(body: FakeRequest): CallRole {
 }
 
 /** Default behaviour: deterministic text derived from the request, so identical requests get identical answers. */
-export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs'>> = {
+export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs' | 'fault'>> = {
   policy: (ctx) => {
     const think = (ctx.body.messages[0]?.content ?? '').includes('<think>');
     const reply = `It sounds like that has been weighing on you (${hashOf(ctx.last) % 997}). What part of it stays with you most?`;
@@ -172,7 +174,9 @@ export class FakeOpenAIServer {
       this.waiters.splice(this.waiters.indexOf(waiter), 1);
       waiter.resolve();
     }
-    const fault = this.faults.get(`${role}:${nth}`);
+    const lastMessage = body.messages[body.messages.length - 1]?.content ?? '';
+    const personaName = /Name: (.+)/.exec(body.messages[0]?.content ?? '')?.[1] ?? null;
+    const fault = this.faults.get(`${role}:${nth}`) ?? this.behaviour.fault?.({ role, nth, body, turn: 0, last: lastMessage, persona: personaName });
     const record = (status: number): void => { this.calls.push({ role, nth, key, status }); };
 
     if (fault === 'hold') {

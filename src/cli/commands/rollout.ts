@@ -1,17 +1,13 @@
-import type { Worker } from '@temporalio/worker';
 import { rolloutSettingsFromConfig } from '../../config/rolloutSettings.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
 import type { RolloutSummary, Transcript } from '../../core/transcript.js';
 import { findScenario } from '../../scenarios/library.js';
-import { connectTemporal, connectWorkerSide, rolloutWorkersPolling } from '../../temporal/connect.js';
-import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
 import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
-import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../../workers/llmIoWorkers.js';
 import type { RolloutInput } from '../../workflows/rollout.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, intOption, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
-import { ensureLocalModels } from '../localModels.js';
 import { renderTranscript } from '../render/transcript.js';
+import { withRuntime, workflowUiUrl } from '../runtime.js';
 
 export const ROLLOUT_HELP = `attune rollout --scenario ID [options]
 
@@ -59,21 +55,10 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
     ...(values.think ? { think: true } : {}),
   });
 
-  installTemporalLogging();
-  const models = await ensureLocalModels(config, log);
-  const temporal = await connectTemporal(config, log);
-  let workers: Worker[] = [];
-  let running: Promise<void> | null = null;
-  try {
-    if (!(await rolloutWorkersPolling(temporal, config))) {
-      log.info('no workers polling: starting them in this process');
-      const connection = await connectWorkerSide(temporal);
-      workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config, store: ctx.store });
-      running = runWorkers(workers);
-    }
+  return withRuntime(ctx, async (temporal) => {
     const rolloutId = `rollout-${scenario.id}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     const input: RolloutInput = { rolloutId, scenario, settings, seed };
-    log.info('rollout started', { workflowId: rolloutId, ui: temporal.uiUrl ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows/${rolloutId}` : null });
+    log.info('rollout started', { workflowId: rolloutId, ui: workflowUiUrl(temporal, rolloutId) });
     const summary: RolloutSummary = await temporal.client.workflow.execute('rollout', {
       taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
       workflowId: rolloutId,
@@ -90,12 +75,5 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
       process.stdout.write(`${renderTranscript(transcript)}\nTranscript: ${ctx.store.locate(summary.artifact)}\n`);
     }
     return 0;
-  } finally {
-    if (running) {
-      shutdownWorkers(workers);
-      await running;
-    }
-    await temporal.close();
-    await models.close();
-  }
+  });
 }

@@ -365,7 +365,8 @@ class Engine:
         if latest is None:
             self._commit(lr, 0, stored=None, digest=None)
         log("info", "run loaded", run_id=store.run_id, step=lr.step, seconds=round(time.time() - t0, 3),
-            trainable_params=sum(p.numel() for p in policy_params))
+            trainable_params=sum(p.numel() for p in policy_params),
+            distributed=str(self.acc.distributed_type), wrapper=type(policy).__name__)
         return lr
 
     @staticmethod

@@ -1,0 +1,15 @@
+import type { ArtifactStore } from '../artifacts/store.js';
+import type { EvaluationReport } from '../core/evaluation.js';
+
+export function evaluationKey(evalId: string): string {
+  return `evaluations/${evalId.replace(/[^A-Za-z0-9._@=-]/g, '_')}/evaluation.json`;
+}
+
+export function createEvaluationActivities(store: ArtifactStore) {
+  return {
+    /** Idempotent: keyed by the evaluation id. */
+    async saveEvaluation(report: EvaluationReport): Promise<string> {
+      return store.putJson(evaluationKey(report.evalId), report);
+    },
+  };
+}

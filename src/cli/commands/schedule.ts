@@ -1,0 +1,152 @@
+import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { AttuneConfig } from '../../config/schema.js';
+import { taskQueuesFor } from '../../config/taskQueues.js';
+import { buildEvaluationInput } from '../../evaluation/start.js';
+import { connectTemporal } from '../../temporal/connect.js';
+import type { ScheduledEvaluationInput } from '../../workflows/scheduledEvaluation.js';
+import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { commandContext } from '../context.js';
+
+export const SCHEDULE_HELP = `attune schedule <command>
+
+Nightly (or any cron) evaluations as Temporal Schedules: overlapping firings are skipped, missed
+firings are caught up within --catchup-window. Workers must be running (attune dev / attune worker).
+
+  create NAME --cron "0 2 * * *" [--scenarios DIR | --split eval] [--run RUN | --policy VERSION]
+              [--catchup-window 1h] [--note TEXT]
+         --run RUN evaluates that run's latest published version at each firing
+  list [--json]
+  pause NAME [--note TEXT]     unpause NAME     delete NAME     trigger NAME (run now)
+${CONFIG_HELP}`;
+
+const OPTIONS = {
+  ...CONFIG_OPTIONS,
+  cron: { type: 'string' },
+  scenarios: { type: 'string' },
+  split: { type: 'string' },
+  run: { type: 'string' },
+  policy: { type: 'string' },
+  'catchup-window': { type: 'string' },
+  note: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
+export interface CreateScheduleOptions {
+  name: string;
+  cron: string;
+  scenarios?: string;
+  split?: 'eval' | 'train';
+  run?: string;
+  policy?: string;
+  catchupWindow?: string;
+  note?: string;
+}
+
+export async function createEvaluationSchedule(client: Client, config: AttuneConfig, options: CreateScheduleOptions): Promise<string> {
+  if (!/^[A-Za-z0-9._-]+$/.test(options.name)) throw new UsageError(`schedule name "${options.name}": letters, digits, ".", "_" and "-" only`);
+  if (options.run && options.policy) throw new UsageError('give --run or --policy, not both');
+  const evaluation = buildEvaluationInput(config, {
+    ...(options.scenarios ? { scenarios: options.scenarios } : {}),
+    ...(options.split ? { split: options.split } : {}),
+    // A run's versions are served where trainer.policyBaseURL (or the trainer) serves them.
+    ...(options.policy ? { policy: options.policy } : options.run ? { policy: `${options.run}@0` } : {}),
+    evalId: `${options.name}-template`,
+  });
+  const input: ScheduledEvaluationInput = {
+    schedule: options.name,
+    evaluation,
+    run: options.run ? { name: options.run, trainer: { url: config.trainer.url, tokenEnv: config.trainer.tokenEnv } } : null,
+  };
+  const handle = await client.schedule.create({
+    scheduleId: options.name,
+    spec: { cronExpressions: [options.cron] },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'scheduledEvaluation',
+      workflowId: options.name,
+      taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
+      args: [input],
+    },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: options.catchupWindow ?? '1 hour' },
+    state: { note: options.note ?? `Sentient evaluation of ${options.run ? `run ${options.run} (latest version)` : evaluation.settings.policy.model}` },
+  });
+  return handle.scheduleId;
+}
+
+export async function scheduleCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub === undefined || sub === '--help' || sub === '-h') {
+    process.stdout.write(`${SCHEDULE_HELP}\n`);
+    return sub === undefined ? 1 : 0;
+  }
+  const { values, positionals } = parseCommand(rest, OPTIONS);
+  if (values.help) {
+    process.stdout.write(`${SCHEDULE_HELP}\n`);
+    return 0;
+  }
+  const ctx = commandContext(values, 'schedule');
+  const temporal = await connectTemporal(ctx.config, ctx.log, { startIfMissing: false });
+  const client = temporal.client;
+  try {
+    const name = positionals[0];
+    const needName = () => {
+      if (!name) throw new UsageError(`schedule ${sub} needs a NAME`);
+      return name;
+    };
+    switch (sub) {
+      case 'create': {
+        if (!values.cron) throw new UsageError('--cron "MIN HOUR DOM MON DOW" is required');
+        if (values.split && values.split !== 'eval' && values.split !== 'train') throw new UsageError('--split must be eval or train');
+        const id = await createEvaluationSchedule(client, ctx.config, {
+          name: needName(),
+          cron: values.cron,
+          ...(values.scenarios ? { scenarios: values.scenarios } : {}),
+          ...(values.split ? { split: values.split as 'eval' | 'train' } : {}),
+          ...(values.run ? { run: values.run } : {}),
+          ...(values.policy ? { policy: values.policy } : {}),
+          ...(values['catchup-window'] ? { catchupWindow: values['catchup-window'] } : {}),
+          ...(values.note ? { note: values.note } : {}),
+        });
+        process.stdout.write(`created schedule ${id} (${values.cron})\n`);
+        return 0;
+      }
+      case 'list': {
+        const rows: { id: string; paused: boolean; note: string; next: string | null }[] = [];
+        for await (const s of client.schedule.list()) {
+          rows.push({
+            id: s.scheduleId,
+            paused: s.state.paused,
+            note: s.state.note ?? '',
+            next: s.info.nextActionTimes[0]?.toISOString() ?? null,
+          });
+        }
+        if (values.json) process.stdout.write(`${JSON.stringify(rows)}\n`);
+        else {
+          process.stdout.write(`${'SCHEDULE'.padEnd(28)} ${'PAUSED'.padEnd(6)} ${'NEXT RUN'.padEnd(24)} NOTE\n`);
+          for (const r of rows) process.stdout.write(`${r.id.padEnd(28)} ${(r.paused ? 'yes' : 'no').padEnd(6)} ${(r.next ?? '-').padEnd(24)} ${r.note}\n`);
+        }
+        return 0;
+      }
+      case 'pause':
+        await client.schedule.getHandle(needName()).pause(values.note ?? 'paused with attune schedule pause');
+        process.stdout.write(`paused ${name}\n`);
+        return 0;
+      case 'unpause':
+        await client.schedule.getHandle(needName()).unpause(values.note ?? 'unpaused with attune schedule unpause');
+        process.stdout.write(`unpaused ${name}\n`);
+        return 0;
+      case 'delete':
+        await client.schedule.getHandle(needName()).delete();
+        process.stdout.write(`deleted ${name}\n`);
+        return 0;
+      case 'trigger':
+        await client.schedule.getHandle(needName()).trigger(ScheduleOverlapPolicy.ALLOW_ALL);
+        process.stdout.write(`triggered ${name}\n`);
+        return 0;
+      default:
+        throw new UsageError(`unknown schedule command "${sub}"\n\n${SCHEDULE_HELP}`);
+    }
+  } finally {
+    await temporal.close();
+  }
+}

@@ -1,0 +1,41 @@
+import type { Worker } from '@temporalio/worker';
+import { connectTemporal, connectWorkerSide, rolloutWorkersPolling, type TemporalHandle } from '../temporal/connect.js';
+import { installTemporalLogging } from '../temporal/runtimeLogging.js';
+import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../workers/llmIoWorkers.js';
+import type { CommandContext } from './context.js';
+import { ensureLocalModels } from './localModels.js';
+
+/**
+ * What a command that runs workflows needs: a Temporal server (the configured one, the one of
+ * `attune dev`, or an embedded one), workers (in this process when none poll), and the local
+ * model server when an endpoint points at it. Everything started here stops when `fn` returns.
+ */
+export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: TemporalHandle) => Promise<T>): Promise<T> {
+  const { config, log } = ctx;
+  installTemporalLogging();
+  const models = await ensureLocalModels(config, log);
+  let temporal: TemporalHandle | null = null;
+  let workers: Worker[] = [];
+  let running: Promise<void> | null = null;
+  try {
+    temporal = await connectTemporal(config, log);
+    if (!(await rolloutWorkersPolling(temporal, config))) {
+      log.info('no workers polling: starting them in this process');
+      const connection = await connectWorkerSide(temporal);
+      workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config, store: ctx.store });
+      running = runWorkers(workers);
+    }
+    return await fn(temporal);
+  } finally {
+    if (running) {
+      shutdownWorkers(workers);
+      await running.catch((error: unknown) => log.error('worker failed', { error: String(error) }));
+    }
+    await temporal?.close();
+    await models.close();
+  }
+}
+
+export function workflowUiUrl(temporal: TemporalHandle, workflowId: string): string | null {
+  return temporal.uiUrl ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows/${encodeURIComponent(workflowId)}` : null;
+}

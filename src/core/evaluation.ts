@@ -1,0 +1,121 @@
+import type { GoalType, Personality } from './scenario.js';
+import type { Outcome } from './termination.js';
+import { emptyTotals, type RolloutSummary, type TokenTotals } from './transcript.js';
+
+/** One scenario of an evaluation: a finished dialogue, or a dialogue that failed (excluded from the score). */
+export type EvaluationEntry =
+  | { status: 'ok'; scenarioId: string; goalType: GoalType; personality: Personality; finalEmotion: number; outcome: Outcome; turns: number; emotions: number[]; tokens: TokenTotals; artifact: string }
+  | { status: 'failed'; scenarioId: string; goalType: GoalType; personality: Personality; error: string };
+
+export interface ScoreGroup {
+  count: number;
+  /** Mean final emotion (the Sentient score) of the group's finished dialogues. */
+  score: number;
+  success: number;
+  failure: number;
+  meanTurns: number;
+}
+
+export interface EvaluationSettingsSummary {
+  initialEmotion: number;
+  maxTurns: number;
+  think: boolean;
+  simulatorTemperature: number;
+}
+
+export interface EvaluationReport {
+  kind: 'attune.evaluation';
+  version: 1;
+  evalId: string;
+  createdAt: string;
+  policyModel: string;
+  simulatorModel: string;
+  /** Where the scenarios came from (a directory or a split name). */
+  scenarios: string;
+  settings: EvaluationSettingsSummary;
+  /** Sentient score: mean final emotion over the finished dialogues. */
+  score: number;
+  /** Dialogues that reached 100. */
+  success: number;
+  /** Dialogues that ended below 10. */
+  failure: number;
+  /** Finished dialogues (the score's denominator). */
+  count: number;
+  /** Dialogues that failed to run: reported, excluded from the score. */
+  failed: number;
+  meanTurns: number;
+  tokens: TokenTotals;
+  byGoalType: Record<string, ScoreGroup>;
+  byPersonality: Record<string, ScoreGroup>;
+  results: EvaluationEntry[];
+  runName: string | null;
+  step: number | null;
+}
+
+export const SUCCESS_EMOTION = 100;
+export const FAILURE_EMOTION = 10;
+
+function round(value: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}
+
+export function scoreGroup(entries: EvaluationEntry[]): ScoreGroup {
+  const ok = entries.filter((e): e is Extract<EvaluationEntry, { status: 'ok' }> => e.status === 'ok');
+  const count = ok.length;
+  return {
+    count,
+    score: count === 0 ? 0 : round(ok.reduce((sum, e) => sum + e.finalEmotion, 0) / count),
+    success: ok.filter((e) => e.finalEmotion >= SUCCESS_EMOTION).length,
+    failure: ok.filter((e) => e.finalEmotion < FAILURE_EMOTION).length,
+    meanTurns: count === 0 ? 0 : round(ok.reduce((sum, e) => sum + e.turns, 0) / count),
+  };
+}
+
+function groupBy(entries: EvaluationEntry[], key: (e: EvaluationEntry) => string): Record<string, ScoreGroup> {
+  const groups = new Map<string, EvaluationEntry[]>();
+  for (const entry of entries) groups.set(key(entry), [...(groups.get(key(entry)) ?? []), entry]);
+  return Object.fromEntries([...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, scoreGroup(v)]));
+}
+
+export function entryFromSummary(summary: RolloutSummary): EvaluationEntry {
+  return {
+    status: 'ok',
+    scenarioId: summary.scenarioId,
+    goalType: summary.goalType,
+    personality: summary.personality,
+    finalEmotion: summary.finalEmotion,
+    outcome: summary.outcome,
+    turns: summary.turns,
+    emotions: summary.emotions,
+    tokens: summary.tokens,
+    artifact: summary.artifact,
+  };
+}
+
+/** The Sentient-score arithmetic: pure, so it is tested against hand-made results. */
+export function buildEvaluationReport(base: Omit<EvaluationReport, 'kind' | 'version' | 'score' | 'success' | 'failure' | 'count' | 'failed' | 'meanTurns' | 'tokens' | 'byGoalType' | 'byPersonality'>): EvaluationReport {
+  const overall = scoreGroup(base.results);
+  const tokens = emptyTotals();
+  for (const entry of base.results) {
+    if (entry.status !== 'ok') continue;
+    tokens.policyPrompt += entry.tokens.policyPrompt;
+    tokens.policyCompletion += entry.tokens.policyCompletion;
+    tokens.simulatorPrompt += entry.tokens.simulatorPrompt;
+    tokens.simulatorCompletion += entry.tokens.simulatorCompletion;
+  }
+  return {
+    kind: 'attune.evaluation',
+    version: 1,
+    ...base,
+    score: overall.score,
+    success: overall.success,
+    failure: overall.failure,
+    count: overall.count,
+    failed: base.results.filter((e) => e.status === 'failed').length,
+    meanTurns: overall.meanTurns,
+    tokens,
+    byGoalType: groupBy(base.results, (e) => e.goalType),
+    byPersonality: groupBy(base.results, (e) => e.personality),
+  };
+}

@@ -1,0 +1,111 @@
+import { executeChild, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import type { RolloutQueueActivities } from '../activities/index.js';
+import { buildEvaluationReport, entryFromSummary, type EvaluationEntry } from '../core/evaluation.js';
+import type { RolloutSettings } from '../core/rolloutSettings.js';
+import type { GoalType, Personality } from '../core/scenario.js';
+import { stableHash } from '../core/seeds.js';
+import { LIMITS } from '../config/taskQueues.js';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
+import { boundedFanOut, failureMessage } from './fanOut.js';
+import { rollout } from './rollout.js';
+
+export interface EvaluationScenario {
+  id: string;
+  goalType: GoalType;
+  personality: Personality;
+}
+
+export interface EvaluationInput {
+  evalId: string;
+  /** Directory the workers load scenarios from, and the scenarios to run (ids plus what the report groups by). */
+  scenarioDir: string;
+  scenarios: EvaluationScenario[];
+  /** Label for the report (a directory or split name). */
+  source: string;
+  settings: RolloutSettings;
+  seed: number;
+  /** Dialogues in flight at once. */
+  concurrency: number;
+  runName?: string | null;
+  step?: number | null;
+}
+
+export interface EvaluationSummary {
+  evalId: string;
+  score: number;
+  success: number;
+  failure: number;
+  count: number;
+  failed: number;
+  meanTurns: number;
+  policyModel: string;
+  artifact: string;
+}
+
+/**
+ * A benchmark over a set of scenarios: one rollout child per scenario with bounded concurrency.
+ * A failed dialogue is reported and excluded from the score; it does not sink the evaluation.
+ */
+export async function evaluation(input: EvaluationInput): Promise<EvaluationSummary> {
+  const activities = proxyActivities<RolloutQueueActivities>({
+    taskQueue: input.settings.artifactsTaskQueue,
+    startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
+    retry: { maximumAttempts: 10 },
+  });
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTES.kind, value: 'evaluation' },
+    ...(input.runName ? [{ key: SEARCH_ATTRIBUTES.runName, value: input.runName }] : []),
+    ...(input.step !== undefined && input.step !== null ? [{ key: SEARCH_ATTRIBUTES.step, value: input.step }] : []),
+  ]);
+  const outcomes = await boundedFanOut(input.scenarios, input.concurrency, (scenario) => {
+    const rolloutId = `${input.evalId}--${scenario.id}`;
+    return executeChild(rollout, {
+      workflowId: rolloutId,
+      taskQueue: workflowInfo().taskQueue,
+      args: [{
+        rolloutId,
+        scenarioRef: { dir: input.scenarioDir, id: scenario.id },
+        settings: input.settings,
+        // Per-scenario seeds: the same evaluation id and seed reproduce the same requests.
+        seed: (input.seed + stableHash(scenario.id)) % 2_147_483_647,
+        runName: input.runName ?? input.evalId,
+        step: input.step ?? null,
+      }],
+    });
+  });
+  const results: EvaluationEntry[] = outcomes.map((outcome, i) => {
+    const scenario = input.scenarios[i]!;
+    return outcome.ok
+      ? entryFromSummary(outcome.value)
+      : { status: 'failed', scenarioId: scenario.id, goalType: scenario.goalType, personality: scenario.personality, error: failureMessage(outcome.error) };
+  });
+  const report = buildEvaluationReport({
+    evalId: input.evalId,
+    createdAt: new Date().toISOString(),
+    policyModel: input.settings.policy.model,
+    simulatorModel: input.settings.simulator.model,
+    scenarios: input.source,
+    settings: {
+      initialEmotion: input.settings.initialEmotion,
+      maxTurns: input.settings.maxTurns,
+      think: input.settings.think,
+      simulatorTemperature: input.settings.simulator.temperature,
+    },
+    results,
+    runName: input.runName ?? null,
+    step: input.step ?? null,
+  });
+  const artifact = await activities.saveEvaluation(report);
+  upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.meanReward, value: report.score / 100 }]);
+  return {
+    evalId: report.evalId,
+    score: report.score,
+    success: report.success,
+    failure: report.failure,
+    count: report.count,
+    failed: report.failed,
+    meanTurns: report.meanTurns,
+    policyModel: report.policyModel,
+    artifact,
+  };
+}

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { evaluationKey } from '../../src/activities/evaluations.js';
+import type { EvaluationReport } from '../../src/core/evaluation.js';
+import type { Transcript } from '../../src/core/transcript.js';
+import { buildEvaluationInput, startEvaluation } from '../../src/evaluation/start.js';
+import type { EvaluationSummary } from '../../src/workflows/evaluation.js';
+import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
+
+describe('evaluation workflow', function () {
+  let rig: RolloutRig | undefined;
+  afterEach(async () => {
+    await rig?.close();
+    rig = undefined;
+  });
+
+  it('runs the SAGE protocol over a scenario set; a failed dialogue is reported and excluded', async () => {
+    rig = await createRolloutRig({
+      behaviour: {
+        analysis: () => ({ emotionChange: 5 }),
+        // Only Idris's profile lacks a first message: his opening call is rejected, so his dialogue fails.
+        fault: (ctx) => (ctx.role === 'opening' ? '401' : undefined),
+      },
+    });
+    await rig.startWorkers();
+    const input = buildEvaluationInput(rig.config, { scenarios: FIXTURE_SCENARIOS, evalId: `eval-test-${Date.now()}` });
+    // SAGE protocol defaults.
+    assert.equal(input.settings.initialEmotion, 40);
+    assert.equal(input.settings.maxTurns, 10);
+    assert.equal(input.settings.simulator.temperature, 0);
+    const handle = await startEvaluation(rig.env.client, rig.config, input);
+    const summary = (await handle.result()) as EvaluationSummary;
+    assert.equal(summary.count, 1);
+    assert.equal(summary.failed, 1);
+    // Marta: 40 + 5 per turn for 10 turns.
+    assert.equal(summary.score, 90);
+    const report = await rig.store.getJson<EvaluationReport>(evaluationKey(input.evalId));
+    const failed = report.results.find((r) => r.status === 'failed');
+    assert.equal(failed?.scenarioId, 'test-not-my-fault-avoidant-cyclist');
+    assert.match(failed?.status === 'failed' ? failed.error : '', /simulator endpoint .*HTTP 401/);
+    const done = report.results.find((r) => r.status === 'ok');
+    assert.ok(done?.status === 'ok');
+    assert.deepEqual(done.emotions, [40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90]);
+    // Each scenario's transcript is kept.
+    const transcript = await rig.store.getJson<Transcript>(done.artifact);
+    assert.equal(transcript.turns.length, 10);
+    assert.equal(transcript.runName, input.evalId);
+  });
+});

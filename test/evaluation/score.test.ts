@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { buildEvaluationReport, type EvaluationEntry } from '../../src/core/evaluation.js';
+import { compareEvaluations } from '../../src/cli/commands/eval.js';
+
+const tokens = { policyPrompt: 10, policyCompletion: 5, simulatorPrompt: 20, simulatorCompletion: 8 };
+function ok(id: string, finalEmotion: number, turns: number, goalType: 'venting' | 'deep-empathy', personality: 'negative' | 'passive'): EvaluationEntry {
+  return { status: 'ok', scenarioId: id, goalType, personality, finalEmotion, outcome: finalEmotion >= 100 ? 'success' : finalEmotion < 10 ? 'failure' : 'turn-limit', turns, emotions: [40, finalEmotion], tokens, artifact: `rollouts/x/${id}.json` };
+}
+
+function report(evalId: string, results: EvaluationEntry[]) {
+  return buildEvaluationReport({
+    evalId, createdAt: '2026-01-01T00:00:00Z', policyModel: 'p', simulatorModel: 's', scenarios: 'test',
+    settings: { initialEmotion: 40, maxTurns: 10, think: false, simulatorTemperature: 0 }, results, runName: null, step: null,
+  });
+}
+
+describe('Sentient score arithmetic', () => {
+  it('scores mean final emotion, counts success (>= 100) and failure (< 10), and excludes failed dialogues', () => {
+    const r = report('e1', [
+      ok('a', 100, 4, 'venting', 'negative'),
+      ok('b', 9, 6, 'venting', 'passive'),
+      ok('c', 10, 10, 'deep-empathy', 'negative'),
+      ok('d', 62, 10, 'deep-empathy', 'passive'),
+      { status: 'failed', scenarioId: 'e', goalType: 'venting', personality: 'negative', error: 'endpoint down' },
+    ]);
+    assert.equal(r.count, 4);
+    assert.equal(r.failed, 1);
+    assert.equal(r.score, 45.25); // (100 + 9 + 10 + 62) / 4
+    assert.equal(r.success, 1);
+    assert.equal(r.failure, 1); // 9 < 10; 10 is not a failure
+    assert.equal(r.meanTurns, 7.5);
+    assert.deepEqual(r.byGoalType.venting, { count: 2, score: 54.5, success: 1, failure: 1, meanTurns: 5 });
+    assert.deepEqual(r.byGoalType['deep-empathy'], { count: 2, score: 36, success: 0, failure: 0, meanTurns: 10 });
+    assert.equal(r.byPersonality.negative?.score, 55); // (100 + 10) / 2; the failed one is excluded
+    assert.equal(r.byPersonality.negative?.count, 2);
+    assert.equal(r.tokens.policyPrompt, 40);
+  });
+
+  it('an evaluation whose dialogues all failed scores 0 over 0, not NaN', () => {
+    const r = report('e2', [{ status: 'failed', scenarioId: 'x', goalType: 'venting', personality: 'negative', error: 'boom' }]);
+    assert.equal(r.score, 0);
+    assert.equal(r.count, 0);
+    assert.equal(r.failed, 1);
+  });
+
+  it('compare gives per-scenario and aggregate differences', () => {
+    const a = report('A', [ok('s1', 40, 10, 'venting', 'negative'), ok('s2', 100, 3, 'venting', 'negative')]);
+    const b = report('B', [ok('s1', 55, 10, 'venting', 'negative'), { status: 'failed', scenarioId: 's2', goalType: 'venting', personality: 'negative', error: 'x' }]);
+    const c = compareEvaluations(a, b);
+    assert.deepEqual(c.score, { a: 70, b: 55, delta: -15 });
+    assert.deepEqual(c.scenarios, [{ id: 's1', a: 40, b: 55, delta: 15 }, { id: 's2', a: 100, b: null, delta: null }]);
+  });
+});
