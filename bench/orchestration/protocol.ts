@@ -8,6 +8,8 @@ export interface WorkersJob {
   configSet: string[];
   bundleCodePath: string;
   bundleSourceMapPath: string;
+  /** Worker options to override, for experiments (see --worker-option). */
+  workerOverrides: { queue: 'all' | 'rollouts' | 'policy' | 'simulator'; key: string; value: unknown }[];
 }
 
 export type LoopJob =

@@ -5,16 +5,24 @@ import { generatePolicyTurn } from './policy.js';
 import { loadScenario } from './scenarios.js';
 import { analyzeAssistantReply, writeUserMessage } from './simulator.js';
 import { latestPolicyVersion } from './trainerClient.js';
+import { createRunBookkeepingActivities } from './runBookkeeping.js';
+import { createOptimizerActivities } from './optimizer.js';
 
 export const policyActivities = { generatePolicyTurn };
 export const simulatorActivities = { analyzeAssistantReply, writeUserMessage };
 
 /** Activities of the rollouts queue: small local I/O next to the workflows. */
 export function rolloutQueueActivities(store: ArtifactStore) {
-  return { ...createArtifactActivities(store), ...createEvaluationActivities(store), loadScenario, latestPolicyVersion };
+  return { ...createArtifactActivities(store), ...createEvaluationActivities(store), ...createRunBookkeepingActivities(store), loadScenario, latestPolicyVersion };
 }
 
 export type PolicyActivities = typeof policyActivities;
 export type SimulatorActivities = typeof simulatorActivities;
 export type RolloutQueueActivities = ReturnType<typeof rolloutQueueActivities>;
 export type ArtifactActivities = RolloutQueueActivities;
+
+/** Activities of the optimizer queue: one at a time per GPU host. */
+export function optimizerQueueActivities(store: ArtifactStore) {
+  return createOptimizerActivities(store);
+}
+export type OptimizerQueueActivities = ReturnType<typeof optimizerQueueActivities>;

@@ -6,6 +6,8 @@ export interface ArtifactStore {
   /** Writes atomically; writing the same key again replaces it (activities may run twice). */
   putJson(key: string, value: unknown): Promise<string>;
   getJson<T = unknown>(key: string): Promise<T>;
+  /** The text of an artifact (JSONL files), or null when it does not exist. */
+  getText(key: string): Promise<string | null>;
   appendLine(key: string, line: string): Promise<void>;
   list(prefix: string): Promise<string[]>;
   /** A location a person can open (a file path here, a URL for object stores). */
@@ -56,6 +58,15 @@ export class FileArtifactStore implements ArtifactStore {
       throw error;
     }
     return JSON.parse(text) as T;
+  }
+
+  async getText(key: string): Promise<string | null> {
+    try {
+      return await readFile(this.pathOf(key), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
   }
 
   async appendLine(key: string, line: string): Promise<void> {

@@ -1,8 +1,11 @@
 import { configErrorFrom, ConfigError } from '../config/load.js';
 import { UsageError } from './args.js';
 import { devCommand } from './commands/dev.js';
+import { reportCommand } from './commands/report.js';
 import { evalCommand } from './commands/eval.js';
 import { scheduleCommand } from './commands/schedule.js';
+import { trainCommand } from './commands/train.js';
+import { runControlCommand } from './commands/runControl.js';
 import { rolloutCommand } from './commands/rollout.js';
 import { scenariosCommand } from './commands/scenarios.js';
 import { workerCommand } from './commands/worker.js';
@@ -14,6 +17,13 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
   worker: { run: workerCommand, summary: 'run the LLM-I/O workers against a Temporal server' },
   rollout: { run: rolloutCommand, summary: 'run one dialogue and print its transcript' },
   scenarios: { run: scenariosCommand, summary: 'validate, list and import scenarios' },
+  report: { run: reportCommand, summary: 'write an HTML report (and PNG charts) of a run or an evaluation' },
+  train: { run: trainCommand, summary: 'start (or attach to) an RLVER training run and follow it' },
+  status: { run: runControlCommand('status'), summary: 'step, phase, rollouts, last metrics and ETA of a run' },
+  pause: { run: runControlCommand('pause'), summary: 'pause a run (in-flight rollouts finish)' },
+  resume: { run: runControlCommand('resume'), summary: 'resume a paused or blocked run' },
+  stop: { run: runControlCommand('stop'), summary: 'stop a run after its current step' },
+  set: { run: runControlCommand('set'), summary: 'change hyperparameters of a live run (validated)' },
   schedule: { run: scheduleCommand, summary: 'nightly evaluations as Temporal Schedules: create|list|pause|unpause|delete|trigger' },
   eval: { run: evalCommand, summary: 'run the Sentient benchmark (SAGE protocol); eval compare A B' },
 };

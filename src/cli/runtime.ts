@@ -1,19 +1,24 @@
 import type { Worker } from '@temporalio/worker';
-import { connectTemporal, connectWorkerSide, rolloutWorkersPolling, type TemporalHandle } from '../temporal/connect.js';
+import { connectTemporal, connectWorkerSide, optimizerWorkerPolling, rolloutWorkersPolling, type TemporalHandle } from '../temporal/connect.js';
 import { installTemporalLogging } from '../temporal/runtimeLogging.js';
-import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../workers/llmIoWorkers.js';
+import { createLlmIoWorkers, createOptimizerWorker, runWorkers, shutdownWorkers } from '../workers/llmIoWorkers.js';
 import type { CommandContext } from './context.js';
 import { ensureLocalModels } from './localModels.js';
+import { ensureLocalTrainer } from './localTrainer.js';
 
 /**
  * What a command that runs workflows needs: a Temporal server (the configured one, the one of
  * `attune dev`, or an embedded one), workers (in this process when none poll), and the local
  * model server when an endpoint points at it. Everything started here stops when `fn` returns.
  */
-export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: TemporalHandle) => Promise<T>): Promise<T> {
+export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: TemporalHandle) => Promise<T>, options: { optimizer?: boolean } = {}): Promise<T> {
   const { config, log } = ctx;
   installTemporalLogging();
   const models = await ensureLocalModels(config, log);
+  const trainer = options.optimizer ? await ensureLocalTrainer(config, log).catch(async (error: unknown) => {
+    await models.close();
+    throw error;
+  }) : null;
   let temporal: TemporalHandle | null = null;
   let workers: Worker[] = [];
   let running: Promise<void> | null = null;
@@ -23,8 +28,13 @@ export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: Tempora
       log.info('no workers polling: starting them in this process');
       const connection = await connectWorkerSide(temporal);
       workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config, store: ctx.store });
-      running = runWorkers(workers);
     }
+    if (options.optimizer && !(await optimizerWorkerPolling(temporal, config))) {
+      log.info('no optimizer worker polling: starting one in this process');
+      const connection = await connectWorkerSide(temporal);
+      workers.push(await createOptimizerWorker({ connection, namespace: temporal.namespace, config, store: ctx.store }));
+    }
+    if (workers.length > 0) running = runWorkers(workers);
     return await fn(temporal);
   } finally {
     if (running) {
@@ -32,6 +42,7 @@ export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: Tempora
       await running.catch((error: unknown) => log.error('worker failed', { error: String(error) }));
     }
     await temporal?.close();
+    await trainer?.close();
     await models.close();
   }
 }

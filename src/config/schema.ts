@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { SAGE_INITIAL_EMOTION } from '../core/emotion.js';
+import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/emotion.js';
 import { retryPolicySchema, structuredOutputModes } from '../core/rolloutSettings.js';
+import { ALGORITHMS, hyperparametersSchema, loraSchema } from '../core/training/settings.js';
 
 const endpointFields = {
   baseURL: z.string().url(),
@@ -99,6 +100,34 @@ export const configSchema = z.strictObject({
      */
     policyBaseURL: z.string().url().optional(),
   }).default({ url: 'http://127.0.0.1:8402', tokenEnv: 'TRAINER_TOKEN' }),
+  /** An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml. */
+  training: z.strictObject({
+    algorithm: z.enum(ALGORITHMS).default('grpo'),
+    steps: z.number().int().min(1).default(100),
+    /** Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues). */
+    scenariosPerStep: z.number().int().min(1).default(8),
+    /** Default: 4 for GRPO, 1 for PPO. */
+    samplesPerScenario: z.number().int().min(1).max(64).optional(),
+    seed: z.number().int().min(0).default(1),
+    /** Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow). */
+    maxInFlight: z.number().int().min(1).max(1000).default(64),
+    /** A step whose failed-rollout share exceeds this waits for an operator instead of training on too little. */
+    maxFailedShare: z.number().min(0).max(1).default(0.25),
+    initialEmotion: z.number().int().min(0).max(100).default(RLVER_TRAINING_INITIAL_EMOTION),
+    maxTurns: z.number().int().min(1).max(50).default(8),
+    think: z.boolean().default(false),
+    /** Evaluate every k steps with the evaluation workflow (0 = never). */
+    evalEvery: z.number().int().min(0).default(0),
+    /** Scenario ids of the eval split to evaluate on (default: all). */
+    evalScenarios: z.array(z.string()).optional(),
+    baseModel: z.string().min(1).default('tiny-random'),
+    lora: loraSchema.nullable().default(null),
+    hyperparameters: hyperparametersSchema.default({}),
+    /** `trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL). */
+    publish: z.enum(['trainer', 'vllm']).default('trainer'),
+    stepTimeoutMs: z.number().int().positive().default(6 * 3600 * 1000),
+    heartbeatTimeoutMs: z.number().int().positive().default(120_000),
+  }).default(() => ({ algorithm: 'grpo' as const, steps: 100, scenariosPerStep: 8, seed: 1, maxInFlight: 64, maxFailedShare: 0.25, initialEmotion: RLVER_TRAINING_INITIAL_EMOTION, maxTurns: 8, think: false, evalEvery: 0, baseModel: 'tiny-random', lora: null, hyperparameters: {}, publish: 'trainer' as const, stepTimeoutMs: 6 * 3600 * 1000, heartbeatTimeoutMs: 120_000 })),
   /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
   localLlm: z.strictObject({
     port: z.number().int().min(1).max(65535).default(LOCAL_LLM_PORT),

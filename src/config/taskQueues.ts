@@ -31,6 +31,8 @@ export const LIMITS = {
   maxConcurrentArtifactActivities: 32,
   /** Time a stopping worker gives in-flight activities to finish before handing them back. */
   shutdownGraceTimeMs: 30_000,
+  /** A stopping optimizer worker waits this long for a step in progress. */
+  optimizerShutdownGraceTimeMs: 10 * 60_000,
   /** Artifact writes are local and quick. */
   artifactActivityTimeoutMs: 60_000,
 } as const;

@@ -31,6 +31,8 @@ export interface LineSeries {
   noHover?: boolean;
   /** An invisible wide stroke that makes a thin line easy to point at. */
   hitArea?: boolean;
+  /** A white outline under the line, so it reads on top of many others. */
+  halo?: boolean;
 }
 
 export interface YBand {
@@ -83,13 +85,11 @@ export function niceTicks(min: number, max: number, count = 5, integer = false):
 }
 
 export function tickFormat(ticks: number[]): (value: number) => string {
-  const step = ticks.length > 1 ? Math.abs((ticks[1] ?? 0) - (ticks[0] ?? 0)) : 1;
-  const digits = step >= 1 || step === 0 ? 0 : Math.min(6, Math.ceil(-Math.log10(step) - 1e-9));
+  const step = ticks.length > 1 ? Math.abs((ticks[1] ?? 0) - (ticks[0] ?? 0)) : Math.abs(ticks[0] ?? 1);
+  let digits = 0;
+  while (digits < 6 && step > 0 && Math.abs(Math.round(step * 10 ** digits) - step * 10 ** digits) > 1e-6 * 10 ** digits) digits++;
   const huge = ticks.some((t) => Math.abs(t) >= 1e5);
-  return (value) => {
-    if (huge) return value.toExponential(1);
-    return value.toFixed(digits);
-  };
+  return (value) => (huge ? value.toExponential(1) : value.toFixed(digits));
 }
 
 function extent(values: number[]): [number, number] | null {
@@ -137,7 +137,7 @@ function attrsOf(attrs: Record<string, string> | undefined): string {
 export function lineChart(options: LineChartOptions): SafeHtml {
   const width = options.width ?? 720;
   const height = options.height ?? 300;
-  const margin = { left: options.yLabel ? 58 : 46, right: 18, top: 14, bottom: options.xLabel ? 44 : 28 };
+  const margin = { left: options.yLabel ? 58 : 46, right: options.bands?.some((b) => b.label) ? 30 : 18, top: 14, bottom: options.xLabel ? 44 : 28 };
   const plot = { left: margin.left, top: margin.top, right: width - margin.right, bottom: height - margin.bottom };
 
   const xs = options.series.flatMap((s) => s.points.map((p) => p.x));
@@ -167,7 +167,7 @@ export function lineChart(options: LineChartOptions): SafeHtml {
     if (bottom - top <= 0) continue;
     parts.push(`<rect class="yband" x="${plot.left}" y="${top.toFixed(1)}" width="${plot.right - plot.left}" height="${(bottom - top).toFixed(1)}" fill="${escapeHtml(band.color)}"/>`);
     if (band.label && bottom - top >= FONT) {
-      parts.push(`<text class="yband-label" x="${plot.right - 6}" y="${((top + bottom) / 2 + 4).toFixed(1)}" text-anchor="end">${escapeHtml(band.label)}</text>`);
+      parts.push(`<text class="yband-label" x="${plot.right + 8}" y="${((top + bottom) / 2 + 4).toFixed(1)}" text-anchor="start">${escapeHtml(band.label)}</text>`);
     }
   }
   for (const t of yTicks) {
@@ -204,6 +204,7 @@ export function lineChart(options: LineChartOptions): SafeHtml {
     if (s.title) group.push(`<title>${escapeHtml(s.title)}</title>`);
     if (d) {
       if (s.hitArea) group.push(`<path class="hit" d="${d}" fill="none" stroke="transparent" stroke-width="12"/>`);
+      if (s.halo) group.push(`<path class="halo" d="${d}" fill="none" stroke="#fff" stroke-opacity="0.9" stroke-width="${(s.width ?? 2) + 3}" stroke-linejoin="round" stroke-linecap="round"/>`);
       group.push(`<path class="line" d="${d}" fill="none" stroke="${color}" stroke-width="${s.width ?? 2}" stroke-linejoin="round" stroke-linecap="round"${s.dashed ? ' stroke-dasharray="6 4"' : ''}${s.opacity !== undefined ? ` stroke-opacity="${s.opacity}"` : ''}/>`);
     }
     const valid = s.points.filter((p) => isValue(p.y));

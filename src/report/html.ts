@@ -79,3 +79,10 @@ export function formatSigned(value: number): string {
 export function formatInt(value: number): string {
   return Math.round(value).toLocaleString('en-US');
 }
+
+/** An ISO time as "2026-01-06 03:00 UTC" (other strings are returned as they are). */
+export function formatTime(iso: string | null | undefined): string {
+  if (!iso) return '–';
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?Z$/.exec(iso);
+  return m ? `${m[1]} ${m[2]} UTC` : iso;
+}

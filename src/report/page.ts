@@ -31,7 +31,7 @@ header.top .wrap{padding-top:22px;padding-bottom:20px}
 .brand span{color:var(--muted);font-weight:600}
 .meta{margin-top:8px;color:var(--muted);font-size:14px;display:flex;flex-wrap:wrap;gap:4px 18px}
 .meta b{color:var(--ink-2);font-weight:600}
-main{padding:24px 0 56px}
+main.wrap{padding-top:24px;padding-bottom:56px}
 section,figure{margin:0 0 22px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:var(--radius);padding:18px 20px;box-shadow:0 1px 2px rgba(16,24,40,.04)}
 .card-head{display:flex;align-items:baseline;justify-content:space-between;gap:12px;flex-wrap:wrap;margin-bottom:10px}
@@ -46,7 +46,7 @@ svg.chart .axis{stroke:#c5cad3;stroke-width:1}
 svg.chart .tick-mark{stroke:#c5cad3}
 svg.chart .tick{fill:var(--muted);font-size:11.5px}
 svg.chart .axis-label{fill:var(--muted);font-size:12px}
-svg.chart .yband-label{fill:var(--muted);font-size:11px;font-weight:700;opacity:.75}
+svg.chart .yband-label{fill:var(--faint);font-size:11px;font-weight:700}
 svg.chart .ref{stroke-dasharray:5 4;stroke-width:1.3;stroke:#4b5563}
 svg.chart .ref-label{font-size:11.5px;fill:#4b5563;font-weight:600}
 svg.chart .bar-track{fill:var(--line-2)}
@@ -95,7 +95,11 @@ svg.trajectories .mean{pointer-events:none}
 .table-wrap{overflow:auto;border:1px solid var(--line);border-radius:10px}
 .table-wrap.tall{max-height:560px}
 table{border-collapse:collapse;width:100%;font-size:14px;background:var(--card)}
-th,td{padding:8px 12px;text-align:left;border-bottom:1px solid var(--line-2);white-space:nowrap}
+table.steps{font-size:13px}
+table.steps th,table.steps td{padding:7px 7px}
+.emo-pill.tinted{color:var(--st)}
+table.steps th{white-space:normal;vertical-align:bottom;letter-spacing:.03em;font-size:11.5px}
+th,td{padding:8px 11px;text-align:left;border-bottom:1px solid var(--line-2);white-space:nowrap}
 th{position:sticky;top:0;background:#fafbfc;font-size:12px;font-weight:700;color:var(--muted);text-transform:uppercase;letter-spacing:.05em;z-index:1;border-bottom:1px solid var(--line)}
 th.num,td.num{text-align:right}
 th[data-sortable]{cursor:pointer;user-select:none}
@@ -123,8 +127,9 @@ footer.page{color:var(--muted);font-size:12.5px;border-top:1px solid var(--line)
 .backdrop{display:none}
 body:has(.dialogue:target) .backdrop{display:block;position:fixed;inset:0;background:rgba(17,24,39,.38);z-index:20}
 .dialogue:target{display:block;position:fixed;top:0;right:0;bottom:0;width:min(760px,100vw);overflow-y:auto;background:var(--bg);z-index:21;box-shadow:-12px 0 40px rgba(0,0,0,.18);animation:slide .18s ease-out}
-@keyframes slide{from{transform:translateX(24px);opacity:.6}to{transform:none;opacity:1}}
+@keyframes slide{from{transform:translateX(32px)}to{transform:none}}
 @media (prefers-reduced-motion:reduce){.dialogue:target{animation:none}}
+.dialogue:focus{outline:none}
 .dlg-head{position:sticky;top:0;z-index:2;background:var(--card);border-bottom:1px solid var(--line);padding:16px 24px 14px}
 .dlg-nav{display:flex;gap:8px;justify-content:flex-end;align-items:center;margin-bottom:4px;font-size:13px}
 .dlg-nav a{padding:3px 10px;border:1px solid var(--line);border-radius:7px;color:var(--ink-2);background:var(--card)}
@@ -223,10 +228,17 @@ export const SCRIPT = `(function () {
       head.className = 'tip-head';
       head.textContent = data.xl + ' ' + num(data.xs[best], 3);
       tip.appendChild(head);
+      var shown = [];
       data.series.forEach(function (s, k) {
         var y = s.ys[best];
         if (y === null || y === undefined) { dots[k].style.display = 'none'; return; }
         dots[k].setAttribute('cx', px); dots[k].setAttribute('cy', sy(y)); dots[k].style.display = '';
+        shown.push({ s: s, y: y });
+      });
+      // Listed top to bottom as the lines lie on the chart.
+      shown.sort(function (a, b) { return b.y - a.y; });
+      shown.forEach(function (item) {
+        var s = item.s, y = item.y;
         var row = document.createElement('div');
         var sw = document.createElement('span');
         sw.className = 'swatch';
@@ -237,10 +249,11 @@ export const SCRIPT = `(function () {
       });
       tip.hidden = false;
       var scale = r.width / data.vb[0];
-      var left = svg.offsetLeft + px * scale;
+      var b = box.getBoundingClientRect();
+      var left = r.left - b.left + px * scale;
       var w = tip.offsetWidth;
-      tip.style.left = (left + 14 + w > box.clientWidth ? left - 14 - w : left + 14) + 'px';
-      tip.style.top = (svg.offsetTop + data.plot[1] * scale + 4) + 'px';
+      tip.style.left = (left + 14 + w > b.width ? left - 14 - w : left + 14) + 'px';
+      tip.style.top = (r.top - b.top + data.plot[1] * scale + 4) + 'px';
     });
   }
   Array.prototype.forEach.call(document.querySelectorAll('svg[data-hover]'), hoverChart);

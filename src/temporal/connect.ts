@@ -82,3 +82,10 @@ export async function rolloutWorkersPolling(handle: TemporalHandle, config: Attu
   const counts = await Promise.all([pollers(queues.rollouts, 1), pollers(queues.policy, 2), pollers(queues.simulator, 2)]);
   return counts.every((n) => n > 0);
 }
+
+/** Whether an optimizer worker polls (`attune worker --role optimizer` on a GPU host). */
+export async function optimizerWorkerPolling(handle: TemporalHandle, config: AttuneConfig): Promise<boolean> {
+  const name = taskQueuesFor(config.temporal.taskQueuePrefix).optimizer;
+  const response = await handle.client.workflowService.describeTaskQueue({ namespace: handle.namespace, taskQueue: { name, kind: 1 }, taskQueueType: 2 });
+  return (response.pollers ?? []).length > 0;
+}

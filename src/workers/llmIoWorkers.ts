@@ -1,6 +1,6 @@
 import { NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ArtifactStore } from '../artifacts/store.js';
-import { policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
+import { optimizerQueueActivities, policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS, taskQueuesFor } from '../config/taskQueues.js';
 import { WORKFLOWS_PATH } from './workflowSource.js';
@@ -67,4 +67,21 @@ export async function runWorkers(workers: Worker[]): Promise<void> {
 
 export function shutdownWorkers(workers: Worker[]): void {
   for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+}
+
+/**
+ * The GPU side: optimizer activities, one at a time (a GPU host trains one step at a time). A long
+ * grace time lets a stopping worker finish a step rather than abandon it.
+ */
+export async function createOptimizerWorker(options: Omit<LlmIoWorkerOptions, 'workflowBundle'>): Promise<Worker> {
+  const queues = taskQueuesFor(options.config.temporal.taskQueuePrefix);
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: queues.optimizer,
+    activities: optimizerQueueActivities(options.store),
+    maxConcurrentActivityTaskExecutions: 1,
+    shutdownGraceTime: LIMITS.optimizerShutdownGraceTimeMs,
+    ...(options.identity ? { identity: options.identity } : {}),
+  });
 }

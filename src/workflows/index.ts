@@ -1,3 +1,4 @@
 export { rollout, rolloutProgressQuery } from './rollout.js';
 export { evaluation } from './evaluation.js';
 export { scheduledEvaluation } from './scheduledEvaluation.js';
+export { training } from './training.js';

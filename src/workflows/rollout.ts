@@ -43,7 +43,8 @@ function retryOptions(retry: RetryPolicySettings) {
     initialInterval: retry.initialIntervalMs,
     backoffCoefficient: retry.backoffCoefficient,
     maximumInterval: retry.maximumIntervalMs,
-    maximumAttempts: retry.maximumAttempts,
+    // 0 means unlimited: the SDK wants the field left out for that.
+    ...(retry.maximumAttempts > 0 ? { maximumAttempts: retry.maximumAttempts } : {}),
     nonRetryableErrorTypes: ['LlmRequestRejected', 'UnparseableSimulatorOutput'],
   };
 }

@@ -65,6 +65,8 @@ def test_errors_name_the_problem(client):
     assert r.status_code == 422 and r.json()["error"]["field"] == "algorithm"
     r = client.post("/v1/runs", json={**tiny_run("x"), "base_model": "/no/such/model"})
     assert r.status_code == 422 and r.json()["error"]["field"] == "base_model"
+    r = client.post("/v1/runs", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "body" and "JSON" in r.json()["error"]["message"]
     r = client.post("/v1/runs", json={**tiny_run("bad@id")})
     assert r.status_code == 422 and r.json()["error"]["field"] == "run_id"
     r = client.post("/v1/runs/e/steps", json={"step": 2, "samples": fixed_samples(2)})

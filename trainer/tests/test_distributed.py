@@ -2,10 +2,7 @@
 (rank-0 HTTP + broadcast operations, per-rank data shards, token-mean across ranks, token
 broadcast while sampling) checked without GPUs."""
 
-import os
 import re
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -37,7 +34,7 @@ def test_two_ranks_match_one_process(tmp_path, engine):
     proc = subprocess.Popen(
         [str(TORCHRUN), "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
          "-m", "attune_trainer", "serve", "--port", "0", "--device", "cpu", "--state-dir", str(d), "--threads", "1"],
-        stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=log, text=True, 
     )
     try:
         url = None
@@ -69,7 +66,18 @@ def test_two_ranks_match_one_process(tmp_path, engine):
             got = httpx.post(f"{url}/v1/chat/completions", json=chat, timeout=120).json()
             assert got["usage"]["completion_tokens"] >= 1
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        # torchrun's workers live in their own process groups: kill the whole tree by pid
+        import psutil
+
+        try:
+            tree = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            tree = []
+        for p in tree + [proc]:
+            try:
+                p.kill()
+            except (psutil.NoSuchProcess, ProcessLookupError):
+                pass
+        proc.wait(timeout=30)
+        psutil.wait_procs([p for p in tree if isinstance(p, psutil.Process)], timeout=30)
         log.close()

@@ -153,3 +153,21 @@ def test_truncation_keeps_the_completion(engine):
     enc = engine.encode(tok, [{"role": "user", "content": "word " * 200}], "I hear you", lr.hp, tok.eos_token_id)
     assert len(enc.ids) == 32
     assert enc.ids[enc.n_prompt:] == tok("I hear you", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+
+
+def test_grpo_counts_each_dialogue_once_in_group_statistics():
+    # Group g: dialogue A (reward 1, three turns) and dialogue B (reward 0, one turn).
+    rewards = torch.tensor([1.0, 1.0, 1.0, 0.0])
+    groups = ["g", "g", "g", "g"]
+    by_dialogue = L.grpo_advantages(rewards, groups, eps=0.0, trajectories=["A", "A", "A", "B"])
+    # Two dialogues, rewards 1 and 0: mean 0.5, sample std ~0.7071 -> +-0.7071 for every turn.
+    assert torch.allclose(by_dialogue, torch.tensor([0.70710677, 0.70710677, 0.70710677, -0.70710677]), atol=1e-6)
+    # Per sample, the three turns of A would dominate the mean (0.75) and shift both advantages.
+    per_sample = L.grpo_advantages(rewards, groups, eps=0.0)
+    assert not torch.allclose(per_sample, by_dialogue)
+
+
+def test_grpo_single_dialogue_group_has_zero_advantage_whatever_its_turn_count():
+    rewards = torch.tensor([0.3, 0.3])
+    out = L.grpo_advantages(rewards, ["g", "g"], trajectories=["A", "A"])
+    assert torch.equal(out, torch.zeros(2))

@@ -4,7 +4,7 @@ import { buildEvaluationInput, startEvaluation } from '../../evaluation/start.js
 import type { EvaluationSummary } from '../../workflows/evaluation.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';
-import { renderEvaluationSummary } from '../render/evaluationSummary.js';
+import { renderEvaluationTable } from '../render/evaluationTable.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
 
 export const EVAL_HELP = `attune eval [--scenarios DIR | --split eval|train] [options]
@@ -131,7 +131,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     const summary = (await handle.result()) as EvaluationSummary;
     const report = await loadEvaluation(ctx, summary.evalId);
     if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
-    else process.stdout.write(`${renderEvaluationSummary(report)}\nReport data: ${ctx.store.locate(summary.artifact)}\n`);
+    else process.stdout.write(`${renderEvaluationTable(report)}\nReport data: ${ctx.store.locate(summary.artifact)}\nHTML report: attune report ${summary.evalId}\n`);
     return 0;
   });
 }

@@ -1,19 +1,21 @@
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand } from '../args.js';
+import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext, untilSignal } from '../context.js';
 import { connectTemporal, connectWorkerSide } from '../../temporal/connect.js';
 import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
-import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../../workers/llmIoWorkers.js';
+import { createLlmIoWorkers, createOptimizerWorker, runWorkers, shutdownWorkers } from '../../workers/llmIoWorkers.js';
 
-export const WORKER_HELP = `attune worker [options]
+export const WORKER_HELP = `attune worker [--role llm|optimizer|all] [options]
 
-Runs the LLM-I/O workers (rollout workflows, policy and simulator activities) against the
-configured Temporal server (TEMPORAL_ADDRESS, or the dev server of \`attune dev\`). Stops cleanly on
-SIGINT/SIGTERM, handing unfinished work back after a grace time.
+Runs workers against the configured Temporal server (TEMPORAL_ADDRESS, or the dev server of
+\`attune dev\`). Stops cleanly on SIGINT/SIGTERM, handing unfinished work back after a grace time.
 
+      --role llm        rollout/evaluation/training workflows, policy and simulator activities (default)
+      --role optimizer  optimizer activities, one at a time: run one per GPU host, next to the trainer
+      --role all        both
 ${CONFIG_HELP}`;
 
 export async function workerCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, CONFIG_OPTIONS, false);
+  const { values } = parseCommand(argv, { ...CONFIG_OPTIONS, role: { type: 'string' } }, false);
   if (values.help) {
     process.stdout.write(`${WORKER_HELP}\n`);
     return 0;
@@ -22,8 +24,14 @@ export async function workerCommand(argv: string[]): Promise<number> {
   installTemporalLogging();
   const temporal = await connectTemporal(ctx.config, ctx.log, { startIfMissing: false });
   const connection = await connectWorkerSide(temporal);
-  const workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config: ctx.config, store: ctx.store });
-  ctx.log.info('workers running', { address: temporal.address, namespace: temporal.namespace, queuePrefix: ctx.config.temporal.taskQueuePrefix, pid: process.pid });
+  const role = values.role ?? 'llm';
+  if (!['llm', 'optimizer', 'all'].includes(role)) throw new UsageError('--role must be llm, optimizer or all');
+  const options = { connection, namespace: temporal.namespace, config: ctx.config, store: ctx.store };
+  const workers = [
+    ...(role === 'llm' || role === 'all' ? await createLlmIoWorkers(options) : []),
+    ...(role === 'optimizer' || role === 'all' ? [await createOptimizerWorker(options)] : []),
+  ];
+  ctx.log.info('workers running', { role, address: temporal.address, namespace: temporal.namespace, queuePrefix: ctx.config.temporal.taskQueuePrefix, pid: process.pid });
   const running = runWorkers(workers);
   const stopped = await Promise.race([running.then(() => null), untilSignal()]);
   if (stopped) {

@@ -42,9 +42,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "serve":
         return 2
-    from .log import log, set_level
+    from .log import capture_warnings, log, set_level
 
     set_level(args.log_level)
+    capture_warnings()
     import torch
 
     if args.threads > 0:

@@ -542,6 +542,10 @@ class Engine:
 
     def _update(self, lr: LoadedRun, sr, step: int) -> dict:
         hp = lr.hp
+        if getattr(sr, "hyperparameters", None) is not None:
+            overrides = {k: v for k, v in sr.hyperparameters.model_dump().items() if v is not None}
+            if overrides:
+                hp = hp.model_copy(update=overrides)
         torch.manual_seed(_seed_for(lr.cfg["seed"], "step", step))  # dropout, if any, is reproducible
         tok = lr.tokenizer
         eos_id = tok.eos_token_id
@@ -596,7 +600,8 @@ class Engine:
         ret: dict[int, torch.Tensor] = {}
         if algo == "grpo":
             seq_adv = L.grpo_advantages(rewards, [s.group for s in samples], hp.advantage_eps,
-                                        hp.normalize_advantage_std)
+                                        hp.normalize_advantage_std,
+                                        trajectories=[getattr(s, "trajectory", "") for s in samples])
             for i in mine:
                 adv[i] = torch.full((encs[i].n_completion,), float(seq_adv[i]), device=self.device)
         else:

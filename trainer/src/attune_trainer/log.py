@@ -34,3 +34,13 @@ def log(level: str, msg: str, **fields) -> None:
     with _lock:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
+
+
+def capture_warnings() -> None:
+    """Route Python warnings (e.g. library deprecations) into the JSON log instead of raw stderr."""
+    import warnings
+
+    def _show(message, category, filename, lineno, file=None, line=None):
+        log("warning", str(message), category=category.__name__, where=f"{filename}:{lineno}")
+
+    warnings.showwarning = _show

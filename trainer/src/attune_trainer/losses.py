@@ -10,7 +10,7 @@ gradient accumulation over micro-batches (and data-parallel ranks) equal to one 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Sequence
+from typing import Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -21,7 +21,8 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def grpo_advantages(
-    rewards: torch.Tensor, groups: Sequence[str], eps: float = 1e-6, normalize_std: bool = True
+    rewards: torch.Tensor, groups: Sequence[str], eps: float = 1e-6, normalize_std: bool = True,
+    trajectories: Optional[Sequence[str]] = None,
 ) -> torch.Tensor:
     """Group-normalised advantage: (r - mean_g) / (std_g + eps), std = sample std (n - 1).
 
@@ -35,17 +36,24 @@ def grpo_advantages(
     for i, g in enumerate(groups):
         index.setdefault(g, []).append(i)
     for members in index.values():
-        if len(members) < 2:
+        # Samples of one dialogue (same non-empty trajectory) count once in the group statistics:
+        # a 10-turn dialogue must not outweigh a 2-turn one.
+        units: "OrderedDict[str, list[int]]" = OrderedDict()
+        for i in members:
+            key = trajectories[i] if trajectories is not None and trajectories[i] else f"#{i}"
+            units.setdefault(key, []).append(i)
+        if len(units) < 2:
             continue
-        idx = torch.tensor(members)
-        r = rewards[idx]
+        firsts = torch.tensor([u[0] for u in units.values()])
+        r = rewards[firsts]
         centred = r - r.mean()
         if normalize_std:
             std = r.std(unbiased=True)
             if std.item() == 0.0:
                 continue
             centred = centred / (std + eps)
-        out[idx] = centred
+        for value, unit in zip(centred, units.values()):
+            out[torch.tensor(unit)] = value
     return out.to(torch.float32)
 
 

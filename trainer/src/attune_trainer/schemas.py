@@ -87,11 +87,25 @@ class Sample(Strict):
     completion: str
     reward: float = Field(..., allow_inf_nan=False)
     group: str = Field("", description="GRPO group key (e.g. scenario id); one group per prompt set")
+    trajectory: str = Field(
+        "", description="dialogue id: samples of one multi-turn dialogue share it, so GRPO group "
+        "statistics count each dialogue once however many turns it has ('' = each sample alone)")
+
+
+class StepOverrides(Strict):
+    """Hyperparameters an operator changed on a live run; applied to this step only (the orchestrator sends them each step)."""
+    learning_rate: Optional[float] = Field(None, gt=0)
+    clip_ratio: Optional[float] = Field(None, gt=0, lt=1)
+    kl_coef: Optional[float] = Field(None, ge=0)
+    entropy_coef: Optional[float] = Field(None, ge=0)
+    value_learning_rate: Optional[float] = Field(None, gt=0)
+    max_grad_norm: Optional[float] = Field(None, gt=0)
 
 
 class StepRequest(Strict):
     step: int = Field(..., ge=1)
     samples: list[Sample] = Field(..., min_length=1)
+    hyperparameters: Optional[StepOverrides] = None
 
 
 class ChatCompletionRequest(BaseModel):

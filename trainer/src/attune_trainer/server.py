@@ -32,6 +32,11 @@ def _validation_response(errors: list) -> JSONResponse:
     parts = []
     first_field = None
     for e in errors:
+        if e.get("type") == "json_invalid":
+            pos = [x for x in e.get("loc", ()) if isinstance(x, int)]
+            first_field = first_field or "body"
+            parts.append(f"body: invalid JSON ({e.get('msg')}" + (f" at character {pos[0]})" if pos else ")"))
+            continue
         loc = [str(x) for x in e.get("loc", ()) if x not in ("body",)]
         fld = ".".join(loc) if loc else "body"
         first_field = first_field or fld

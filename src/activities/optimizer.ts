@@ -1,0 +1,117 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { z } from 'zod';
+import type { ArtifactStore } from '../artifacts/store.js';
+import type { TrainerStepMetrics } from '../core/runMetrics.js';
+import type { Hyperparameters } from '../core/training/settings.js';
+import { samplesFromTranscript } from '../core/training/samples.js';
+import type { Transcript } from '../core/transcript.js';
+import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from './trainerClient.js';
+
+export interface EnsureRunInput {
+  trainer: TrainerEndpoint;
+  runName: string;
+  algorithm: 'grpo' | 'ppo';
+  baseModel: string;
+  lora: unknown;
+  hyperparameters: Hyperparameters;
+  seed: number;
+}
+
+export interface OptimizerStepInput {
+  trainer: TrainerEndpoint;
+  runName: string;
+  step: number;
+  /** Transcript keys of the step's kept rollouts, with their GRPO group. */
+  rollouts: { artifact: string; group: string }[];
+  /** Operator changes (`attune set`) applied from this step on. */
+  hyperparameters?: Hyperparameters;
+  heartbeatEveryMs?: number;
+}
+
+const stepResponseSchema = z.object({
+  step: z.number().int(),
+  model: z.string(),
+  metrics: z.object({
+    loss: z.number(), policy_loss: z.number(), value_loss: z.number(), kl: z.number(), entropy: z.number(),
+    clip_fraction: z.number(), grad_norm: z.number(), reward_mean: z.number(), advantage_mean: z.number(),
+    tokens: z.number(), seconds: z.number(),
+  }).passthrough(),
+  checkpoint: z.object({ step: z.number(), path: z.string().nullable().optional(), export_path: z.string().nullable().optional(), export_format: z.string().nullable().optional() }).passthrough().nullable().optional(),
+  replayed: z.boolean().optional(),
+}).passthrough();
+
+export interface OptimizerStepResult {
+  step: number;
+  version: string;
+  metrics: TrainerStepMetrics;
+  exportPath: string | null;
+  replayed: boolean;
+  samples: number;
+}
+
+function asFailure(error: unknown): unknown {
+  if (!(error instanceof TrainerHttpError)) return error;
+  // 4xx other than 408/429 will not get better by asking again.
+  const permanent = error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429;
+  return permanent ? ApplicationFailure.nonRetryable(error.message, 'TrainerRejected') : ApplicationFailure.retryable(error.message, 'TrainerError');
+}
+
+export function createOptimizerActivities(store: ArtifactStore) {
+  return {
+    /** Creates the trainer run, or confirms the existing one has the same config (the trainer answers 409 otherwise). */
+    async ensureTrainerRun(input: EnsureRunInput): Promise<{ step: number }> {
+      try {
+        const { json } = await trainerRequest(input.trainer, 'POST', '/v1/runs', {
+          run_id: input.runName,
+          base_model: input.baseModel,
+          algorithm: input.algorithm,
+          lora: input.lora,
+          hyperparameters: input.hyperparameters,
+          seed: input.seed,
+        }, 30 * 60_000);
+        return { step: z.object({ step: z.number().int() }).passthrough().parse(json).step };
+      } catch (error) {
+        throw asFailure(error);
+      }
+    },
+
+    /**
+     * One optimizer step: the step's dialogues become samples (read from the artifact store, never
+     * through Temporal), posted to the trainer keyed by (run, step). Safe to retry: the trainer
+     * returns the stored result of an applied step and applies nothing twice.
+     */
+    async applyOptimizerStep(input: OptimizerStepInput): Promise<OptimizerStepResult> {
+      const ctx = Context.current();
+      const samples = [];
+      for (const rollout of input.rollouts) {
+        const transcript = await store.getJson<Transcript>(rollout.artifact);
+        samples.push(...samplesFromTranscript(transcript, rollout.group));
+      }
+      if (samples.length === 0) throw ApplicationFailure.nonRetryable(`step ${input.step} has no samples`, 'EmptyStep');
+      ctx.heartbeat({ phase: 'posting', samples: samples.length });
+      const beat = setInterval(() => ctx.heartbeat({ phase: 'training', samples: samples.length }), input.heartbeatEveryMs ?? 5000);
+      try {
+        const { json } = await trainerRequest(input.trainer, 'POST', `/v1/runs/${encodeURIComponent(input.runName)}/steps`, {
+          step: input.step,
+          samples,
+          ...(input.hyperparameters && Object.keys(input.hyperparameters).length > 0 ? { hyperparameters: input.hyperparameters } : {}),
+        }, 24 * 3600_000, ctx.cancellationSignal);
+        const parsed = stepResponseSchema.safeParse(json);
+        if (!parsed.success) throw ApplicationFailure.nonRetryable(`trainer step ${input.step}: unexpected response ${JSON.stringify(json).slice(0, 300)}`, 'TrainerBadResponse');
+        const r = parsed.data;
+        const metrics = r.metrics as unknown as TrainerStepMetrics;
+        return { step: r.step, version: r.model, metrics, exportPath: r.checkpoint?.export_path ?? null, replayed: r.replayed ?? false, samples: samples.length };
+      } catch (error) {
+        if (error instanceof TrainerHttpError && error.status === 409) {
+          const expected = (error.body as { error?: { expected_step?: number } } | null)?.error?.expected_step;
+          throw ApplicationFailure.nonRetryable(`${error.message}${expected !== undefined ? ` (trainer expects step ${expected})` : ''}`, 'TrainerStepConflict');
+        }
+        throw asFailure(error);
+      } finally {
+        clearInterval(beat);
+      }
+    },
+  };
+}
+
+export type OptimizerActivities = ReturnType<typeof createOptimizerActivities>;

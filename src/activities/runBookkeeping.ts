@@ -1,0 +1,63 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { ArtifactStore } from '../artifacts/store.js';
+import type { StepMetricsRecord } from '../core/runMetrics.js';
+import { loadScenarioLibrary } from '../scenarios/library.js';
+import { runMetricsKey } from '../report/load.js';
+
+export interface PublishInput {
+  mode: 'trainer' | 'vllm';
+  /** OpenAI base URL (…/v1) that serves the versions. */
+  policyBaseURL: string;
+  apiKeyEnv: string;
+  version: string;
+  /** Adapter directory returned by the trainer (vLLM mode). */
+  exportPath: string | null;
+}
+
+/** One key scheme for writers and the report. */
+export const metricsKey = runMetricsKey;
+
+export function createRunBookkeepingActivities(store: ArtifactStore) {
+  return {
+    async listScenarioIds(dir: string): Promise<string[]> {
+      const { scenarios, problems } = loadScenarioLibrary(dir);
+      if (problems.length > 0) throw ApplicationFailure.nonRetryable(`invalid scenarios in ${dir}: ${problems.slice(0, 3).map((p) => `${p.file}: ${p.message}`).join('; ')}`, 'InvalidScenarios');
+      return scenarios.map((s) => s.id).sort();
+    },
+
+    /**
+     * Makes a new version samplable. The trainer serves `run@step` itself; a vLLM server loads the
+     * step's LoRA adapter through its runtime API under that name. Loading twice is not an error.
+     */
+    async publishPolicyVersion(input: PublishInput): Promise<string> {
+      const base = input.policyBaseURL.replace(/\/$/, '');
+      const key = process.env[input.apiKeyEnv];
+      const headers = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
+      if (input.mode === 'vllm') {
+        if (!input.exportPath) throw ApplicationFailure.nonRetryable(`no adapter exported for ${input.version}: vLLM publishing needs a LoRA run`, 'NothingToPublish');
+        const response = await fetch(`${base}/load_lora_adapter`, { method: 'POST', headers, body: JSON.stringify({ lora_name: input.version, lora_path: input.exportPath }), signal: AbortSignal.timeout(600_000) });
+        const text = await response.text();
+        if (!response.ok && !/already (been )?loaded/i.test(text)) {
+          throw ApplicationFailure.retryable(`vLLM ${base}/load_lora_adapter for ${input.version}: HTTP ${response.status}: ${text.slice(0, 300)}`, 'PublishFailed');
+        }
+      }
+      const models = await fetch(`${base}/models`, { headers, signal: AbortSignal.timeout(60_000) });
+      const list = (await models.json().catch(() => null)) as { data?: { id?: string }[] } | null;
+      if (!models.ok || !list?.data?.some((m) => m.id === input.version)) {
+        throw ApplicationFailure.retryable(`${base}/models does not list ${input.version} yet`, 'PublishPending');
+      }
+      return input.version;
+    },
+
+    /** Appends the step's line once: a retried activity finds it there and writes nothing. */
+    async recordStepMetrics(record: StepMetricsRecord): Promise<void> {
+      const key = metricsKey(record.run);
+      const text = await store.getText(key);
+      const lines = (text ?? '').split('\n').filter(Boolean);
+      if (lines.some((line) => (JSON.parse(line) as StepMetricsRecord).step === record.step)) return;
+      await store.appendLine(key, JSON.stringify(record));
+    },
+  };
+}
+
+export type RunBookkeepingActivities = ReturnType<typeof createRunBookkeepingActivities>;

@@ -1,0 +1,46 @@
+import { join } from 'node:path';
+import { writeReport } from '../../report/write.js';
+import { artifactsDir, commandContext } from '../context.js';
+import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+
+export const REPORT_HELP = `attune report RUN-OR-EVAL [--out DIR] [--html-only] [--config FILE] [--set k=v]
+
+Writes a self-contained HTML report (no network needed to view it) and PNG files of its main charts.
+RUN-OR-EVAL is an evaluation id (evaluations/<id>/evaluation.json) or a training run name
+(runs/<run>/metrics.jsonl and the evaluations of that run); the evaluation is tried first.
+
+  -o, --out DIR         where to write index.html and the PNGs (default: <artifacts>/reports/<target>/)
+      --html-only       skip the PNG charts (they need Chromium: apt-get install chromium)
+${CONFIG_HELP}`;
+
+export async function reportCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommand(argv, {
+    ...CONFIG_OPTIONS,
+    out: { type: 'string', short: 'o' },
+    'html-only': { type: 'boolean' },
+  });
+  if (values.help) {
+    process.stdout.write(`${REPORT_HELP}\n`);
+    return 0;
+  }
+  const target = positionals[0];
+  if (!target) throw new UsageError(`a run name or an evaluation id is required\n\n${REPORT_HELP}`);
+  if (positionals.length > 1) throw new UsageError(`one run or evaluation at a time (got ${positionals.join(', ')})`);
+  const { config, store } = commandContext(values, 'report');
+  const outDir = values.out ?? join(artifactsDir(config), 'reports', target.replace(/[^A-Za-z0-9._@=-]/g, '_'));
+  let result;
+  try {
+    result = await writeReport({ store, target, outDir, png: !values['html-only'] });
+  } catch (error) {
+    if ((error as Error).name === 'ReportTargetNotFoundError') {
+      process.stderr.write(`attune report: ${(error as Error).message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+  for (const warning of result.warnings) process.stderr.write(`attune report: warning: ${warning}\n`);
+  process.stdout.write(`${result.kind} report of ${target}\n`);
+  for (const png of result.pngs) process.stdout.write(`  chart ${png}\n`);
+  process.stdout.write(`report: ${result.html}\n`);
+  return 0;
+}

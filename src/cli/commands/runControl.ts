@@ -1,0 +1,58 @@
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { connectTemporal } from '../../temporal/connect.js';
+import { parseSetOption } from '../../config/load.js';
+import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '../../workflows/training.js';
+import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { commandContext } from '../context.js';
+import { renderStatus } from '../render/status.js';
+
+const HELP: Record<string, string> = {
+  status: 'attune status NAME [--json]\n\nStep, phase, rollouts done/failed in the step, last metrics and ETA of a training run.',
+  pause: 'attune pause NAME\n\nIn-flight rollouts finish; no new one starts until `attune resume NAME`.',
+  resume: 'attune resume NAME\n\nResumes a paused run; a run waiting for an operator after too many failed rollouts retries them.',
+  stop: 'attune stop NAME\n\nGraceful stop: the current step finishes (optimizer step, publishing, metrics), then the run ends.',
+  set: 'attune set NAME key=value [key=value...]\n\nChanges a live run from its next step: learning_rate, clip_ratio, kl_coef, entropy_coef,\nvalue_learning_rate, max_grad_norm, temperature, maxInFlight, maxFailedShare, evalEvery, steps.\nBad values are rejected with the reason.',
+};
+
+export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' | 'set') {
+  return async (argv: string[]): Promise<number> => {
+    const { values, positionals } = parseCommand(argv, { ...CONFIG_OPTIONS, json: { type: 'boolean' } });
+    if (values.help) {
+      process.stdout.write(`${HELP[verb]}\n\n${CONFIG_HELP}\n`);
+      return 0;
+    }
+    const [name, ...pairs] = positionals;
+    if (!name) throw new UsageError(`${verb} needs the run NAME`);
+    const ctx = commandContext(values, verb);
+    const temporal = await connectTemporal(ctx.config, ctx.log, { startIfMissing: false });
+    try {
+      const handle = temporal.client.workflow.getHandle(trainingWorkflowId(name));
+      if (verb === 'status') {
+        const status = await handle.query(trainingStatusQuery);
+        process.stdout.write(values.json ? `${JSON.stringify(status)}\n` : `${renderStatus(status)}\n`);
+        return 0;
+      }
+      if (verb === 'set') {
+        if (pairs.length === 0) throw new UsageError('set needs key=value pairs');
+        const change = Object.fromEntries(pairs.map((p) => parseSetOption(p)));
+        try {
+          const live = await handle.executeUpdate('set', { args: [change] });
+          process.stdout.write(`${name}: ${JSON.stringify(live)} from the next step\n`);
+          return 0;
+        } catch (error) {
+          if (error instanceof WorkflowUpdateFailedError) {
+            process.stderr.write(`attune set: rejected: ${error.cause?.message ?? error.message}\n`);
+            return 1;
+          }
+          throw error;
+        }
+      }
+      const status = await handle.executeUpdate<TrainingStatus, []>(verb);
+      process.stdout.write(`${name}: ${verb === 'pause' ? 'paused' : verb === 'resume' ? 'resumed' : 'will stop after the current step'} (step ${status.step}, ${status.phase})\n`);
+      return 0;
+    } finally {
+      await temporal.close();
+    }
+  };
+}
+

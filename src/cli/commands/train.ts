@@ -1,0 +1,86 @@
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { AttuneConfig } from '../../config/schema.js';
+import { taskQueuesFor } from '../../config/taskQueues.js';
+import { trainingSettingsFromConfig } from '../../config/trainingSettings.js';
+import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
+import { training, trainingStatusQuery, trainingWorkflowId, type TrainingResult, type TrainingStatus } from '../../workflows/training.js';
+import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { commandContext, type CommandContext } from '../context.js';
+import { withRuntime, workflowUiUrl } from '../runtime.js';
+
+export const TRAIN_HELP = `attune train --config FILE [--name NAME] [--set key=value] [--detach]
+
+Starts an RLVER training run as a durable Temporal workflow and follows it until it ends. Each
+step: scenarios chosen from (seed, step), dialogues as child workflows, one optimizer step on the
+trainer (exactly once), new weights published, metrics appended to
+$ATTUNE_HOME/artifacts/runs/NAME/metrics.jsonl. A run whose name exists is attached to, not
+started twice. Operate it with attune status|pause|resume|stop|set NAME.
+
+  -n, --name NAME   run name (default <algorithm>-<time>); also the trainer's run id
+      --detach      start (or attach) and return at once
+${CONFIG_HELP}`;
+
+const OPTIONS = { ...CONFIG_OPTIONS, name: { type: 'string', short: 'n' }, detach: { type: 'boolean' } } as const;
+
+/** Starts the run, or attaches to the running one of that name. */
+export async function startOrAttachTraining(client: Client, config: AttuneConfig, runName: string) {
+  const settings = trainingSettingsFromConfig(config, runName);
+  const workflowId = trainingWorkflowId(runName);
+  try {
+    const handle = await client.workflow.start(training, {
+      taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
+      workflowId,
+      args: [{ settings }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.kind, value: 'training' },
+        { key: SEARCH_ATTRIBUTES.runName, value: runName },
+      ],
+    });
+    return { handle, attached: false };
+  } catch (error) {
+    // A finished run of that name: attach to it (its result), never start a second one.
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return { handle: client.workflow.getHandle<typeof training>(workflowId), attached: true };
+    throw error;
+  }
+}
+
+async function follow(ctx: CommandContext, client: Client, runName: string): Promise<TrainingResult> {
+  const handle = client.workflow.getHandle<typeof training>(trainingWorkflowId(runName));
+  let lastLine = '';
+  const timer = setInterval(() => {
+    void handle.query(trainingStatusQuery).then((s: TrainingStatus) => {
+      const line = `step ${Math.min(s.step, s.steps)}/${s.steps} ${s.phase}: rollouts ${s.rollouts.done}/${s.rollouts.total} (${s.rollouts.failed} failed)${s.lastMetrics ? `; last reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+      if (line !== lastLine) ctx.log.info(line, { run: runName, step: s.step, phase: s.phase, etaMs: s.etaMs });
+      lastLine = line;
+    }, () => undefined);
+  }, 2000);
+  try {
+    // result() follows continue-as-new to the final run.
+    return await handle.result();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+export async function trainCommand(argv: string[]): Promise<number> {
+  const { values } = parseCommand(argv, OPTIONS, false);
+  if (values.help) {
+    process.stdout.write(`${TRAIN_HELP}\n`);
+    return 0;
+  }
+  const ctx = commandContext(values, 'train');
+  const runName = values.name ?? `${ctx.config.training.algorithm}-${new Date().toISOString().replace(/[:.]/g, '-').replace(/Z$/, '')}`;
+  if (!/^[A-Za-z0-9._-]+$/.test(runName)) throw new UsageError(`--name "${runName}": letters, digits, ".", "_" and "-" only`);
+  return withRuntime(ctx, async (temporal) => {
+    const { attached } = await startOrAttachTraining(temporal.client, ctx.config, runName);
+    ctx.log.info(attached ? 'attached to existing run' : 'run started', { run: runName, workflowId: trainingWorkflowId(runName), ui: workflowUiUrl(temporal, trainingWorkflowId(runName)) });
+    if (values.detach) {
+      process.stdout.write(`${runName}\n`);
+      return 0;
+    }
+    const result = await follow(ctx, temporal.client, runName);
+    process.stdout.write(`Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(`runs/${runName}/metrics.jsonl`)}\n`);
+    return 0;
+  }, { optimizer: true });
+}

@@ -1,0 +1,131 @@
+import { emotionState, type EmotionState } from '../../core/emotion.js';
+import type { EvaluationReport, ScoreGroup } from '../../core/evaluation.js';
+
+export interface EvaluationTableOptions {
+  /** ANSI colours; default: only when stdout is a TTY and NO_COLOR is unset. */
+  color?: boolean;
+}
+
+type Align = 'left' | 'right';
+
+interface Column {
+  title: string;
+  align: Align;
+}
+
+const ANSI: Record<EmotionState | 'bold' | 'dim', string> = {
+  S: '\x1b[35m',
+  A: '\x1b[32m',
+  B: '\x1b[33m',
+  C: '\x1b[38;5;208m',
+  F: '\x1b[31m',
+  bold: '\x1b[1m',
+  dim: '\x1b[2m',
+};
+const RESET = '\x1b[0m';
+const SPARK = '▁▂▃▄▅▆▇█';
+
+function defaultColor(): boolean {
+  return Boolean(process.stdout.isTTY) && process.env.NO_COLOR === undefined;
+}
+
+/** Scores and means with two decimals, so a column's decimal points line up. */
+function num(value: number, digits = 2): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : '-';
+}
+
+/** Emotions are integers; anything else keeps two decimals. */
+function emotion(value: number): string {
+  return Number.isInteger(value) ? String(value) : num(value);
+}
+
+/** Emotion 0..100 over turns as block characters: ▃▄▅▇█ */
+export function emotionSparkline(values: number[]): string {
+  return values.map((v) => SPARK[Math.max(0, Math.min(SPARK.length - 1, Math.round((Math.max(0, Math.min(100, v)) / 100) * (SPARK.length - 1))))]).join('');
+}
+
+function truncate(text: string, width: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= width ? flat : `${flat.slice(0, Math.max(0, width - 1))}…`;
+}
+
+/** Lays out rows as aligned columns; `paint` colours a cell after padding, so widths stay right. */
+function layout(columns: Column[], rows: string[][], paint: (row: number, col: number, cell: string) => string, header: (text: string) => string): string[] {
+  const widths = columns.map((c, i) => Math.max(c.title.length, ...rows.map((r) => [...(r[i] ?? '')].length)));
+  const pad = (text: string, i: number) => {
+    if (i === columns.length - 1 && columns[i]?.align === 'left') return text;
+    const width = widths[i] ?? 0;
+    const fill = ' '.repeat(Math.max(0, width - [...text].length));
+    return columns[i]?.align === 'right' ? fill + text : text + fill;
+  };
+  const lines = [header(columns.map((c, i) => pad(c.title, i)).join('  ').trimEnd())];
+  rows.forEach((row, r) => lines.push(row.map((cell, i) => paint(r, i, pad(cell, i))).join('  ').trimEnd()));
+  return lines;
+}
+
+/** The terminal table of an evaluation: overall numbers, then per goal type, per personality and per scenario. */
+export function renderEvaluationTable(report: EvaluationReport, options: EvaluationTableOptions = {}): string {
+  const color = options.color ?? defaultColor();
+  const paint = (code: string, text: string) => (color ? `${code}${text}${RESET}` : text);
+  const bold = (text: string) => paint(ANSI.bold, text);
+  const dim = (text: string) => paint(ANSI.dim, text);
+  const byState = (emotion: number, text: string) => paint(ANSI[emotionState(emotion)], text);
+
+  const out: string[] = [];
+  const source = report.runName ? ` · run ${report.runName}${report.step !== null ? `@${report.step}` : ''}` : '';
+  out.push(`${bold(`Evaluation ${report.evalId}`)}${source}`);
+  out.push(dim(`policy ${report.policyModel} · simulator ${report.simulatorModel} · scenarios ${report.scenarios}`));
+  out.push(dim(`initial emotion ${report.settings.initialEmotion} · at most ${report.settings.maxTurns} turns · ${report.settings.think ? 'think-then-say' : 'direct replies'} · simulator temperature ${report.settings.simulatorTemperature}`));
+  out.push('');
+  out.push(`${bold('Sentient score')}  ${byState(report.score, bold(`${num(report.score)} / 100`))}  (state ${emotionState(report.score)})`);
+  out.push(...layout(
+    [
+      { title: 'SUCCESS', align: 'right' }, { title: 'FAILURE', align: 'right' }, { title: 'COUNT', align: 'right' },
+      { title: 'FAILED', align: 'right' }, { title: 'MEAN TURNS', align: 'right' }, { title: 'TOKENS', align: 'right' },
+    ],
+    [[
+      String(report.success), String(report.failure), String(report.count), String(report.failed), num(report.meanTurns),
+      String(report.tokens.policyPrompt + report.tokens.policyCompletion + report.tokens.simulatorPrompt + report.tokens.simulatorCompletion),
+    ]],
+    (_r, _c, cell) => cell,
+    dim,
+  ));
+  if (report.failed > 0) out.push(dim(`${report.failed} dialogue(s) failed to run: reported, excluded from the score`));
+
+  const groupTable = (title: string, groups: Record<string, ScoreGroup>) => {
+    const entries = Object.entries(groups);
+    if (entries.length === 0) return;
+    out.push('');
+    const rows = entries.map(([name, g]) => [name, String(g.count), num(g.score), String(g.success), String(g.failure), num(g.meanTurns)]);
+    out.push(...layout(
+      [{ title, align: 'left' }, { title: 'N', align: 'right' }, { title: 'SCORE', align: 'right' }, { title: 'SUCCESS', align: 'right' }, { title: 'FAILURE', align: 'right' }, { title: 'MEAN TURNS', align: 'right' }],
+      rows,
+      (r, c, cell) => {
+        const group = entries[r]?.[1];
+        return c === 2 && group && group.count > 0 ? byState(group.score, cell) : cell;
+      },
+      dim,
+    ));
+  };
+  groupTable('GOAL TYPE', report.byGoalType);
+  groupTable('PERSONALITY', report.byPersonality);
+
+  if (report.results.length > 0) {
+    out.push('');
+    const rows = report.results.map((e) => e.status === 'ok'
+      ? [e.scenarioId, e.goalType, e.personality, emotion(e.finalEmotion), e.outcome, String(e.turns), `${emotionSparkline(e.emotions)}  ${truncate(e.emotions.join(' '), 34)}`]
+      : [e.scenarioId, e.goalType, e.personality, '-', 'FAILED', '-', truncate(e.error, 60)]);
+    out.push(...layout(
+      [{ title: 'SCENARIO', align: 'left' }, { title: 'GOAL TYPE', align: 'left' }, { title: 'PERSONALITY', align: 'left' }, { title: 'FINAL', align: 'right' }, { title: 'OUTCOME', align: 'left' }, { title: 'TURNS', align: 'right' }, { title: 'EMOTIONS', align: 'left' }],
+      rows,
+      (r, c, cell) => {
+        const entry = report.results[r];
+        if (!entry) return cell;
+        if (entry.status === 'failed') return c === 4 || c === 6 ? paint(ANSI.F, cell) : cell;
+        return c === 3 || c === 4 ? byState(entry.finalEmotion, cell) : cell;
+      },
+      dim,
+    ));
+  }
+  return `${out.join('\n')}\n`;
+}

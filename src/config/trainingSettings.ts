@@ -1,0 +1,60 @@
+import { resolve } from 'node:path';
+import { trainingSettingsSchema, type TrainingSettings } from '../core/training/settings.js';
+import { buildEvaluationInput } from '../evaluation/start.js';
+import { requireScenarioLibrary } from '../scenarios/library.js';
+import { rolloutSettingsFromConfig } from './rolloutSettings.js';
+import type { AttuneConfig } from './schema.js';
+import { taskQueuesFor } from './taskQueues.js';
+
+/** The training workflow's input, built and checked on the client (scenarios, endpoints, evaluation set). */
+export function trainingSettingsFromConfig(config: AttuneConfig, runName: string): TrainingSettings {
+  const t = config.training;
+  const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
+  // Fail early, on the operator's terminal, if the train split is broken.
+  requireScenarioLibrary(config.scenarios.train);
+  const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
+  const policyBaseURL = t.publish === 'trainer' ? trainerV1 : config.policy.baseURL;
+  const baseVersion = t.publish === 'trainer' ? `${runName}@0` : config.policy.model;
+  const rollout = rolloutSettingsFromConfig(
+    { ...config, policy: { ...config.policy, baseURL: policyBaseURL, model: baseVersion } },
+    { initialEmotion: t.initialEmotion, maxTurns: t.maxTurns, think: t.think },
+  );
+  let evalScenarios: TrainingSettings['evalScenarios'] = [];
+  let evalSettings: TrainingSettings['evalSettings'];
+  if (t.evalEvery > 0) {
+    const evalInput = buildEvaluationInput(
+      { ...config, trainer: { ...config.trainer, policyBaseURL } },
+      { split: 'eval', policy: baseVersion, ...(t.evalScenarios ? { only: t.evalScenarios } : {}) },
+    );
+    evalScenarios = evalInput.scenarios;
+    evalSettings = { ...evalInput.settings, think: t.think };
+  }
+  return trainingSettingsSchema.parse({
+    runName,
+    algorithm: t.algorithm,
+    steps: t.steps,
+    scenariosPerStep: t.scenariosPerStep,
+    samplesPerScenario: t.samplesPerScenario ?? (t.algorithm === 'grpo' ? 4 : 1),
+    seed: t.seed,
+    maxInFlight: t.maxInFlight,
+    maxFailedShare: t.maxFailedShare,
+    scenarioDir: resolve(config.scenarios.train),
+    rollout,
+    trainer: {
+      url: config.trainer.url,
+      tokenEnv: config.trainer.tokenEnv,
+      baseModel: t.baseModel,
+      lora: t.lora,
+      hyperparameters: t.hyperparameters,
+      optimizerTaskQueue: queues.optimizer,
+      stepTimeoutMs: t.stepTimeoutMs,
+      heartbeatTimeoutMs: t.heartbeatTimeoutMs,
+    },
+    publish: { mode: t.publish, policyBaseURL, baseVersion },
+    evalEvery: t.evalEvery,
+    evalScenarioDir: resolve(config.scenarios.eval),
+    evalScenarios,
+    ...(evalSettings ? { evalSettings } : {}),
+    evalConcurrency: config.evaluation.concurrency,
+  });
+}

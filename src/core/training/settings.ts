@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { rolloutSettingsSchema } from '../rolloutSettings.js';
+import { goalTypeSchema, personalitySchema } from '../scenario.js';
+
+export const ALGORITHMS = ['grpo', 'ppo'] as const;
+
+/** Trainer hyperparameters (the trainer's own names); bounds mirror the trainer's validation. */
+export const hyperparametersSchema = z.strictObject({
+  learning_rate: z.number().gt(0).max(1).optional(),
+  warmup_steps: z.number().int().min(0).optional(),
+  clip_ratio: z.number().gt(0).lt(1).optional(),
+  kl_coef: z.number().min(0).optional(),
+  entropy_coef: z.number().min(0).optional(),
+  value_learning_rate: z.number().gt(0).max(1).optional(),
+  value_clip: z.number().gt(0).optional(),
+  gamma: z.number().min(0).max(1).optional(),
+  lam: z.number().min(0).max(1).optional(),
+  max_grad_norm: z.number().gt(0).optional(),
+  micro_batch_size: z.number().int().min(1).optional(),
+  mini_batch_size: z.number().int().min(1).optional(),
+  ppo_epochs: z.number().int().min(1).max(16).optional(),
+  weight_decay: z.number().min(0).optional(),
+  temperature: z.number().gt(0).optional(),
+  max_length: z.number().int().min(8).optional(),
+  keep_checkpoints: z.number().int().min(0).optional(),
+  gradient_checkpointing: z.boolean().optional(),
+});
+export type Hyperparameters = z.infer<typeof hyperparametersSchema>;
+
+/** Hyperparameters an operator may change on a live run (applied from the next step). */
+export const LIVE_HYPERPARAMETERS = ['learning_rate', 'clip_ratio', 'kl_coef', 'entropy_coef', 'value_learning_rate', 'max_grad_norm'] as const;
+
+export const loraSchema = z.strictObject({
+  r: z.number().int().min(1).max(512).default(16),
+  alpha: z.number().gt(0).default(32),
+  dropout: z.number().min(0).lt(1).default(0),
+  target_modules: z.union([z.array(z.string()).min(1), z.literal('all-linear')]).default('all-linear'),
+});
+
+/** Everything the training workflow needs, without secrets. */
+export const trainingSettingsSchema = z.strictObject({
+  runName: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only'),
+  algorithm: z.enum(ALGORITHMS),
+  steps: z.number().int().min(1),
+  scenariosPerStep: z.number().int().min(1),
+  samplesPerScenario: z.number().int().min(1).max(64),
+  seed: z.number().int().min(0),
+  maxInFlight: z.number().int().min(1).max(1000),
+  maxFailedShare: z.number().min(0).max(1),
+  scenarioDir: z.string().min(1),
+  /** Rollout settings; policy.model is replaced by the version of each step. */
+  rollout: rolloutSettingsSchema,
+  trainer: z.strictObject({
+    url: z.string().url(),
+    tokenEnv: z.string(),
+    baseModel: z.string().min(1),
+    lora: loraSchema.nullable(),
+    hyperparameters: hyperparametersSchema,
+    optimizerTaskQueue: z.string().min(1),
+    /** How long one optimizer step may take (hours-long steps on big models). */
+    stepTimeoutMs: z.number().int().positive(),
+    heartbeatTimeoutMs: z.number().int().positive(),
+  }),
+  publish: z.strictObject({
+    /** `trainer`: sample `run@step` from the trainer's OpenAI endpoint; `vllm`: load each step's LoRA adapter into vLLM. */
+    mode: z.enum(['trainer', 'vllm']),
+    /** OpenAI base URL the versions are served from. */
+    policyBaseURL: z.string().url(),
+    /** Version used before the first update (the base model's name on that server). */
+    baseVersion: z.string().min(1),
+  }),
+  evalEvery: z.number().int().min(0),
+  evalScenarioDir: z.string().min(1),
+  evalScenarios: z.array(z.strictObject({ id: z.string(), goalType: goalTypeSchema, personality: personalitySchema })),
+  evalSettings: rolloutSettingsSchema.optional(),
+  evalConcurrency: z.number().int().min(1),
+});
+export type TrainingSettings = z.infer<typeof trainingSettingsSchema>;
+
+/** Operator changes through `attune set NAME key=value`: validated here, with reasons. */
+export const liveSetSchema = z.strictObject({
+  ...Object.fromEntries(LIVE_HYPERPARAMETERS.map((k) => [k, hyperparametersSchema.shape[k]])),
+  maxInFlight: z.number().int().min(1).max(1000).optional(),
+  maxFailedShare: z.number().min(0).max(1).optional(),
+  evalEvery: z.number().int().min(0).optional(),
+  steps: z.number().int().min(1).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+}) as z.ZodType<Partial<Record<(typeof LIVE_HYPERPARAMETERS)[number] | 'maxInFlight' | 'maxFailedShare' | 'evalEvery' | 'steps' | 'temperature', number>>>;
+export type LiveSettings = z.infer<typeof liveSetSchema>;
+
+/** Parses `key=value` pairs into a validated change, or throws with the reason. */
+export function parseLiveSet(pairs: Record<string, unknown>): LiveSettings {
+  const result = liveSetSchema.safeParse(pairs);
+  if (!result.success) {
+    throw new Error(result.error.issues.map((i) => (i.code === 'unrecognized_keys' ? `${i.keys.join(', ')}: cannot be changed on a live run (allowed: ${[...LIVE_HYPERPARAMETERS, 'maxInFlight', 'maxFailedShare', 'evalEvery', 'steps', 'temperature'].join(', ')})` : `${i.path.join('.')}: ${i.message}`)).join('; '));
+  }
+  return result.data;
+}

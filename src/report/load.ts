@@ -1,0 +1,129 @@
+import { evaluationKey } from '../activities/evaluations.js';
+import type { ArtifactStore } from '../artifacts/store.js';
+import type { EvaluationReport } from '../core/evaluation.js';
+import type { StepMetricsRecord } from '../core/runMetrics.js';
+import type { Transcript } from '../core/transcript.js';
+
+const safe = (s: string) => s.replace(/[^A-Za-z0-9._@=-]/g, '_');
+
+export { evaluationKey };
+
+/** `runs/<run>/metrics.jsonl`: one StepMetricsRecord per line. */
+export function runMetricsKey(run: string): string {
+  return `runs/${safe(run)}/metrics.jsonl`;
+}
+
+export interface LoadedEvaluation {
+  report: EvaluationReport;
+  transcripts: Map<string, Transcript>;
+  notes: string[];
+}
+
+export interface LoadedRun {
+  run: string;
+  steps: StepMetricsRecord[];
+  evaluations: EvaluationReport[];
+  notes: string[];
+}
+
+async function exists(store: ArtifactStore, key: string): Promise<boolean> {
+  const dir = key.slice(0, key.lastIndexOf('/'));
+  return (await store.list(dir)).includes(key);
+}
+
+/** Maps with bounded concurrency, keeping the order of `items`. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** Text of an artifact; a missing one is an error naming the key. */
+export async function readArtifactText(store: ArtifactStore, key: string): Promise<string> {
+  const text = await store.getText(key);
+  if (text === null) throw new Error(`artifact ${key} not found (${store.locate(key)})`);
+  return text;
+}
+
+function isEvaluation(value: unknown): value is EvaluationReport {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'attune.evaluation' && Array.isArray((value as { results?: unknown }).results);
+}
+
+export async function loadEvaluation(store: ArtifactStore, evalId: string): Promise<LoadedEvaluation | null> {
+  const key = evaluationKey(evalId);
+  if (!(await exists(store, key))) return null;
+  const report = await store.getJson<unknown>(key);
+  if (!isEvaluation(report)) throw new Error(`${store.locate(key)} is not an evaluation report (kind "attune.evaluation")`);
+  const notes: string[] = [];
+  const transcripts = new Map<string, Transcript>();
+  const keys = [...new Set(report.results.flatMap((r) => (r.status === 'ok' ? [r.artifact] : [])))];
+  await mapLimit(keys, 16, async (artifact) => {
+    try {
+      transcripts.set(artifact, await store.getJson<Transcript>(artifact));
+    } catch (error) {
+      notes.push(`transcript ${artifact} could not be read: ${(error as Error).message}`);
+    }
+  });
+  return { report, transcripts, notes: notes.sort() };
+}
+
+/** Parses metrics.jsonl: blank lines skipped, a bad line noted (a crash can leave half a line), last record per step wins. */
+export function parseRunMetrics(text: string, run: string): { steps: StepMetricsRecord[]; notes: string[] } {
+  const notes: string[] = [];
+  const bySteps = new Map<number, StepMetricsRecord>();
+  text.split('\n').forEach((line, i) => {
+    if (line.trim() === '') return;
+    try {
+      const value = JSON.parse(line) as StepMetricsRecord;
+      if (typeof value !== 'object' || value === null || typeof value.step !== 'number' || typeof value.reward !== 'object') {
+        notes.push(`${runMetricsKey(run)} line ${i + 1}: not a step record`);
+        return;
+      }
+      bySteps.set(value.step, value);
+    } catch {
+      notes.push(`${runMetricsKey(run)} line ${i + 1}: not valid JSON (skipped)`);
+    }
+  });
+  return { steps: [...bySteps.values()].sort((a, b) => a.step - b.step), notes };
+}
+
+/** Every stored evaluation whose runName is `run`. */
+export async function evaluationsOfRun(store: ArtifactStore, run: string): Promise<{ evaluations: EvaluationReport[]; notes: string[] }> {
+  const keys = (await store.list('evaluations')).filter((k) => k.endsWith('/evaluation.json'));
+  const notes: string[] = [];
+  const all = await mapLimit(keys, 16, async (key) => {
+    try {
+      const value = await store.getJson<unknown>(key);
+      return isEvaluation(value) ? value : null;
+    } catch (error) {
+      notes.push(`${key} could not be read: ${(error as Error).message}`);
+      return null;
+    }
+  });
+  const evaluations = all.filter((e): e is EvaluationReport => e !== null && e.runName === run);
+  evaluations.sort((a, b) => (a.step ?? -1) - (b.step ?? -1) || a.createdAt.localeCompare(b.createdAt));
+  return { evaluations, notes };
+}
+
+export async function loadRun(store: ArtifactStore, run: string): Promise<LoadedRun | null> {
+  const key = runMetricsKey(run);
+  const hasMetrics = await exists(store, key);
+  const { evaluations, notes } = await evaluationsOfRun(store, run);
+  if (!hasMetrics && evaluations.length === 0) return null;
+  let steps: StepMetricsRecord[] = [];
+  if (hasMetrics) {
+    const parsed = parseRunMetrics(await readArtifactText(store, key), run);
+    steps = parsed.steps;
+    notes.push(...parsed.notes);
+  } else {
+    notes.push(`no step metrics yet (${key}); only the run's evaluations are shown`);
+  }
+  return { run, steps, evaluations, notes };
+}

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { lineChart, linePath, niceTicks, tickFormat } from '../../src/report/charts.js';
+import { escapeHtml, html, raw } from '../../src/report/html.js';
+import { parseRunMetrics } from '../../src/report/load.js';
+import { renderEvaluationPage, renderRunPage, runEvalPoints } from '../../src/report/index.js';
+import { buildEvaluationReport } from '../../src/core/evaluation.js';
+import { DIALOGUES, INJECTION, makeTranscript, RUN, stepRecord } from './fixtures.js';
+
+describe('report renderers (pure)', () => {
+  it('escapes interpolated text and passes trusted markup through', () => {
+    assert.equal(escapeHtml(`<a href="x" onclick='y'>&</a>`), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;');
+    const value = html`<p title="${'"><script>'}">${INJECTION}${raw('<b>ok</b>')}${['<i>', html`<em>${'&'}</em>`]}${null}${3}</p>`;
+    assert.equal(value.value, `<p title="&quot;&gt;&lt;script&gt;">${escapeHtml(INJECTION)}<b>ok</b>&lt;i&gt;<em>&amp;</em>3</p>`);
+  });
+
+  it('picks nice ticks and formats them with the digits their step needs', () => {
+    assert.deepEqual(niceTicks(0, 100, 5), [0, 20, 40, 60, 80, 100]);
+    assert.deepEqual(niceTicks(0, 1, 4), [0, 0.25, 0.5, 0.75, 1]);
+    assert.deepEqual(niceTicks(1, 6, 10, true), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(niceTicks(3, 3), [3]);
+    assert.deepEqual([0, 0.25, 0.5].map(tickFormat([0, 0.25, 0.5])), ['0.00', '0.25', '0.50']);
+    assert.deepEqual([0, 20].map(tickFormat([0, 20])), ['0', '20']);
+  });
+
+  it('breaks lines at missing values and marks lone points', () => {
+    const id = (v: number) => v;
+    assert.equal(linePath([{ x: 0, y: 1 }, { x: 1, y: 2 }, { x: 2, y: null }, { x: 3, y: 4 }, { x: 4, y: Number.NaN }, { x: 5, y: 6 }, { x: 6, y: 7 }], id, id), 'M0.0,1.0L1.0,2.0M3.0,4.0M5.0,6.0L6.0,7.0');
+    const svg = lineChart({ ariaLabel: 'a<b', series: [{ name: 's"1', color: 'red', points: [{ x: 1, y: 1 }, { x: 2, y: null }, { x: 3, y: 5 }], markers: false }], hover: true }).value;
+    assert.equal((svg.match(/<circle/g) ?? []).length, 2, 'both lone points get a marker');
+    assert.ok(svg.includes('aria-label="a&lt;b"') && svg.includes('data-name="s&quot;1"'));
+    const hover = JSON.parse(/data-hover="([^"]*)"/.exec(svg)?.[1]?.replace(/&quot;/g, '"').replace(/&amp;/g, '&') ?? '{}') as { xs: number[]; series: { ys: (number | null)[] }[] };
+    assert.deepEqual(hover.xs, [1, 2, 3]);
+    assert.deepEqual(hover.series[0]?.ys, [1, null, 5]);
+  });
+
+  it('renders an evaluation page whose only script is allowed by its CSP hash', () => {
+    const transcripts = new Map(DIALOGUES.map((d) => [`rollouts/e/${d.id}.json`, makeTranscript(d, 'e')]));
+    const report = buildEvaluationReport({
+      evalId: 'e<1>',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      policyModel: 'p',
+      simulatorModel: 's',
+      scenarios: 'dir',
+      settings: { initialEmotion: 40, maxTurns: 10, think: false, simulatorTemperature: 0 },
+      results: DIALOGUES.map((d) => ({ status: 'ok' as const, scenarioId: d.id, goalType: d.goalType, personality: d.personality, finalEmotion: d.emotions[d.emotions.length - 1] ?? 0, outcome: d.outcome, turns: d.emotions.length - 1, emotions: d.emotions, tokens: { policyPrompt: 1, policyCompletion: 1, simulatorPrompt: 1, simulatorCompletion: 1 }, artifact: `rollouts/e/${d.id}.json` })),
+      runName: null,
+      step: null,
+    });
+    const page = renderEvaluationPage({ report, transcripts, generatedAt: 'now' });
+    assert.ok(page.startsWith('<!DOCTYPE html>'));
+    assert.ok(!page.includes(INJECTION), 'transcript markup is escaped');
+    assert.ok(page.includes('<h1>e&lt;1&gt;</h1>'));
+    const scripts = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1] ?? '');
+    assert.equal(scripts.length, 1);
+    const hash = createHash('sha256').update(scripts[0] ?? '', 'utf8').digest('base64');
+    const csp = (/http-equiv="Content-Security-Policy" content="([^"]*)"/.exec(page)?.[1] ?? '').replace(/&#39;/g, "'");
+    assert.ok(csp.includes(`script-src 'sha256-${hash}'`), 'the CSP allows exactly this script');
+    assert.ok(csp.startsWith("default-src 'none';"), 'nothing can be fetched');
+    assert.ok(!/\b(src|href)="(https?:)?\/\//.test(page), 'no external resources');
+  });
+
+  it('renders an evaluation in which no dialogue finished', () => {
+    const report = buildEvaluationReport({
+      evalId: 'empty', createdAt: 'x', policyModel: 'p', simulatorModel: 's', scenarios: 'dir',
+      settings: { initialEmotion: 40, maxTurns: 10, think: false, simulatorTemperature: 0 },
+      results: [{ status: 'failed', scenarioId: 'a', goalType: 'venting', personality: 'passive', error: 'boom' }],
+      runName: null, step: null,
+    });
+    const page = renderEvaluationPage({ report, transcripts: new Map() });
+    assert.match(page, /No finished dialogues to draw\./);
+    assert.match(page, /<div class="error-box">boom<\/div>/);
+  });
+
+  it('renders a run page with no steps yet', () => {
+    const page = renderRunPage({ run: RUN, steps: [], evaluations: [], generatedAt: 'now' });
+    assert.match(page, /No steps recorded yet\./);
+    assert.match(page, /No evaluation of this run yet/);
+  });
+
+  it('reads metrics.jsonl: the last record of a step wins, a broken line is noted', () => {
+    const text = [stepRecord(1), stepRecord(2), { ...stepRecord(2), successRate: 0.9 }].map((r) => JSON.stringify(r)).join('\n') + '\n{"half":\n\n';
+    const { steps, notes } = parseRunMetrics(text, RUN);
+    assert.deepEqual(steps.map((s) => [s.step, s.successRate]), [[1, stepRecord(1).successRate], [2, 0.9]]);
+    assert.deepEqual(notes, [`runs/${RUN}/metrics.jsonl line 4: not valid JSON (skipped)`]);
+  });
+
+  it('takes the Sentient-score points from the evaluations and from steps that name others', () => {
+    const steps = [stepRecord(3), stepRecord(4)];
+    const points = runEvalPoints([...steps, { ...stepRecord(5), eval: { evalId: 'other', score: 70, success: 2, failure: 0, count: 4 } }], []);
+    assert.deepEqual(points.map((p) => [p.evalId, p.step, p.score]), [[`${RUN}-eval-4`, 4, 55.5], ['other', 5, 70]]);
+  });
+});

@@ -1,0 +1,70 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../src/paths.js';
+import { freePort } from '../../src/temporal/devServer.js';
+
+/** The real trainer service (`python -m attune_trainer serve`) as a child process a test can SIGKILL and restart. */
+export class TrainerProcess {
+  private child: ChildProcess | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private output = '';
+
+  private constructor(readonly port: number, readonly stateDir: string) {}
+
+  static async start(stateDir: string): Promise<TrainerProcess> {
+    const trainer = new TrainerProcess(await freePort(), stateDir);
+    await trainer.start();
+    return trainer;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get log(): string {
+    return this.output;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(join(REPO_ROOT, '.venv', 'bin', 'python'), ['-m', 'attune_trainer', 'serve', '--host', '127.0.0.1', '--port', String(this.port), '--state-dir', this.stateDir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PYTHONUNBUFFERED: '1' },
+    });
+    this.child = child;
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-20_000);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    // Ready when /health answers; the process exiting first is a failure with its log.
+    let dead = false;
+    void this.exited.then(() => { dead = true; });
+    for (;;) {
+      if (dead) throw new Error(`trainer exited during start-up:\n${this.output.slice(-3000)}`);
+      try {
+        if ((await fetch(`${this.url}/health`, { signal: AbortSignal.timeout(1000) })).ok) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    await this.exited;
+    this.child = null;
+  }
+
+  async restart(): Promise<void> {
+    await this.kill('SIGKILL');
+    await this.start();
+  }
+
+  /** Waits until the trainer has begun applying `step` (the step endpoint has been called for it). */
+  async runState(runId: string): Promise<{ step: number; in_progress_step?: number | null }> {
+    const response = await fetch(`${this.url}/v1/runs/${runId}`);
+    return (await response.json()) as { step: number; in_progress_step?: number | null };
+  }
+}

@@ -1,0 +1,87 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { FileArtifactStore } from '../../src/artifacts/store.js';
+import { metricsKey } from '../../src/activities/runBookkeeping.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { AttuneConfig } from '../../src/config/schema.js';
+import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
+import { startOrAttachTraining } from '../../src/cli/commands/train.js';
+import { createLlmIoWorkers, createOptimizerWorker, runWorkers, shutdownWorkers } from '../../src/workers/llmIoWorkers.js';
+import { FakeOpenAIServer, type FakeBehaviour } from './fakeOpenAI.js';
+import { testConfigSet, FIXTURE_SCENARIOS } from './rolloutRig.js';
+import { sharedTestEnv, sharedWorkflowBundle } from './temporalEnv.js';
+import { TrainerProcess } from './trainerProcess.js';
+
+export interface TrainingRig {
+  env: TestWorkflowEnvironment;
+  fake: FakeOpenAIServer;
+  trainer: TrainerProcess;
+  config: AttuneConfig;
+  configSet: string[];
+  store: FileArtifactStore;
+  startWorkers(which?: { llm?: boolean; optimizer?: boolean }): Promise<void>;
+  stopWorkers(): Promise<void>;
+  start(runName: string, config?: AttuneConfig): ReturnType<typeof startOrAttachTraining>;
+  metrics(runName: string): Promise<StepMetricsRecord[]>;
+  close(): Promise<void>;
+}
+
+/** Training settings small enough for CPU tests: 2 scenarios x 2 samples, 2 turns, tiny model. */
+export const TINY_TRAINING = (algorithm: 'grpo' | 'ppo', steps = 3) => [
+  `training.algorithm=${algorithm}`,
+  `training.steps=${steps}`,
+  'training.scenariosPerStep=2',
+  `training.samplesPerScenario=${algorithm === 'grpo' ? 2 : 1}`,
+  'training.maxTurns=2',
+  'training.seed=7',
+  'training.baseModel=tiny-random',
+  'training.hyperparameters.learning_rate=0.001',
+  'training.hyperparameters.micro_batch_size=4',
+  'policy.maxTokens=12',
+  'policy.temperature=1',
+  `scenarios.train=${FIXTURE_SCENARIOS}`,
+  `scenarios.eval=${FIXTURE_SCENARIOS}`,
+];
+
+export async function createTrainingRig(options: { behaviour?: FakeBehaviour; set?: string[] } = {}): Promise<TrainingRig> {
+  const env = await sharedTestEnv();
+  const fake = await FakeOpenAIServer.start(options.behaviour ?? {});
+  const stateDir = mkdtempSync(join(tmpdir(), 'attune-trainer-'));
+  const trainer = await TrainerProcess.start(stateDir);
+  const configSet = testConfigSet(fake.url, [`trainer.url=${trainer.url}`, 'policy.timeoutMs=60000', ...(options.set ?? [])]);
+  const config = loadConfig({ env: {}, set: configSet });
+  const store = new FileArtifactStore(join(config.home, 'artifacts'));
+  let workers: Worker[] = [];
+  let running: Promise<void> | null = null;
+  const rig: TrainingRig = {
+    env, fake, trainer, config, configSet, store,
+    async startWorkers(which = { llm: true, optimizer: true }) {
+      const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', config, store };
+      workers = [
+        ...(which.llm ? await createLlmIoWorkers({ ...common, workflowBundle: await sharedWorkflowBundle() }) : []),
+        ...(which.optimizer ? [await createOptimizerWorker(common)] : []),
+      ];
+      running = runWorkers(workers);
+    },
+    async stopWorkers() {
+      shutdownWorkers(workers);
+      await running;
+      running = null;
+      workers = [];
+    },
+    start: (runName, cfg = config) => startOrAttachTraining(env.client, cfg, runName),
+    async metrics(runName) {
+      const text = await store.getText(metricsKey(runName));
+      return (text ?? '').split('\n').filter(Boolean).map((l) => JSON.parse(l) as StepMetricsRecord);
+    },
+    async close() {
+      await rig.stopWorkers();
+      await trainer.kill('SIGKILL');
+      await fake.close();
+    },
+  };
+  return rig;
+}
