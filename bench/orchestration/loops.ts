@@ -201,11 +201,14 @@ export interface ReferenceResult extends LoopResult {
  *
  * The sequential part grows as C x 2 x L per turn (about 34 minutes at L = 1 s, C = 256), so it is
  * timed for as many dialogues as `budgetS` allows (spread evenly over the turns, at least one
- * dialogue per turn); the remaining dialogues of that turn are then advanced concurrently, untimed,
- * so later turns see the same state, and their sequential time is counted as the measured mean per
- * dialogue of that turn. `extrapolated` says whether that happened.
+ * dialogue per turn); the other live dialogues of that turn are advanced concurrently, untimed, so
+ * later turns see the same state, and their sequential time is counted as the measured mean per
+ * dialogue of that turn. `extrapolated` says whether that happened. With `overlapMs` > 0 (used at
+ * high latency, where those untimed calls are nearly all waiting) the untimed calls run alongside
+ * the timed ones, with the number to time estimated beforehand (from the previous turn, or from
+ * `overlapMs` for the first).
  */
-export async function runReference(specs: DialogueSpec[], settings: RolloutSettings, store: ArtifactStore, budgetS: number): Promise<ReferenceResult> {
+export async function runReference(specs: DialogueSpec[], settings: RolloutSettings, store: ArtifactStore, budgetS: number, overlapMs = 0): Promise<ReferenceResult> {
   const dialogues = specs.map((spec) => new Dialogue(spec, settings));
   let measuredMs = 0;
   let estimatedMs = 0;
@@ -216,6 +219,7 @@ export async function runReference(specs: DialogueSpec[], settings: RolloutSetti
   await Promise.all(dialogues.map((d) => d.open()));
   measuredMs += performance.now() - t;
   const perTurnBudgetMs = (budgetS * 1000) / settings.maxTurns;
+  let perDialogueMs = 2 * overlapMs;
   for (let turn = 1; ; turn++) {
     const live = dialogues.filter((d) => !d.done);
     if (live.length === 0) break;
@@ -224,17 +228,31 @@ export async function runReference(specs: DialogueSpec[], settings: RolloutSetti
     await Promise.all(live.map((d) => d.policyStep()));
     const batchMs = performance.now() - t;
     const toSimulate = live.filter((d) => !d.done);
-    t = performance.now();
     let timed = 0;
-    for (const d of toSimulate) {
-      if (timed > 0 && performance.now() - t >= perTurnBudgetMs) break;
-      await d.simulatorStep();
-      timed++;
+    let sequentialMs: number;
+    if (overlapMs > 0) {
+      const planned = Math.max(1, Math.min(toSimulate.length, Math.floor(perTurnBudgetMs / Math.max(1, perDialogueMs))));
+      const untimed = Promise.all(toSimulate.slice(planned).map((d) => d.simulatorStep()));
+      t = performance.now();
+      for (const d of toSimulate.slice(0, planned)) {
+        await d.simulatorStep();
+        timed++;
+      }
+      sequentialMs = performance.now() - t;
+      await untimed;
+    } else {
+      t = performance.now();
+      for (const d of toSimulate) {
+        if (timed > 0 && performance.now() - t >= perTurnBudgetMs) break;
+        await d.simulatorStep();
+        timed++;
+      }
+      sequentialMs = performance.now() - t;
+      const rest = toSimulate.slice(timed);
+      if (rest.length > 0) await Promise.all(rest.map((d) => d.simulatorStep()));
     }
-    const sequentialMs = performance.now() - t;
-    const rest = toSimulate.slice(timed);
-    if (rest.length > 0) await Promise.all(rest.map((d) => d.simulatorStep()));
-    const turnEstimatedMs = timed > 0 ? (sequentialMs / timed) * rest.length : 0;
+    if (timed > 0) perDialogueMs = sequentialMs / timed;
+    const turnEstimatedMs = timed > 0 ? perDialogueMs * (toSimulate.length - timed) : 0;
     measuredMs += batchMs + sequentialMs;
     estimatedMs += turnEstimatedMs;
     sequentialTotal += toSimulate.length;

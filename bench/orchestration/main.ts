@@ -268,12 +268,13 @@ interface AttuneResult {
   cpu: { worker: number | null; devServer: number | null; parent: number; machine: number | null };
 }
 
-function configSetFor(cell: Cell, fakeUrl: string, home: string, turns: number): string[] {
+/** The config of one concurrency level (one worker process serves all latencies of that level). */
+function configSetFor(concurrency: number, maxLatencyMs: number, fakeUrl: string, home: string, turns: number): string[] {
   // Generous HTTP timeouts: at L = 0 and C = 256 a call can wait in the worker's event loop.
-  const timeoutMs = Math.max(30_000, cell.latencyMs * 20);
+  const timeoutMs = Math.max(30_000, maxLatencyMs * 20);
   return [
     `home=${home}`,
-    `temporal.taskQueuePrefix=bench-l${cell.latencyMs}-c${cell.concurrency}-`,
+    `temporal.taskQueuePrefix=bench-c${concurrency}-`,
     `policy.baseURL=${fakeUrl}`,
     'policy.model=fake-policy',
     `simulator.baseURL=${fakeUrl}`,
@@ -281,8 +282,8 @@ function configSetFor(cell: Cell, fakeUrl: string, home: string, turns: number):
     `policy.timeoutMs=${timeoutMs}`,
     `simulator.timeoutMs=${timeoutMs}`,
     // Same concurrency as the loops: one policy or simulator call in flight per dialogue.
-    `policy.maxConcurrency=${cell.concurrency}`,
-    `simulator.maxConcurrency=${cell.concurrency}`,
+    `policy.maxConcurrency=${concurrency}`,
+    `simulator.maxConcurrency=${concurrency}`,
     `rollout.maxTurns=${turns}`,
   ];
 }
@@ -303,77 +304,88 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
   return out;
 }
 
-async function runAttune(ctx: RunContext, cell: Cell, configSet: string[], runTag: string): Promise<AttuneResult> {
-  const config = loadConfig({ env: {}, set: configSet });
-  const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
+/** Workflows started so far per rollout task queue (a queue serves every latency of one concurrency). */
+const startedOnQueue = new Map<string, number>();
+
+/** The Attune LLM-I/O workers of one concurrency level, in a child process. */
+async function startWorkers(ctx: RunContext, configSet: string[]): Promise<Child> {
   const job: WorkersJob = { address: ctx.server.address, namespace: 'default', configSet, bundleCodePath: ctx.bundleCodePath, bundleSourceMapPath: ctx.bundleSourceMapPath, workerOverrides: ctx.options.workerOverrides };
   const worker = Child.start('workers', { BENCH_WORKERS_JOB: JSON.stringify(job) }, ctx.options.profileDir);
   ctx.children.add(worker);
   try {
     await worker.next(isReady, 60_000);
-    const start = async (spec: DialogueSpec, maxTurns: number) => ctx.client.workflow.start<typeof rollout>('rollout', {
-      taskQueue: queues.rollouts,
-      workflowId: spec.rolloutId,
-      args: [{ rolloutId: spec.rolloutId, scenario: spec.scenario, settings: rolloutSettingsFromConfig(config, { maxTurns }), seed: spec.seed }],
-    });
-    // Warm-up at L = 0: workflow bundle loaded, connections open, code paths JIT-compiled.
-    ctx.fake.behaviour.latencyMs = 0;
-    const warm = await Promise.all(specsFor(ctx.scenarios, Math.min(cell.concurrency, 8), `${runTag}-warm`).map((s) => start(s, 2)));
-    await Promise.all(warm.map((h) => h.result()));
-
-    ctx.fake.behaviour.latencyMs = cell.latencyMs;
-    resetPeakRss(worker.pid);
-    resetPeakRss(ctx.server.pid);
-    const cpu0 = { worker: cpuSeconds(worker.pid), devServer: cpuSeconds(ctx.server.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
-    const calls0 = ctx.fake.count();
-    const connections0 = httpConnections;
-    const specs = specsFor(ctx.scenarios, cell.concurrency, runTag);
-    const t0Epoch = Date.now();
-    const t0 = performance.now();
-    const handles: WorkflowHandle<typeof rollout>[] = await Promise.all(specs.map((s) => start(s, ctx.options.turns)));
-    const expectedCalls = specs.length * (3 * ctx.options.turns - 1);
-    const summaries = await withTimeout((async () => {
-      await waitForDialogues(ctx.client, queues.rollouts, warm.length + specs.length, () => ctx.fake.count() - calls0 >= expectedCalls);
-      // Only the transcript writes are left: the long polls see a few events each.
-      return Promise.all(handles.map((h) => h.result()));
-    })(), variantTimeoutMs(cell, ctx.options.turns), 'attune');
-    const waitedS = (performance.now() - t0) / 1000;
-    const calls = ctx.fake.count() - calls0;
-    const connections = httpConnections - connections0;
-    const cpuParent = process.cpuUsage(cpu0.parent);
-    const workerCpu = cpuSeconds(worker.pid);
-    const devCpu = cpuSeconds(ctx.server.pid);
-    const machineCpu = systemBusySeconds();
-    const result: AttuneResult = {
-      wallS: waitedS,
-      calls,
-      connections,
-      timings: [],
-      workerPeakMb: peakRssMb(worker.pid),
-      devServerPeakMb: peakRssMb(ctx.server.pid),
-      cpu: {
-        worker: workerCpu !== null && cpu0.worker !== null ? workerCpu - cpu0.worker : null,
-        devServer: devCpu !== null && cpu0.devServer !== null ? devCpu - cpu0.devServer : null,
-        parent: (cpuParent.user + cpuParent.system) / 1e6,
-        machine: machineCpu !== null && cpu0.machine !== null ? machineCpu - cpu0.machine : null,
-      },
-    };
-    const turnsDone = summaries.reduce((n, s) => n + s.turns, 0);
-    if (turnsDone !== cell.concurrency * ctx.options.turns) progress('warning: dialogues ended early', { turnsDone, expected: cell.concurrency * ctx.options.turns });
-    // Per-turn timings and the wall time from the workflow histories (server timestamps).
-    result.timings = await mapLimit(handles, 16, async (h) => {
-      const history = await h.fetchHistory();
-      // BENCH_DUMP_HISTORY=DIR keeps the first history of each cell, for a closer look.
-      if (process.env.BENCH_DUMP_HISTORY && (h === handles[0] || h === handles[handles.length - 1])) writeFileSync(join(process.env.BENCH_DUMP_HISTORY, `${h.workflowId}.json`), JSON.stringify(history, null, 1));
-      return historyTimings(history.events ?? []);
-    });
-    const lastClose = Math.max(...result.timings.map((t) => t.closedAtMs));
-    result.wallS = Number.isFinite(lastClose) ? (lastClose - t0Epoch) / 1000 : waitedS;
-    return result;
-  } finally {
-    await worker.stop();
+  } catch (error) {
+    worker.kill();
     ctx.children.delete(worker);
+    throw error;
   }
+  return worker;
+}
+
+async function runAttune(ctx: RunContext, cell: Cell, worker: Child, configSet: string[], runTag: string): Promise<AttuneResult> {
+  const config = loadConfig({ env: {}, set: configSet });
+  const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
+  const start = async (spec: DialogueSpec, maxTurns: number) => ctx.client.workflow.start<typeof rollout>('rollout', {
+    taskQueue: queues.rollouts,
+    workflowId: spec.rolloutId,
+    args: [{ rolloutId: spec.rolloutId, scenario: spec.scenario, settings: rolloutSettingsFromConfig(config, { maxTurns }), seed: spec.seed }],
+  });
+  // Warm-up at L = 0: workflow bundle loaded, connections open, code paths JIT-compiled.
+  ctx.fake.behaviour.latencyMs = 0;
+  const warm = await Promise.all(specsFor(ctx.scenarios, Math.min(cell.concurrency, 8), `${runTag}-warm`).map((s) => start(s, 2)));
+  startedOnQueue.set(queues.rollouts, (startedOnQueue.get(queues.rollouts) ?? 0) + warm.length);
+  await Promise.all(warm.map((h) => h.result()));
+
+  ctx.fake.behaviour.latencyMs = cell.latencyMs;
+  resetPeakRss(worker.pid);
+  resetPeakRss(ctx.server.pid);
+  const cpu0 = { worker: cpuSeconds(worker.pid), devServer: cpuSeconds(ctx.server.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
+  const calls0 = ctx.fake.count();
+  const connections0 = httpConnections;
+  const specs = specsFor(ctx.scenarios, cell.concurrency, runTag);
+  const t0Epoch = Date.now();
+  const t0 = performance.now();
+  const handles: WorkflowHandle<typeof rollout>[] = await Promise.all(specs.map((s) => start(s, ctx.options.turns)));
+  startedOnQueue.set(queues.rollouts, (startedOnQueue.get(queues.rollouts) ?? 0) + handles.length);
+  const expectedCalls = specs.length * (3 * ctx.options.turns - 1);
+  const summaries = await withTimeout((async () => {
+    await waitForDialogues(ctx.client, queues.rollouts, startedOnQueue.get(queues.rollouts) ?? 0, () => ctx.fake.count() - calls0 >= expectedCalls);
+    // Only the transcript writes are left: the long polls see a few events each.
+    return Promise.all(handles.map((h) => h.result()));
+  })(), variantTimeoutMs(cell, ctx.options.turns), 'attune');
+  const waitedS = (performance.now() - t0) / 1000;
+  const calls = ctx.fake.count() - calls0;
+  const connections = httpConnections - connections0;
+  const cpuParent = process.cpuUsage(cpu0.parent);
+  const workerCpu = cpuSeconds(worker.pid);
+  const devCpu = cpuSeconds(ctx.server.pid);
+  const machineCpu = systemBusySeconds();
+  const result: AttuneResult = {
+    wallS: waitedS,
+    calls,
+    connections,
+    timings: [],
+    workerPeakMb: peakRssMb(worker.pid),
+    devServerPeakMb: peakRssMb(ctx.server.pid),
+    cpu: {
+      worker: workerCpu !== null && cpu0.worker !== null ? workerCpu - cpu0.worker : null,
+      devServer: devCpu !== null && cpu0.devServer !== null ? devCpu - cpu0.devServer : null,
+      parent: (cpuParent.user + cpuParent.system) / 1e6,
+      machine: machineCpu !== null && cpu0.machine !== null ? machineCpu - cpu0.machine : null,
+    },
+  };
+  const turnsDone = summaries.reduce((n, s) => n + s.turns, 0);
+  if (turnsDone !== cell.concurrency * ctx.options.turns) progress('warning: dialogues ended early', { turnsDone, expected: cell.concurrency * ctx.options.turns });
+  // Per-turn timings and the wall time from the workflow histories (server timestamps).
+  result.timings = await mapLimit(handles, 16, async (h) => {
+    const history = await h.fetchHistory();
+    // BENCH_DUMP_HISTORY=DIR keeps the first history of each cell, for a closer look.
+    if (process.env.BENCH_DUMP_HISTORY && (h === handles[0] || h === handles[handles.length - 1])) writeFileSync(join(process.env.BENCH_DUMP_HISTORY, `${h.workflowId}.json`), JSON.stringify(history, null, 1));
+    return historyTimings(history.events ?? []);
+  });
+  const lastClose = Math.max(...result.timings.map((t) => t.closedAtMs));
+  result.wallS = Number.isFinite(lastClose) ? (lastClose - t0Epoch) / 1000 : waitedS;
+  return result;
 }
 
 /**
@@ -477,12 +489,9 @@ function addedLatencies(turns: TurnTiming[], latencyMs: number): number[] {
   return turns.map((t) => t.ms - latencyMs * t.calls);
 }
 
-async function runCell(ctx: RunContext, cell: Cell, index: number): Promise<Entry> {
+async function runCell(ctx: RunContext, cell: Cell, index: number, worker: Child | null, configSet: string[]): Promise<Entry> {
   const { options } = ctx;
   const tag = `l${cell.latencyMs}-c${cell.concurrency}-${index}`;
-  const home = join(ctx.workdir, tag);
-  mkdirSync(home, { recursive: true });
-  const configSet = configSetFor(cell, ctx.fake.url, home, options.turns);
   const entry: Entry = {
     latency_ms: cell.latencyMs,
     concurrency: cell.concurrency,
@@ -504,9 +513,9 @@ async function runCell(ctx: RunContext, cell: Cell, index: number): Promise<Entr
     },
   };
 
-  if (options.variants.has('attune')) {
+  if (worker) {
     progress('attune: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
-    const a = await runAttune(ctx, cell, configSet, `attune-${tag}`);
+    const a = await runAttune(ctx, cell, worker, configSet, `attune-${tag}`);
     const turns = a.timings.flatMap((t) => t.turns);
     const added = addedLatencies(turns, cell.latencyMs);
     const orchestration = turns.map((t) => t.ms - t.llmMs);
@@ -570,7 +579,7 @@ async function runCell(ctx: RunContext, cell: Cell, index: number): Promise<Entr
   if (options.variants.has('reference')) {
     progress('reference: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
     ctx.fake.behaviour.latencyMs = cell.latencyMs;
-    const r = (await runLoop(ctx, { kind: 'reference', id: index * 10 + 2, configSet, maxTurns: options.turns, specs: specsFor(ctx.scenarios, cell.concurrency, `ref-${tag}`), budgetS: options.referenceBudgetS })) as ReferenceResult;
+    const r = (await runLoop(ctx, { kind: 'reference', id: index * 10 + 2, configSet, maxTurns: options.turns, specs: specsFor(ctx.scenarios, cell.concurrency, `ref-${tag}`), budgetS: options.referenceBudgetS, overlapMs: cell.latencyMs >= 500 ? cell.latencyMs : 0 })) as ReferenceResult;
     Object.assign(entry, {
       reference_s: round(r.wallS, 3),
       reference_measured_s: round(r.measuredS, 3),
@@ -582,7 +591,6 @@ async function runCell(ctx: RunContext, cell: Cell, index: number): Promise<Entr
 
   if (entry.attune_s !== null && entry.plain_s !== null) entry.attune_over_plain = round(entry.attune_s / entry.plain_s, 3);
   if (entry.attune_s !== null && entry.reference_s !== null) entry.attune_over_reference = round(entry.attune_s / entry.reference_s, 4);
-  rmSync(home, { recursive: true, force: true });
   return entry;
 }
 
@@ -694,16 +702,32 @@ async function main(): Promise<void> {
     // Warm the loop process once (JIT, connection pool).
     if (opts.variants.has('plain') || opts.variants.has('reference')) {
       fake.behaviour.latencyMs = 0;
-      await runLoop(ctx, { kind: 'plain', id: 0, configSet: configSetFor({ latencyMs: 0, concurrency: 8 }, fake.url, join(workdir, 'warm'), 2), maxTurns: 2, specs: specsFor(scenarios, 8, 'warm') });
+      await runLoop(ctx, { kind: 'plain', id: 0, configSet: configSetFor(8, 0, fake.url, join(workdir, 'warm'), 2), maxTurns: 2, specs: specsFor(scenarios, 8, 'warm') });
     }
 
-    const cells: Cell[] = opts.latencies.flatMap((latencyMs) => opts.concurrency.map((concurrency) => ({ latencyMs, concurrency })));
-    progress('grid', { cells: cells.length, latencies: opts.latencies, concurrency: opts.concurrency, turns: opts.turns, variants: [...opts.variants] });
+    const cellCount = opts.latencies.length * opts.concurrency.length;
+    progress('grid', { cells: cellCount, latencies: opts.latencies, concurrency: opts.concurrency, turns: opts.turns, variants: [...opts.variants] });
     const entries: Entry[] = [];
-    for (const [i, cell] of cells.entries()) {
-      entries.push(await runCell(ctx, cell, i + 1));
-      progress('cell done', { cell: i + 1, of: cells.length, elapsed_s: Math.round((Date.now() - started) / 1000) });
+    // One worker process per concurrency level (its peak RSS is reset before each cell).
+    for (const concurrency of opts.concurrency) {
+      const home = join(workdir, `c${concurrency}`);
+      mkdirSync(home, { recursive: true });
+      const configSet = configSetFor(concurrency, Math.max(...opts.latencies), fake.url, home, opts.turns);
+      const worker = opts.variants.has('attune') ? await startWorkers(ctx, configSet) : null;
+      try {
+        for (const latencyMs of opts.latencies) {
+          entries.push(await runCell(ctx, { latencyMs, concurrency }, entries.length + 1, worker, configSet));
+          progress('cell done', { cell: entries.length, of: cellCount, elapsed_s: Math.round((Date.now() - started) / 1000) });
+        }
+      } finally {
+        if (worker) {
+          await worker.stop();
+          children.delete(worker);
+        }
+        rmSync(home, { recursive: true, force: true });
+      }
     }
+    entries.sort((a, b) => a.latency_ms - b.latency_ms || a.concurrency - b.concurrency);
     mkdirSync(dirname(opts.out), { recursive: true });
     writeFileSync(opts.out, `${JSON.stringify(entries, null, 2)}\n`);
     process.stdout.write(`\nOrchestration benchmark: ${opts.turns} turns per dialogue, ${cpus().length} CPUs, dev server: ${entries[0]?.dev_server ?? ''}\n\n${table(entries)}\n\nwrote ${opts.out} (${Math.round((Date.now() - started) / 1000)} s)\n`);

@@ -5,7 +5,10 @@ import type { TrainerStepMetrics } from '../core/runMetrics.js';
 import type { Hyperparameters } from '../core/training/settings.js';
 import { samplesFromTranscript } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
+import { createLogger } from '../log.js';
 import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from './trainerClient.js';
+
+const log = createLogger({ component: 'optimizer' });
 
 export interface EnsureRunInput {
   trainer: TrainerEndpoint;
@@ -89,6 +92,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
       }
       if (samples.length === 0) throw ApplicationFailure.nonRetryable(`step ${input.step} has no samples`, 'EmptyStep');
       ctx.heartbeat({ phase: 'posting', samples: samples.length });
+      log.info('optimizer step posting', { run: input.runName, step: input.step, samples: samples.length, attempt: ctx.info.attempt });
       const beat = setInterval(() => ctx.heartbeat({ phase: 'training', samples: samples.length }), input.heartbeatEveryMs ?? 5000);
       try {
         const { json } = await trainerRequest(input.trainer, 'POST', `/v1/runs/${encodeURIComponent(input.runName)}/steps`, {

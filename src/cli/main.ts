@@ -5,6 +5,7 @@ import { reportCommand } from './commands/report.js';
 import { evalCommand } from './commands/eval.js';
 import { scheduleCommand } from './commands/schedule.js';
 import { trainCommand } from './commands/train.js';
+import { demoCommand } from './commands/demo.js';
 import { runControlCommand } from './commands/runControl.js';
 import { rolloutCommand } from './commands/rollout.js';
 import { scenariosCommand } from './commands/scenarios.js';
@@ -18,6 +19,7 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
   rollout: { run: rolloutCommand, summary: 'run one dialogue and print its transcript' },
   scenarios: { run: scenariosCommand, summary: 'validate, list and import scenarios' },
   report: { run: reportCommand, summary: 'write an HTML report (and PNG charts) of a run or an evaluation' },
+  demo: { run: demoCommand, summary: 'the embedded default: train, evaluate and report on local models (npm run demo)' },
   train: { run: trainCommand, summary: 'start (or attach to) an RLVER training run and follow it' },
   status: { run: runControlCommand('status'), summary: 'step, phase, rollouts, last metrics and ETA of a run' },
   pause: { run: runControlCommand('pause'), summary: 'pause a run (in-flight rollouts finish)' },

@@ -3,6 +3,7 @@ import { connectTemporal, connectWorkerSide, optimizerWorkerPolling, rolloutWork
 import { installTemporalLogging } from '../temporal/runtimeLogging.js';
 import { createLlmIoWorkers, createOptimizerWorker, runWorkers, shutdownWorkers } from '../workers/llmIoWorkers.js';
 import type { CommandContext } from './context.js';
+import { onShutdown } from './shutdown.js';
 import { ensureLocalModels } from './localModels.js';
 import { ensureLocalTrainer } from './localTrainer.js';
 
@@ -22,6 +23,18 @@ export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: Tempora
   let temporal: TemporalHandle | null = null;
   let workers: Worker[] = [];
   let running: Promise<void> | null = null;
+  const cleanup = async () => {
+    if (running) {
+      shutdownWorkers(workers);
+      await running.catch((error: unknown) => log.error('worker failed', { error: String(error) }));
+      running = null;
+    }
+    await temporal?.close();
+    temporal = null;
+    await trainer?.close();
+    await models.close();
+  };
+  const unregister = onShutdown(cleanup);
   try {
     temporal = await connectTemporal(config, log);
     if (!(await rolloutWorkersPolling(temporal, config))) {
@@ -37,13 +50,8 @@ export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: Tempora
     if (workers.length > 0) running = runWorkers(workers);
     return await fn(temporal);
   } finally {
-    if (running) {
-      shutdownWorkers(workers);
-      await running.catch((error: unknown) => log.error('worker failed', { error: String(error) }));
-    }
-    await temporal?.close();
-    await trainer?.close();
-    await models.close();
+    unregister();
+    await cleanup();
   }
 }
 

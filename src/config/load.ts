@@ -20,6 +20,7 @@ export const ENV_OVERRIDES: Record<string, string> = {
   TEMPORAL_ADDRESS: 'temporal.address',
   TEMPORAL_NAMESPACE: 'temporal.namespace',
   ATTUNE_HOME: 'home',
+  TRAINER_URL: 'trainer.url',
 };
 
 type Tree = Record<string, unknown>;

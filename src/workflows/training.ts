@@ -258,6 +258,8 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     step,
     rollouts: decision.kept.map((r) => ({ artifact: results.get(r.rolloutId)!.artifact, group: r.group })),
     ...(Object.keys(liveHyper).length > 0 ? { hyperparameters: liveHyper } : {}),
+    // Several beats per timeout, so one late beat does not fail a healthy step.
+    heartbeatEveryMs: Math.max(500, Math.min(10_000, Math.floor(settings.trainer.heartbeatTimeoutMs / 4))),
   });
 
   setPhase('publishing');

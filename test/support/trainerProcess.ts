@@ -8,11 +8,12 @@ export class TrainerProcess {
   private child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
   private output = '';
+  private logWaiters: { pattern: RegExp; resolve: () => void }[] = [];
 
-  private constructor(readonly port: number, readonly stateDir: string) {}
+  private constructor(readonly port: number, readonly stateDir: string, private readonly extraEnv: NodeJS.ProcessEnv) {}
 
-  static async start(stateDir: string): Promise<TrainerProcess> {
-    const trainer = new TrainerProcess(await freePort(), stateDir);
+  static async start(stateDir: string, env: NodeJS.ProcessEnv = {}): Promise<TrainerProcess> {
+    const trainer = new TrainerProcess(await freePort(), stateDir, env);
     await trainer.start();
     return trainer;
   }
@@ -26,13 +27,20 @@ export class TrainerProcess {
   }
 
   async start(): Promise<void> {
+    this.output = '';
     const child = spawn(join(REPO_ROOT, '.venv', 'bin', 'python'), ['-m', 'attune_trainer', 'serve', '--host', '127.0.0.1', '--port', String(this.port), '--state-dir', this.stateDir], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PYTHONUNBUFFERED: '1' },
+      env: { ...process.env, PYTHONUNBUFFERED: '1', ...this.extraEnv },
     });
     this.child = child;
     const keep = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
+      for (const w of [...this.logWaiters]) {
+        if (w.pattern.test(this.output)) {
+          this.logWaiters.splice(this.logWaiters.indexOf(w), 1);
+          w.resolve();
+        }
+      }
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
@@ -49,6 +57,12 @@ export class TrainerProcess {
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
+  }
+
+  /** Resolves when the trainer's output (since its last start) matches `pattern`. */
+  waitForLog(pattern: RegExp): Promise<void> {
+    if (pattern.test(this.output)) return Promise.resolve();
+    return new Promise((resolve) => this.logWaiters.push({ pattern, resolve }));
   }
 
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {

@@ -2,7 +2,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { DevServer } from '../../src/temporal/devServer.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { metricsKey } from '../../src/activities/runBookkeeping.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -16,7 +18,9 @@ import { sharedTestEnv, sharedWorkflowBundle } from './temporalEnv.js';
 import { TrainerProcess } from './trainerProcess.js';
 
 export interface TrainingRig {
-  env: TestWorkflowEnvironment;
+  /** Address of the Temporal server the rig uses. */
+  address: string;
+  client: Client;
   fake: FakeOpenAIServer;
   trainer: TrainerProcess;
   config: AttuneConfig;
@@ -46,20 +50,38 @@ export const TINY_TRAINING = (algorithm: 'grpo' | 'ppo', steps = 3) => [
   `scenarios.eval=${FIXTURE_SCENARIOS}`,
 ];
 
-export async function createTrainingRig(options: { behaviour?: FakeBehaviour; set?: string[] } = {}): Promise<TrainingRig> {
-  const env = await sharedTestEnv();
+export async function createTrainingRig(options: { behaviour?: FakeBehaviour; set?: string[]; server?: DevServer; trainerEnv?: NodeJS.ProcessEnv } = {}): Promise<TrainingRig> {
+  let address: string;
+  let client: Client;
+  let nativeConnection: NativeConnection;
+  let ownConnections: (() => Promise<void>) | null = null;
+  if (options.server) {
+    address = options.server.address;
+    const connection = await Connection.connect({ address });
+    client = new Client({ connection });
+    nativeConnection = await NativeConnection.connect({ address });
+    ownConnections = async () => {
+      await connection.close();
+      await nativeConnection.close();
+    };
+  } else {
+    const env: TestWorkflowEnvironment = await sharedTestEnv();
+    address = env.address;
+    client = env.client;
+    nativeConnection = env.nativeConnection;
+  }
   const fake = await FakeOpenAIServer.start(options.behaviour ?? {});
   const stateDir = mkdtempSync(join(tmpdir(), 'attune-trainer-'));
-  const trainer = await TrainerProcess.start(stateDir);
+  const trainer = await TrainerProcess.start(stateDir, options.trainerEnv);
   const configSet = testConfigSet(fake.url, [`trainer.url=${trainer.url}`, 'policy.timeoutMs=60000', ...(options.set ?? [])]);
   const config = loadConfig({ env: {}, set: configSet });
   const store = new FileArtifactStore(join(config.home, 'artifacts'));
   let workers: Worker[] = [];
   let running: Promise<void> | null = null;
   const rig: TrainingRig = {
-    env, fake, trainer, config, configSet, store,
+    address, client, fake, trainer, config, configSet, store,
     async startWorkers(which = { llm: true, optimizer: true }) {
-      const common = { connection: env.nativeConnection, namespace: env.namespace ?? 'default', config, store };
+      const common = { connection: nativeConnection, namespace: 'default', config, store };
       workers = [
         ...(which.llm ? await createLlmIoWorkers({ ...common, workflowBundle: await sharedWorkflowBundle() }) : []),
         ...(which.optimizer ? [await createOptimizerWorker(common)] : []),
@@ -72,7 +94,7 @@ export async function createTrainingRig(options: { behaviour?: FakeBehaviour; se
       running = null;
       workers = [];
     },
-    start: (runName, cfg = config) => startOrAttachTraining(env.client, cfg, runName),
+    start: (runName, cfg = config) => startOrAttachTraining(client, cfg, runName),
     async metrics(runName) {
       const text = await store.getText(metricsKey(runName));
       return (text ?? '').split('\n').filter(Boolean).map((l) => JSON.parse(l) as StepMetricsRecord);
@@ -81,6 +103,7 @@ export async function createTrainingRig(options: { behaviour?: FakeBehaviour; se
       await rig.stopWorkers();
       await trainer.kill('SIGKILL');
       await fake.close();
+      await ownConnections?.();
     },
   };
   return rig;

@@ -7,6 +7,7 @@ export class WorkerProcess {
   private output = '';
   private exited: Promise<void>;
   private readyPromise: Promise<void>;
+  private logWaiters: { pattern: RegExp; resolve: () => void }[] = [];
 
   private constructor(private readonly child: ChildProcess) {
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
@@ -14,6 +15,12 @@ export class WorkerProcess {
       const onData = (chunk: Buffer) => {
         this.output += chunk.toString();
         if (this.output.includes('"msg":"workers running"')) resolve();
+        for (const w of [...this.logWaiters]) {
+          if (w.pattern.test(this.output)) {
+            this.logWaiters.splice(this.logWaiters.indexOf(w), 1);
+            w.resolve();
+          }
+        }
       };
       child.stdout?.on('data', onData);
       child.stderr?.on('data', onData);
@@ -27,6 +34,12 @@ export class WorkerProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     return new WorkerProcess(child);
+  }
+
+  /** Resolves when the worker's output matches `pattern` (already or later). */
+  waitForLog(pattern: RegExp): Promise<void> {
+    if (pattern.test(this.output)) return Promise.resolve();
+    return new Promise((resolve) => this.logWaiters.push({ pattern, resolve }));
   }
 
   /** Resolves once the worker logged that it polls its queues. */

@@ -1,0 +1,129 @@
+import { resolve } from 'node:path';
+import type { EvaluationReport } from '../../core/evaluation.js';
+import { buildEvaluationInput, startEvaluation } from '../../evaluation/start.js';
+import { REPO_ROOT } from '../../paths.js';
+import { writeReport } from '../../report/index.js';
+import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '../../workflows/training.js';
+import type { EvaluationSummary } from '../../workflows/evaluation.js';
+import { CONFIG_HELP, intOption, parseCommand, UsageError } from '../args.js';
+import { commandContext } from '../context.js';
+import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { compareEvaluations, loadEvaluation } from './eval.js';
+import { startOrAttachTraining } from './train.js';
+
+export const DEMO_HELP = `attune demo [options]        (npm run demo)
+
+Attune's main job on the embedded default, with real components only: the Temporal dev server
+with its UI, the workers, the trainer on CPU and a local simulator model. Runs a short GRPO run
+(configs/demo.yaml), evaluates the base and the final policy on a few eval scenarios, writes the
+HTML report and prints the UI address, the run name and the report path. POLICY_* / SIMULATOR_* /
+TRAINER_URL / TEMPORAL_ADDRESS point it at other endpoints: same pipeline, other settings.
+
+      --resume NAME         attach to an earlier demo run instead of starting a new one
+      --steps N             training steps (default from configs/demo.yaml)
+      --scenarios-per-step N
+      --samples N           dialogues per scenario (GRPO group size)
+      --turns N             assistant turns per dialogue (training and evaluation)
+      --eval-scenarios N    eval scenarios for the before/after evaluation (default 3)
+  -c, --config FILE         config (default configs/demo.yaml)
+      --set KEY=VALUE       override a config key (repeatable)
+  -h, --help`;
+
+const OPTIONS = {
+  config: { type: 'string', short: 'c' },
+  set: { type: 'string', multiple: true },
+  help: { type: 'boolean', short: 'h' },
+  resume: { type: 'string' },
+  steps: { type: 'string' },
+  'scenarios-per-step': { type: 'string' },
+  samples: { type: 'string' },
+  turns: { type: 'string' },
+  'eval-scenarios': { type: 'string' },
+} as const;
+
+function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+export async function demoCommand(argv: string[]): Promise<number> {
+  const { values } = parseCommand(argv, OPTIONS, false);
+  if (values.help) {
+    say(DEMO_HELP);
+    return 0;
+  }
+  void CONFIG_HELP;
+  const sizes: string[] = [];
+  const steps = intOption(values.steps, 'steps');
+  const perStep = intOption(values['scenarios-per-step'], 'scenarios-per-step');
+  const samples = intOption(values.samples, 'samples');
+  const turns = intOption(values.turns, 'turns');
+  const evalCount = intOption(values['eval-scenarios'], 'eval-scenarios') ?? 3;
+  if (steps !== undefined) sizes.push(`training.steps=${steps}`);
+  if (perStep !== undefined) sizes.push(`training.scenariosPerStep=${perStep}`);
+  if (samples !== undefined) sizes.push(`training.samplesPerScenario=${samples}`);
+  if (turns !== undefined) sizes.push(`training.maxTurns=${turns}`, `evaluation.maxTurns=${turns}`);
+  if (evalCount < 1) throw new UsageError('--eval-scenarios must be at least 1');
+  // An external policy server (vLLM) gets each step's adapter; without one the trainer serves the policy.
+  if (process.env.POLICY_BASE_URL) sizes.push('training.publish=vllm');
+  const ctx = commandContext({ config: values.config ?? resolve(REPO_ROOT, 'configs', 'demo.yaml'), set: [...sizes, ...(values.set ?? [])] }, 'demo');
+  const { config, log } = ctx;
+  const runName = values.resume ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}`;
+  const started = Date.now();
+  const elapsed = () => `${Math.round((Date.now() - started) / 1000)}s`;
+
+  return withRuntime(ctx, async (temporal) => {
+    say(`Attune demo: run ${runName}`);
+    say(`  Temporal UI: ${temporal.uiUrl ?? '(external server)'}${temporal.uiUrl ? `  (the run: ${workflowUiUrl(temporal, trainingWorkflowId(runName))})` : ''}`);
+    say(`  policy ${config.training.baseModel} trained by the trainer at ${config.trainer.url}; simulator ${config.simulator.model} at ${config.simulator.baseURL}`);
+    say(`  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.maxTurns} turns`);
+
+    const { handle, attached } = await startOrAttachTraining(temporal.client, config, runName);
+    say(attached ? `[${elapsed()}] attached to the existing run ${runName}` : `[${elapsed()}] training started`);
+    let last = '';
+    const timer = setInterval(() => {
+      void handle.query(trainingStatusQuery).then((s: TrainingStatus) => {
+        const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+        if (line !== last) say(`[${elapsed()}] ${line}`);
+        last = line;
+      }, () => undefined);
+    }, 3000);
+    let result;
+    try {
+      result = await handle.result();
+    } finally {
+      clearInterval(timer);
+    }
+    say(`[${elapsed()}] training done: ${result.stepsApplied} step(s), final version ${result.version}`);
+
+    const evalIds: string[] = [];
+    for (const [label, step] of [['base', 0], ['final', result.stepsApplied]] as const) {
+      const library = buildEvaluationInput(config, { split: 'eval' }).scenarios.slice(0, evalCount).map((s) => s.id);
+      const input = buildEvaluationInput(config, { split: 'eval', only: library, policy: `${runName}@${step}`, evalId: `${runName}-eval-${label}`, runName, step });
+      say(`[${elapsed()}] evaluating the ${label} policy (${runName}@${step}) on ${input.scenarios.length} eval scenario(s)`);
+      let evalHandle;
+      try {
+        evalHandle = await startEvaluation(temporal.client, config, input);
+      } catch (error) {
+        if ((error as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw error;
+        evalHandle = temporal.client.workflow.getHandle(input.evalId);
+      }
+      const summary = (await evalHandle.result()) as EvaluationSummary;
+      say(`[${elapsed()}]   ${label}: Sentient score ${summary.score} over ${summary.count} dialogue(s) (success ${summary.success}, failure ${summary.failure}, failed ${summary.failed})`);
+      evalIds.push(summary.evalId);
+    }
+    const [before, after] = await Promise.all(evalIds.map((id) => loadEvaluation(ctx, id))) as [EvaluationReport, EvaluationReport];
+    const comparison = compareEvaluations(before, after);
+    say(`[${elapsed()}] score ${comparison.score.a} -> ${comparison.score.b} (${comparison.score.delta >= 0 ? '+' : ''}${comparison.score.delta})`);
+
+    const outDir = resolve(ctx.store.root, 'reports', runName);
+    const report = await writeReport({ store: ctx.store, target: runName, outDir });
+    for (const warning of report.warnings) log.warn(warning);
+    say('');
+    say(`Done in ${elapsed()}.`);
+    say(`  Temporal UI: ${temporal.uiUrl ?? '(external server)'}`);
+    say(`  Run:         ${runName}   (resume or inspect: attune status ${runName})`);
+    say(`  Report:      ${resolve(outDir, 'index.html')}`);
+    say(`  Evaluations: attune report ${evalIds[1]}   |   attune eval compare ${evalIds[0]} ${evalIds[1]}`);
+    return 0;
+  }, { optimizer: true });
+}
