@@ -1,7 +1,7 @@
 import { rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettings.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
 
-const LOCAL_ANALYSIS_MAX_CHARS = 160;
+const LOCAL_ANALYSIS_MAX_CHARS = 120;
 import { taskQueuesFor } from './taskQueues.js';
 
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
@@ -9,7 +9,8 @@ export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Parti
   const { policy, simulator, rollout } = config;
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   // A 135M model writes until its token limit unless the schema stops it.
-  const analysisMaxChars = simulator.analysisMaxChars ?? (simulator.baseURL === LOCAL_LLM_URL ? LOCAL_ANALYSIS_MAX_CHARS : undefined);
+  const localUrl = `http://127.0.0.1:${config.localLlm.port}/v1`;
+  const analysisMaxChars = simulator.analysisMaxChars ?? ([localUrl, LOCAL_LLM_URL].includes(simulator.baseURL) ? LOCAL_ANALYSIS_MAX_CHARS : undefined);
   return rolloutSettingsSchema.parse({
     artifactsTaskQueue: queues.rollouts,
     initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,

@@ -71,13 +71,25 @@ export async function connectWorkerSide(handle: TemporalHandle): Promise<NativeC
   return NativeConnection.connect({ address: handle.address });
 }
 
+/**
+ * The server lists a worker's pollers for minutes after it exits; a live worker re-polls at least
+ * once a minute (long polls), so only pollers seen within this window count.
+ */
+const LIVE_POLLER_WINDOW_MS = 70_000;
+
+async function livePollers(handle: TemporalHandle, name: string, taskQueueType: 1 | 2): Promise<number> {
+  const response = await handle.client.workflowService.describeTaskQueue({ namespace: handle.namespace, taskQueue: { name, kind: 1 }, taskQueueType });
+  const now = Date.now();
+  return (response.pollers ?? []).filter((p) => {
+    const seconds = Number(p.lastAccessTime?.seconds ?? 0);
+    return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_WINDOW_MS;
+  }).length;
+}
+
 /** Whether some worker polls the rollout queue, i.e. `attune dev` or `attune worker` is running. */
 export async function rolloutWorkersPolling(handle: TemporalHandle, config: AttuneConfig): Promise<boolean> {
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
-  const pollers = async (name: string, taskQueueType: 1 | 2) => {
-    const response = await handle.client.workflowService.describeTaskQueue({ namespace: handle.namespace, taskQueue: { name, kind: 1 }, taskQueueType });
-    return (response.pollers ?? []).length;
-  };
+  const pollers = (name: string, taskQueueType: 1 | 2) => livePollers(handle, name, taskQueueType);
   // Workflow queue (type 1) and both LLM activity queues (type 2) need a poller.
   const counts = await Promise.all([pollers(queues.rollouts, 1), pollers(queues.policy, 2), pollers(queues.simulator, 2)]);
   return counts.every((n) => n > 0);
@@ -85,7 +97,5 @@ export async function rolloutWorkersPolling(handle: TemporalHandle, config: Attu
 
 /** Whether an optimizer worker polls (`attune worker --role optimizer` on a GPU host). */
 export async function optimizerWorkerPolling(handle: TemporalHandle, config: AttuneConfig): Promise<boolean> {
-  const name = taskQueuesFor(config.temporal.taskQueuePrefix).optimizer;
-  const response = await handle.client.workflowService.describeTaskQueue({ namespace: handle.namespace, taskQueue: { name, kind: 1 }, taskQueueType: 2 });
-  return (response.pollers ?? []).length > 0;
+  return (await livePollers(handle, taskQueuesFor(config.temporal.taskQueuePrefix).optimizer, 2)) > 0;
 }

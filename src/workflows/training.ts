@@ -209,11 +209,16 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
       if (state.paused) await condition(() => !state.paused || state.stopRequested);
       progress.inFlight++;
       try {
-        return await executeChild(rollout, {
+        const summary = await executeChild(rollout, {
           workflowId: attempt === 0 ? p.rolloutId : `${p.rolloutId}--a${attempt}`,
           taskQueue: workflowInfo().taskQueue,
           args: [{ rolloutId: attempt === 0 ? p.rolloutId : `${p.rolloutId}--a${attempt}`, scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId }, settings: rolloutSettings, seed: p.seed + attempt, runName: settings.runName, step }],
         });
+        progress.done++;
+        return summary;
+      } catch (error) {
+        progress.failed++;
+        throw error;
       } finally {
         progress.inFlight--;
       }

@@ -9,6 +9,8 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
 import { createRolloutRig, fixtureScenario } from './rolloutRig.js';
 import { teardownSharedTestEnv } from './temporalEnv.js';
+import { createTrainingRig, TINY_TRAINING } from './trainingRig.js';
+import { trainingWorkflowId } from '../../src/workflows/training.js';
 
 export const HISTORIES_DIR = join(__dirname, '..', 'fixtures', 'histories');
 
@@ -23,9 +25,22 @@ async function recordRollout(): Promise<void> {
   await rig.close();
 }
 
+/** The first execution of a 2-step training run (it continues as new after step 1). */
+async function recordTraining(): Promise<void> {
+  const rig = await createTrainingRig({ set: TINY_TRAINING('grpo', 2) });
+  await rig.startWorkers();
+  const { handle } = await rig.start('replay-fixture');
+  await handle.result();
+  const firstRunId = 'firstExecutionRunId' in handle ? String(handle.firstExecutionRunId) : undefined;
+  const first = rig.client.workflow.getHandle(trainingWorkflowId('replay-fixture'), firstRunId);
+  writeFileSync(join(HISTORIES_DIR, 'training-step.json'), historyToJSON(await first.fetchHistory()));
+  await rig.close();
+}
+
 if (require.main === module) {
   installTemporalLogging('ERROR');
   recordRollout()
+    .then(() => recordTraining())
     .then(() => teardownSharedTestEnv())
     .then(() => console.log(`recorded histories in ${HISTORIES_DIR}`))
     .catch((error: unknown) => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
+import { temporal } from '@temporalio/proto';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
 
 const HISTORIES = join(__dirname, '..', 'fixtures', 'histories');
@@ -17,6 +18,14 @@ describe('workflow replay (determinism guard)', () => {
     const history = historyFromJSON(loadHistory('rollout.json'));
     assert.ok((history.events ?? []).length > 20, 'the fixture holds a whole rollout');
     await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-rollout');
+  });
+
+  it('replays a recorded training step (rollout fan-out, optimizer, publishing, continue-as-new)', async () => {
+    const history = historyFromJSON(loadHistory('training-step.json'));
+    const types = new Set((history.events ?? []).map((e) => e.eventType));
+    assert.ok((history.events ?? []).length > 30);
+    assert.ok(types.has(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW), 'the step ends by continuing as new');
+    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-training');
   });
 
   it('fails when the code would schedule different activities than the history holds', async () => {

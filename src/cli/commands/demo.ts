@@ -83,7 +83,10 @@ export async function demoCommand(argv: string[]): Promise<number> {
     const timer = setInterval(() => {
       void handle.query(trainingStatusQuery).then((s: TrainingStatus) => {
         const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
-        if (line !== last) say(`[${elapsed()}] ${line}`);
+        if (line !== last) {
+          say(`[${elapsed()}] ${line}`);
+          if (s.phase === 'waiting-for-operator') say(`  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``);
+        }
         last = line;
       }, () => undefined);
     }, 3000);

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../src/paths.js';
+import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
+import { FIXTURE_SCENARIOS, testConfigSet } from '../support/rolloutRig.js';
+import { sharedTestEnv } from '../support/temporalEnv.js';
+
+function attune(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), ...args], { env: { ...process.env, ...env }, cwd: REPO_ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('the attune command', function () {
+  this.timeout(180_000);
+  let fake: FakeOpenAIServer;
+  let address: string;
+  // A fresh task-queue prefix per command: each starts (and stops) its own workers.
+  const set = () => testConfigSet(fake.url).flatMap((s) => ['--set', s]);
+  before(async () => {
+    address = (await sharedTestEnv()).address;
+    fake = await FakeOpenAIServer.start({ analysis: () => ({ emotionChange: 4 }) });
+  });
+  after(async () => {
+    await fake.close();
+  });
+
+  it('has --help everywhere', async () => {
+    for (const command of [[], ['dev'], ['worker'], ['rollout'], ['scenarios'], ['eval'], ['schedule'], ['train'], ['status'], ['pause'], ['resume'], ['stop'], ['set'], ['report'], ['demo']]) {
+      const result = await attune([...command, '--help']);
+      assert.equal(result.code, 0, `${command.join(' ')} --help: ${result.stderr}`);
+      assert.match(result.stdout, /attune/);
+    }
+  });
+
+  it('rollout --json runs one dialogue on the configured server, starting workers itself', async () => {
+    const result = await attune(['rollout', '--scenario', 'test-venting-negative-baker', '--scenarios', FIXTURE_SCENARIOS, '--max-turns', '3', '--json', ...set()], { TEMPORAL_ADDRESS: address });
+    assert.equal(result.code, 0, result.stderr);
+    const summary = JSON.parse(result.stdout) as { outcome: string; finalEmotion: number; turns: number; emotions: number[]; artifact: string };
+    assert.equal(summary.outcome, 'turn-limit');
+    assert.equal(summary.turns, 3);
+    assert.deepEqual(summary.emotions, [40, 44, 48, 52]);
+    assert.equal(summary.finalEmotion, 52);
+    assert.match(summary.artifact, /^rollouts\/adhoc\/rollout-test-venting-negative-baker-.+\.json$/);
+  });
+
+  it('rollout prints the transcript with the emotion after each turn', async () => {
+    const result = await attune(['rollout', '--scenario', 'test-venting-negative-baker', '--scenarios', FIXTURE_SCENARIOS, '--max-turns', '2', ...set()], { TEMPORAL_ADDRESS: address });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /\[Marta Quell\] so apparently ten years of baking/);
+    assert.match(result.stdout, /emotion 40 -> 44 \(\+4, state B\)/);
+    assert.match(result.stdout, /Outcome: turn-limit · final emotion 48/);
+  });
+
+  it('eval --json prints score, success, failure, count and per-scenario results', async () => {
+    const result = await attune(['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.maxTurns=2', ...set()], { TEMPORAL_ADDRESS: address });
+    assert.equal(result.code, 0, result.stderr);
+    const report = JSON.parse(result.stdout) as { score: number; success: number; failure: number; count: number; results: { scenarioId: string; finalEmotion: number; outcome: string; turns: number }[] };
+    assert.equal(report.count, 2);
+    assert.equal(report.score, 48);
+    assert.equal(report.success, 0);
+    assert.equal(report.failure, 0);
+    assert.deepEqual(report.results.map((r) => [r.scenarioId, r.finalEmotion, r.outcome, r.turns]).sort(), [
+      ['test-not-my-fault-avoidant-cyclist', 48, 'turn-limit', 2],
+      ['test-venting-negative-baker', 48, 'turn-limit', 2],
+    ]);
+  });
+
+  it('rejects a wrong config naming the key, and an unknown scenario naming the directory', async () => {
+    const bad = await attune(['rollout', '--scenario', 'x', '--set', 'rollout.maxTurns=zero']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /rollout\.maxTurns/);
+    const missing = await attune(['rollout', '--scenario', 'no-such-scenario', '--scenarios', FIXTURE_SCENARIOS, ...set()], { TEMPORAL_ADDRESS: address });
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /scenario "no-such-scenario" not found in .*fixtures\/scenarios/);
+  });
+
+  it('status of an unknown run says so', async () => {
+    const result = await attune(['status', 'no-such-run', ...set()], { TEMPORAL_ADDRESS: address });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /train-no-such-run|not found/i);
+  });
+});
