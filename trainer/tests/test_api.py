@@ -215,3 +215,20 @@ def test_ppo_step_and_metrics(client):
     assert m["value_loss"] > 0 and m["updates"] == 4 and m["kl"] >= 0 and m["entropy"] > 0
     r = client.post("/v1/runs/p/steps", json={"step": 2, "samples": fixed_samples(2)})
     assert r.json()["metrics"]["kl"] > 0  # the policy has moved away from the reference
+
+
+def test_step_hyperparameter_overrides_and_trajectories(client, engine):
+    """An operator's live change (`attune set`) arrives with the step; unknown or invalid keys are refused."""
+    client.post("/v1/runs", json=tiny_run("o"))
+    samples = [dict(s, trajectory=f"d{i // 2}") for i, s in enumerate(fixed_samples(1))]
+    bad = client.post("/v1/runs/o/steps", json={"step": 1, "samples": samples, "hyperparameters": {"base_model": "x"}})
+    assert bad.status_code == 422 and "base_model" in bad.text
+    bad = client.post("/v1/runs/o/steps", json={"step": 1, "samples": samples, "hyperparameters": {"clip_ratio": 3}})
+    assert bad.status_code == 422 and "clip_ratio" in bad.text
+    before = _params(engine, "o")
+    # A learning rate of ~0 leaves the weights (almost) where they were; the run's own rate would move them.
+    r = client.post("/v1/runs/o/steps", json={"step": 1, "samples": samples, "hyperparameters": {"learning_rate": 1e-30}})
+    assert r.status_code == 200, r.text
+    after = _params(engine, "o")
+    assert all(torch.allclose(before[k], after[k], atol=1e-20) for k in before)
+    assert client.get("/v1/runs/o").json()["step"] == 1

@@ -24,7 +24,7 @@ TRAINER_URL / TEMPORAL_ADDRESS point it at other endpoints: same pipeline, other
       --scenarios-per-step N
       --samples N           dialogues per scenario (GRPO group size)
       --turns N             assistant turns per dialogue (training and evaluation)
-      --eval-scenarios N    eval scenarios for the before/after evaluation (default 3)
+      --eval-scenarios N    eval scenarios for the before/after evaluation (default 2)
   -c, --config FILE         config (default configs/demo.yaml)
       --set KEY=VALUE       override a config key (repeatable)
   -h, --help`;
@@ -57,7 +57,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
   const perStep = intOption(values['scenarios-per-step'], 'scenarios-per-step');
   const samples = intOption(values.samples, 'samples');
   const turns = intOption(values.turns, 'turns');
-  const evalCount = intOption(values['eval-scenarios'], 'eval-scenarios') ?? 3;
+  const evalCount = intOption(values['eval-scenarios'], 'eval-scenarios') ?? 2;
   if (steps !== undefined) sizes.push(`training.steps=${steps}`);
   if (perStep !== undefined) sizes.push(`training.scenariosPerStep=${perStep}`);
   if (samples !== undefined) sizes.push(`training.samplesPerScenario=${samples}`);
