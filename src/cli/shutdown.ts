@@ -30,6 +30,11 @@ function installSignalHandlers(): void {
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(130);
     stopping = true;
+    // Calls still in flight (a long poll for a result, a status query) fail as their connections
+    // close: expected while stopping, so they must not turn a clean Ctrl-C into a crash.
+    const ignore = () => undefined;
+    process.on('uncaughtException', ignore);
+    process.on('unhandledRejection', ignore);
     process.stderr.write(`\n${signal}: stopping everything this command started...\n`);
     void runShutdown().finally(() => process.exit(130));
   };
