@@ -11,6 +11,8 @@ const EVENT = {
   workflowTaskScheduled: 5,
   workflowTaskStarted: 6,
   workflowTaskCompleted: 7,
+  workflowTaskTimedOut: 8,
+  workflowTaskFailed: 9,
   activityScheduled: 10,
   activityStarted: 11,
   activityCompleted: 12,
@@ -63,6 +65,9 @@ export interface HistoryTimings {
   workflowTasks: WorkflowTaskBreakdown[];
   payloadBytes: number;
   events: number;
+  /** Workflow tasks that timed out (e.g. a sticky task not picked up within 10 s) or failed. */
+  workflowTaskTimeouts: number;
+  workflowTaskFailures: number;
   /** Server time (epoch ms) of the last event: the workflow's close. */
   closedAtMs: number;
 }
@@ -85,10 +90,14 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
   const workflowTasks: WorkflowTaskBreakdown[] = [];
   let payloadBytes = 0;
   let policyCount = 0;
+  let workflowTaskTimeouts = 0;
+  let workflowTaskFailures = 0;
   for (const e of events) {
     const type = Number(e.eventType);
     const at = timeMs(e);
     const id = idOf(e.eventId);
+    if (type === EVENT.workflowTaskTimedOut) workflowTaskTimeouts++;
+    if (type === EVENT.workflowTaskFailed) workflowTaskFailures++;
     if (type === EVENT.activityScheduled) {
       const name = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
       scheduled.set(id, { name, at });
@@ -134,7 +143,7 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
     return { queueMs: start - sched, activityOverheadMs: c.at - start - c.latencyMs, workflowTaskMs: next - c.at };
   });
   const last = events[events.length - 1];
-  return { turns, calls, workflowTasks: workflowTasks.filter((w) => !Number.isNaN(w.runMs)), payloadBytes, events: events.length, closedAtMs: last ? timeMs(last) : NaN };
+  return { turns, calls, workflowTasks: workflowTasks.filter((w) => !Number.isNaN(w.runMs)), payloadBytes, events: events.length, workflowTaskTimeouts, workflowTaskFailures, closedAtMs: last ? timeMs(last) : NaN };
 }
 
 export function percentile(values: number[], p: number): number {

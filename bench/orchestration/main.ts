@@ -13,7 +13,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -53,6 +53,8 @@ Usage: npm run bench:orchestration [-- options]
   --dynamic-config K=V    extra dev-server --dynamic-config-value (repeatable)
   --variants LIST         which to run: attune,plain,reference (default all)
   --out FILE              results file (default bench/results/orchestration.json)
+  --update                replace only the measured cells in an existing results file (to re-measure
+                          some cells, e.g. ones another workload on the machine disturbed)
   --keep-alive MS         keep-alive the fake server advertises (default 30000; the test
                           suite's 1000 makes Node's fetch open a connection per call)
   --max-minutes M         stop everything after M minutes (default 20)
@@ -79,6 +81,7 @@ interface Options {
   profileDir: string | null;
   keepAliveMs: number;
   bundle: 'full' | 'rollout-only';
+  update: boolean;
   workerOverrides: WorkersJob['workerOverrides'];
 }
 
@@ -122,6 +125,7 @@ function parseOptions(argv: string[]): Options | null {
       'worker-option': { type: 'string', multiple: true, default: [] },
       'keep-alive': { type: 'string', default: '30000' },
       bundle: { type: 'string', default: 'full' },
+      update: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -156,6 +160,7 @@ function parseOptions(argv: string[]): Options | null {
     workerOverrides: (values['worker-option'] ?? []).map(parseWorkerOption),
     keepAliveMs: Number(values['keep-alive']),
     bundle: values.bundle === 'rollout-only' ? 'rollout-only' : 'full',
+    update: values.update ?? false,
   };
 }
 
@@ -481,6 +486,9 @@ export interface Entry {
   /** Means over all LLM activities and workflow tasks of the timed run (server timestamps). */
   breakdown_ms: Record<string, number> | null;
   history_events_per_workflow: number | null;
+  /** Workflow tasks that timed out or failed in the timed run (each costs a retry, possibly a replay). */
+  workflow_task_timeouts: number | null;
+  workflow_task_failures: number | null;
   payload_kb_per_workflow: number | null;
   reference_measured_s: number | null;
   reference_extrapolated: boolean | null;
@@ -508,7 +516,7 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, worker: Child
     dialogues_per_s: null, calls_per_s: null, llm_calls: null, http_connections: null, plain_calls_per_s: null,
     p50_ms: null, p95_ms: null, plain_p50_ms: null, plain_p95_ms: null, orchestration_p50_ms: null, orchestration_p95_ms: null, p50_ms_by_turn: null,
     worker_rss_mb: null, dev_server_rss_mb: null, cpu_s: {}, cpu_ms_per_call: null, plain_cpu_ms_per_call: null, breakdown_ms: null,
-    history_events_per_workflow: null, payload_kb_per_workflow: null,
+    history_events_per_workflow: null, workflow_task_timeouts: null, workflow_task_failures: null, payload_kb_per_workflow: null,
     reference_measured_s: null, reference_extrapolated: null, reference_sequential_measured_fraction: null,
     dev_server: [options.db === 'memory' ? 'in-memory SQLite' : 'SQLite file', ...options.sqlitePragmas.map((p) => `pragma ${p}`), ...options.dynamicConfig].join(', '),
     workflow_bundle: options.bundle,
@@ -550,6 +558,8 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, worker: Child
       },
       p50_ms_by_turn: Array.from({ length: options.turns }, (_, k) => round(percentile(a.timings.map((t) => (t.turns[k] ? t.turns[k].ms - cell.latencyMs * t.turns[k].calls : NaN)), 50), 1)),
       history_events_per_workflow: round(mean(a.timings.map((t) => t.events)), 1),
+      workflow_task_timeouts: a.timings.reduce((n, t) => n + t.workflowTaskTimeouts, 0),
+      workflow_task_failures: a.timings.reduce((n, t) => n + t.workflowTaskFailures, 0),
       payload_kb_per_workflow: round(mean(a.timings.map((t) => t.payloadBytes)) / 1024, 1),
     });
     entry.cpu_s.attune_worker = a.cpu.worker === null ? null : round(a.cpu.worker, 2);
@@ -611,18 +621,20 @@ function fmt(value: number | null | boolean, digits = 2): string {
 }
 
 function table(entries: Entry[]): string {
-  const header = ['L ms', 'C', 'attune s', 'plain s', 'ref s', 'att/(a)', 'att/(b)', 'dlg/s', 'calls/s', 'p50 ms', 'p95 ms', 'orch p50', 'worker MB', 'server MB'];
+  const header = ['L ms', 'C', 'attune s', 'plain s', 'ref s', 'att/(a)', 'att/(b)', 'dlg/s', 'calls/s', 'p50 ms', 'p95 ms', 'orch p50', 'worker MB', 'server MB', 'others'];
   const rows = entries.map((e) => [
     String(e.latency_ms), String(e.concurrency), fmt(e.attune_s), fmt(e.plain_s),
     e.reference_s === null ? '-' : `${fmt(e.reference_s, 1)}${e.reference_extrapolated ? '*' : ''}`,
     fmt(e.attune_over_plain, 3), fmt(e.attune_over_reference, 4), fmt(e.dialogues_per_s), fmt(e.calls_per_s, 0),
     fmt(e.p50_ms, 1), fmt(e.p95_ms, 1), fmt(e.orchestration_p50_ms, 1), fmt(e.worker_rss_mb, 0), fmt(e.dev_server_rss_mb, 0),
+    fmt(e.cpu_s.attune_other_processes !== undefined && e.cpu_s.attune_other_processes !== null && e.attune_s ? e.cpu_s.attune_other_processes / e.attune_s : null, 2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
   const notes = [
     'att/(a) = attune / plain loop; att/(b) = attune / reference loop; p50/p95 = added latency per turn (turn wall - L x calls);',
-    'orch p50 = turn wall - HTTP time measured by the activities; MB = peak RSS during the timed run.',
+    'orch p50 = turn wall - HTTP time measured by the activities; MB = peak RSS during the timed run;',
+    'others = CPU cores other processes on the machine used during the attune run (0 = undisturbed).',
     ...(entries.some((e) => e.reference_extrapolated) ? ['* reference partly extrapolated: sequential simulator calls timed up to --reference-budget per cell, the rest counted at the measured mean.'] : []),
   ];
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', ...notes].join('\n');
@@ -737,8 +749,12 @@ async function main(): Promise<void> {
     }
     entries.sort((a, b) => a.latency_ms - b.latency_ms || a.concurrency - b.concurrency);
     mkdirSync(dirname(opts.out), { recursive: true });
-    writeFileSync(opts.out, `${JSON.stringify(entries, null, 2)}\n`);
-    process.stdout.write(`\nOrchestration benchmark: ${opts.turns} turns per dialogue, ${cpus().length} CPUs, dev server: ${entries[0]?.dev_server ?? ''}\n\n${table(entries)}\n\nwrote ${opts.out} (${Math.round((Date.now() - started) / 1000)} s)\n`);
+    const kept = opts.update && existsSync(opts.out)
+      ? (JSON.parse(readFileSync(opts.out, 'utf8')) as Entry[]).filter((old) => !entries.some((e) => e.latency_ms === old.latency_ms && e.concurrency === old.concurrency))
+      : [];
+    const all = [...kept, ...entries].sort((a, b) => a.latency_ms - b.latency_ms || a.concurrency - b.concurrency);
+    writeFileSync(opts.out, `${JSON.stringify(all, null, 2)}\n`);
+    process.stdout.write(`\nOrchestration benchmark: ${opts.turns} turns per dialogue, ${cpus().length} CPUs, dev server: ${entries[0]?.dev_server ?? ''}\n\n${table(all)}\n\nwrote ${opts.out}${kept.length > 0 ? ` (${entries.length} cells measured now, ${kept.length} kept from before)` : ''} (${Math.round((Date.now() - started) / 1000)} s)\n`);
   } finally {
     clearTimeout(watchdog);
     await loops?.stop().catch(() => undefined);

@@ -1,6 +1,6 @@
 import { executeChild, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RolloutQueueActivities } from '../activities/index.js';
-import { buildEvaluationReport, entryFromSummary, type EvaluationEntry } from '../core/evaluation.js';
+import { buildEvaluationReport, entryFromSummary, type EvaluationEntry, type EvaluationReport } from '../core/evaluation.js';
 import type { RolloutSettings } from '../core/rolloutSettings.js';
 import type { GoalType, Personality } from '../core/scenario.js';
 import { stableHash } from '../core/seeds.js';
@@ -30,17 +30,8 @@ export interface EvaluationInput {
   step?: number | null;
 }
 
-export interface EvaluationSummary {
-  evalId: string;
-  score: number;
-  success: number;
-  failure: number;
-  count: number;
-  failed: number;
-  meanTurns: number;
-  policyModel: string;
-  artifact: string;
-}
+/** What an evaluation returns to its parent: the headline numbers; the report stays in the artifact store. */
+export type EvaluationSummary = Pick<EvaluationReport, 'evalId' | 'score' | 'success' | 'failure' | 'count' | 'failed' | 'meanTurns' | 'policyModel'> & { artifact: string };
 
 /**
  * A benchmark over a set of scenarios: one rollout child per scenario with bounded concurrency.
