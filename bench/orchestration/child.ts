@@ -84,7 +84,7 @@ function loopsMode(): void {
         if (job.kind === 'plain') {
           send({ kind: 'plain-done', id: job.id, result: await runPlain(job.specs, settings, store) });
         } else {
-          send({ kind: 'reference-done', id: job.id, result: await runReference(job.specs, settings, store, job.budgetS, job.overlapMs) });
+          send({ kind: 'reference-done', id: job.id, result: await runReference(job.specs, settings, store, job.budgetS, job.sparse) });
         }
       } catch (error) {
         send({ kind: 'error', message: error instanceof Error ? error.stack ?? error.message : String(error) });

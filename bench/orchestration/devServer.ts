@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { findTemporalCli } from '../../src/temporal/cliBinary.js';
-import { freePort, temporalReachable } from '../../src/temporal/devServer.js';
+import { DEV_SERVER_QUEUE_TUNING, freePort, temporalReachable } from '../../src/temporal/devServer.js';
 import { devServerSearchAttributeArgs } from '../../src/temporal/searchAttributes.js';
 
 export interface BenchDevServerOptions {
@@ -48,6 +48,7 @@ export class BenchDevServer {
       '--headless',
       '--log-level', 'error',
       ...devServerSearchAttributeArgs(),
+      ...DEV_SERVER_QUEUE_TUNING,
     ];
     if (!options.inMemory) {
       mkdirSync(options.home, { recursive: true });

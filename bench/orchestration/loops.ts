@@ -199,16 +199,16 @@ export interface ReferenceResult extends LoopResult {
  * (b) shaped like the reference RLVER rollout: per turn, all live dialogues' policy turns as one
  * concurrent batch, then the simulator (analysis + reply) for each live dialogue, one after another.
  *
- * The sequential part grows as C x 2 x L per turn (about 34 minutes at L = 1 s, C = 256), so it is
- * timed for as many dialogues as `budgetS` allows (spread evenly over the turns, at least one
- * dialogue per turn); the other live dialogues of that turn are advanced concurrently, untimed, so
- * later turns see the same state, and their sequential time is counted as the measured mean per
- * dialogue of that turn. `extrapolated` says whether that happened. With `overlapMs` > 0 (used at
- * high latency, where those untimed calls are nearly all waiting) the untimed calls run alongside
- * the timed ones, with the number to time estimated beforehand (from the previous turn, or from
- * `overlapMs` for the first).
+ * The sequential part grows as C x 2 x L per turn (over an hour at L = 1 s, C = 256), so it is
+ * timed for as many dialogues as `budgetS` allows (spread evenly over the timed turns, at least one
+ * dialogue per turn); the other live dialogues of that turn are then advanced concurrently, untimed,
+ * so later turns see the same state, and their sequential time is counted as the measured mean per
+ * dialogue of that turn. With `sparse` (used at high latency, where one timed dialogue already costs
+ * 2 L per turn), only the first, middle and last turns are timed so; in the others every dialogue is
+ * advanced concurrently and counted at the mean of the last timed turn. `extrapolated` says whether
+ * any of this happened. Nothing else runs while calls are being timed.
  */
-export async function runReference(specs: DialogueSpec[], settings: RolloutSettings, store: ArtifactStore, budgetS: number, overlapMs = 0): Promise<ReferenceResult> {
+export async function runReference(specs: DialogueSpec[], settings: RolloutSettings, store: ArtifactStore, budgetS: number, sparse = false): Promise<ReferenceResult> {
   const dialogues = specs.map((spec) => new Dialogue(spec, settings));
   let measuredMs = 0;
   let estimatedMs = 0;
@@ -218,8 +218,9 @@ export async function runReference(specs: DialogueSpec[], settings: RolloutSetti
   let t = performance.now();
   await Promise.all(dialogues.map((d) => d.open()));
   measuredMs += performance.now() - t;
-  const perTurnBudgetMs = (budgetS * 1000) / settings.maxTurns;
-  let perDialogueMs = 2 * overlapMs;
+  const timedTurns = sparse ? new Set([1, Math.ceil(settings.maxTurns / 2), settings.maxTurns]) : null;
+  const perTurnBudgetMs = (budgetS * 1000) / (timedTurns ? timedTurns.size : settings.maxTurns);
+  let perDialogueMs = 0;
   for (let turn = 1; ; turn++) {
     const live = dialogues.filter((d) => !d.done);
     if (live.length === 0) break;
@@ -229,17 +230,9 @@ export async function runReference(specs: DialogueSpec[], settings: RolloutSetti
     const batchMs = performance.now() - t;
     const toSimulate = live.filter((d) => !d.done);
     let timed = 0;
-    let sequentialMs: number;
-    if (overlapMs > 0) {
-      const planned = Math.max(1, Math.min(toSimulate.length, Math.floor(perTurnBudgetMs / Math.max(1, perDialogueMs))));
-      const untimed = Promise.all(toSimulate.slice(planned).map((d) => d.simulatorStep()));
-      t = performance.now();
-      for (const d of toSimulate.slice(0, planned)) {
-        await d.simulatorStep();
-        timed++;
-      }
-      sequentialMs = performance.now() - t;
-      await untimed;
+    let sequentialMs = 0;
+    if (timedTurns && !timedTurns.has(turn)) {
+      await Promise.all(toSimulate.map((d) => d.simulatorStep()));
     } else {
       t = performance.now();
       for (const d of toSimulate) {
@@ -252,7 +245,8 @@ export async function runReference(specs: DialogueSpec[], settings: RolloutSetti
       if (rest.length > 0) await Promise.all(rest.map((d) => d.simulatorStep()));
     }
     if (timed > 0) perDialogueMs = sequentialMs / timed;
-    const turnEstimatedMs = timed > 0 ? perDialogueMs * (toSimulate.length - timed) : 0;
+    // Untimed dialogues (all of them in a turn `sparse` skips) at the last measured mean.
+    const turnEstimatedMs = perDialogueMs * (toSimulate.length - timed);
     measuredMs += batchMs + sequentialMs;
     estimatedMs += turnEstimatedMs;
     sequentialTotal += toSimulate.length;

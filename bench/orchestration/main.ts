@@ -24,7 +24,6 @@ import { LIMITS, taskQueuesFor } from '../../src/config/taskQueues.js';
 import type { Scenario } from '../../src/core/scenario.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import { requireScenarioLibrary } from '../../src/scenarios/library.js';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { bundleWorkflows } from '../../src/workers/workflowSource.js';
 import type { rollout } from '../../src/workflows/rollout.js';
 import { FakeOpenAIServer } from '../../test/support/fakeOpenAI.js';
@@ -43,15 +42,17 @@ Usage: npm run bench:orchestration [-- options]
   --turns N               assistant turns per dialogue (default 8)
   --quick                 smoke run: latencies 0,100, concurrency 16, 4 turns
   --reference-budget S    seconds of timed sequential simulator calls per cell in the reference
-                          loop; beyond that the rest is extrapolated (default 6)
+                          loop; beyond that the rest is extrapolated (default 3)
   --db MODE               dev-server persistence:
-                            wal     SQLite file with journal_mode=wal, synchronous=normal (default)
-                            file    SQLite file with SQLite's defaults (what src/temporal/devServer.ts
-                                    starts today: rollback journal, fsync on every commit)
+                            wal     SQLite file with journal_mode=wal, synchronous=normal (default;
+                                    what src/temporal/devServer.ts starts)
+                            file    SQLite file with SQLite's defaults (rollback journal, fsync on
+                                    every commit)
                             memory  in-memory SQLite (what the test suite uses)
   --sqlite-pragma P=V     extra dev-server --sqlite-pragma (repeatable)
   --dynamic-config K=V    extra dev-server --dynamic-config-value (repeatable)
-  --variants LIST         which to run: attune,plain,reference (default all)
+  --variants LIST         which to run: attune,attune-local,plain,reference (default all);
+                          attune-local = the same workflows with rollout.llmCalls=local
   --out FILE              results file (default bench/results/orchestration.json)
   --update                replace only the measured cells in an existing results file (to re-measure
                           some cells, e.g. ones another workload on the machine disturbed)
@@ -118,7 +119,7 @@ function parseOptions(argv: string[]): Options | null {
       db: { type: 'string', default: 'wal' },
       'sqlite-pragma': { type: 'string', multiple: true, default: [] },
       'dynamic-config': { type: 'string', multiple: true, default: [] },
-      variants: { type: 'string', default: 'attune,plain,reference' },
+      variants: { type: 'string', default: 'attune,attune-local,plain,reference' },
       out: { type: 'string', default: join(REPO_ROOT, 'bench', 'results', 'orchestration.json') },
       'max-minutes': { type: 'string', default: '20' },
       profile: { type: 'string' },
@@ -137,12 +138,12 @@ function parseOptions(argv: string[]): Options | null {
   if (concurrency.some((c) => c < 1)) throw new Error('--concurrency: each value must be at least 1');
   const turns = values.turns ? Number(values.turns) : quick ? 4 : 8;
   if (!Number.isInteger(turns) || turns < 1 || turns > 50) throw new Error('--turns: an integer from 1 to 50');
-  const referenceBudgetS = Number(values['reference-budget'] ?? 6);
+  const referenceBudgetS = Number(values['reference-budget'] ?? 3);
   if (!(referenceBudgetS > 0)) throw new Error('--reference-budget: a positive number of seconds');
   if (values.bundle !== 'full' && values.bundle !== 'rollout-only') throw new Error('--bundle: full or rollout-only');
   if (values.db !== 'wal' && values.db !== 'file' && values.db !== 'memory') throw new Error('--db: wal, file or memory');
   const variants = new Set((values.variants ?? '').split(',').map((s) => s.trim()).filter(Boolean));
-  for (const v of variants) if (!['attune', 'plain', 'reference'].includes(v)) throw new Error(`--variants: unknown variant "${v}"`);
+  for (const v of variants) if (!['attune', 'attune-local', 'plain', 'reference'].includes(v)) throw new Error(`--variants: unknown variant "${v}"`);
   const maxMinutes = Number(values['max-minutes']);
   if (!(maxMinutes > 0)) throw new Error('--max-minutes: a positive number');
   return {
@@ -312,12 +313,45 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promis
   return out;
 }
 
-/** Workflows started so far per rollout task queue (a queue serves every latency of one concurrency). */
+/** A dev server, a client of it, and the Attune workers on it: one per concurrency level. */
+interface AttuneStack {
+  server: BenchDevServer;
+  connection: Connection;
+  client: Client;
+  worker: Child;
+  /** The workers' and the starter's config (`rollout.llmCalls` decides the variant). */
+  configSet: string[];
+}
+
+const liveStacks = new Set<AttuneStack>();
+
+/** A fresh dev server (its CPU per call grows with the workflows it has stored, so levels must not inherit each other's) and the workers. */
+async function startStack(ctx: RunContext, home: string, configSet: string[]): Promise<AttuneStack> {
+  const server = await BenchDevServer.start({ home: join(home, 'temporal'), inMemory: ctx.options.db === 'memory', sqlitePragmas: ctx.options.sqlitePragmas, dynamicConfig: ctx.options.dynamicConfig });
+  progress('dev server up', { address: server.address, pid: server.pid, args: server.args.filter((a) => !a.startsWith('Attune')).join(' ') });
+  const connection = await Connection.connect({ address: server.address });
+  const stack: AttuneStack = { server, connection, client: new Client({ connection, namespace: 'default' }), worker: null as unknown as Child, configSet };
+  liveStacks.add(stack);
+  stack.worker = await startWorkers(ctx, server, configSet);
+  return stack;
+}
+
+async function stopStack(ctx: RunContext, stack: AttuneStack): Promise<void> {
+  if (stack.worker) {
+    await stack.worker.stop();
+    ctx.children.delete(stack.worker);
+  }
+  await stack.connection.close().catch(() => undefined);
+  await stack.server.stop().catch(() => undefined);
+  liveStacks.delete(stack);
+}
+
+/** Workflows started so far per dev server and rollout task queue (a queue serves every latency of one concurrency). */
 const startedOnQueue = new Map<string, number>();
 
 /** The Attune LLM-I/O workers of one concurrency level, in a child process. */
-async function startWorkers(ctx: RunContext, configSet: string[]): Promise<Child> {
-  const job: WorkersJob = { address: ctx.server.address, namespace: 'default', configSet, bundleCodePath: ctx.bundleCodePath, bundleSourceMapPath: ctx.bundleSourceMapPath, workerOverrides: ctx.options.workerOverrides };
+async function startWorkers(ctx: RunContext, server: BenchDevServer, configSet: string[]): Promise<Child> {
+  const job: WorkersJob = { address: server.address, namespace: 'default', configSet, bundleCodePath: ctx.bundleCodePath, bundleSourceMapPath: ctx.bundleSourceMapPath, workerOverrides: ctx.options.workerOverrides };
   const worker = Child.start('workers', { BENCH_WORKERS_JOB: JSON.stringify(job) }, ctx.options.profileDir);
   ctx.children.add(worker);
   try {
@@ -330,10 +364,14 @@ async function startWorkers(ctx: RunContext, configSet: string[]): Promise<Child
   return worker;
 }
 
-async function runAttune(ctx: RunContext, cell: Cell, worker: Child, configSet: string[], runTag: string): Promise<AttuneResult> {
+async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag: string): Promise<AttuneResult> {
+  const configSet = stack.configSet;
+  const { worker, client } = stack;
+  const server = stack.server;
   const config = loadConfig({ env: {}, set: configSet });
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
-  const start = async (spec: DialogueSpec, maxTurns: number) => ctx.client.workflow.start<typeof rollout>('rollout', {
+  const queueKey = `${server.address}/${queues.rollouts}`;
+  const start = async (spec: DialogueSpec, maxTurns: number) => client.workflow.start<typeof rollout>('rollout', {
     taskQueue: queues.rollouts,
     workflowId: spec.rolloutId,
     args: [{ rolloutId: spec.rolloutId, scenario: spec.scenario, settings: rolloutSettingsFromConfig(config, { maxTurns }), seed: spec.seed }],
@@ -341,23 +379,23 @@ async function runAttune(ctx: RunContext, cell: Cell, worker: Child, configSet: 
   // Warm-up at L = 0: workflow bundle loaded, connections open, code paths JIT-compiled.
   ctx.fake.behaviour.latencyMs = 0;
   const warm = await Promise.all(specsFor(ctx.scenarios, Math.min(cell.concurrency, 8), `${runTag}-warm`).map((s) => start(s, 2)));
-  startedOnQueue.set(queues.rollouts, (startedOnQueue.get(queues.rollouts) ?? 0) + warm.length);
+  startedOnQueue.set(queueKey, (startedOnQueue.get(queueKey) ?? 0) + warm.length);
   await Promise.all(warm.map((h) => h.result()));
 
   ctx.fake.behaviour.latencyMs = cell.latencyMs;
   resetPeakRss(worker.pid);
-  resetPeakRss(ctx.server.pid);
-  const cpu0 = { worker: cpuSeconds(worker.pid), devServer: cpuSeconds(ctx.server.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
+  resetPeakRss(server.pid);
+  const cpu0 = { worker: cpuSeconds(worker.pid), devServer: cpuSeconds(server.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
   const calls0 = ctx.fake.count();
   const connections0 = httpConnections;
   const specs = specsFor(ctx.scenarios, cell.concurrency, runTag);
   const t0Epoch = Date.now();
   const t0 = performance.now();
   const handles: WorkflowHandle<typeof rollout>[] = await Promise.all(specs.map((s) => start(s, ctx.options.turns)));
-  startedOnQueue.set(queues.rollouts, (startedOnQueue.get(queues.rollouts) ?? 0) + handles.length);
+  startedOnQueue.set(queueKey, (startedOnQueue.get(queueKey) ?? 0) + handles.length);
   const expectedCalls = specs.length * (3 * ctx.options.turns - 1);
   const summaries = await withTimeout((async () => {
-    await waitForDialogues(ctx.client, queues.rollouts, startedOnQueue.get(queues.rollouts) ?? 0, () => ctx.fake.count() - calls0 >= expectedCalls);
+    await waitForDialogues(client, queues.rollouts, startedOnQueue.get(queueKey) ?? 0, () => ctx.fake.count() - calls0 >= expectedCalls);
     // Only the transcript writes are left: the long polls see a few events each.
     return Promise.all(handles.map((h) => h.result()));
   })(), variantTimeoutMs(cell, ctx.options.turns), 'attune');
@@ -366,7 +404,7 @@ async function runAttune(ctx: RunContext, cell: Cell, worker: Child, configSet: 
   const connections = httpConnections - connections0;
   const cpuParent = process.cpuUsage(cpu0.parent);
   const workerCpu = cpuSeconds(worker.pid);
-  const devCpu = cpuSeconds(ctx.server.pid);
+  const devCpu = cpuSeconds(server.pid);
   const machineCpu = systemBusySeconds();
   const result: AttuneResult = {
     wallS: waitedS,
@@ -374,7 +412,7 @@ async function runAttune(ctx: RunContext, cell: Cell, worker: Child, configSet: 
     connections,
     timings: [],
     workerPeakMb: peakRssMb(worker.pid),
-    devServerPeakMb: peakRssMb(ctx.server.pid),
+    devServerPeakMb: peakRssMb(server.pid),
     cpu: {
       worker: workerCpu !== null && cpu0.worker !== null ? workerCpu - cpu0.worker : null,
       devServer: devCpu !== null && cpu0.devServer !== null ? devCpu - cpu0.devServer : null,
@@ -438,8 +476,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 interface RunContext {
   options: Options;
   fake: FakeOpenAIServer;
-  server: BenchDevServer;
-  client: Client;
   loops: Child;
   scenarios: Scenario[];
   bundleCodePath: string;
@@ -497,13 +533,30 @@ export interface Entry {
   workflow_bundle: string;
   worker_overrides: Record<string, unknown>;
   worker_limits: Record<string, number>;
+  /**
+   * attune-local: the same workflows with `rollout.llmCalls: local` (LLM calls as local activities).
+   * No per-turn latencies: a local activity leaves no scheduled/started events to time turns by.
+   */
+  local: LocalEntry | null;
+}
+
+export interface LocalEntry {
+  attune_s: number;
+  attune_over_plain: number | null;
+  calls_per_s: number;
+  worker_rss_mb: number | null;
+  dev_server_rss_mb: number | null;
+  cpu_s: Record<string, number | null>;
+  cpu_ms_per_call: number;
+  history_events_per_workflow: number;
+  payload_kb_per_workflow: number;
 }
 
 function addedLatencies(turns: TurnTiming[], latencyMs: number): number[] {
   return turns.map((t) => t.ms - latencyMs * t.calls);
 }
 
-async function runCell(ctx: RunContext, cell: Cell, index: number, worker: Child | null, configSet: string[]): Promise<Entry> {
+async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { attune: AttuneStack | null; local: AttuneStack | null }, configSet: string[]): Promise<Entry> {
   const { options } = ctx;
   const tag = `l${cell.latencyMs}-c${cell.concurrency}-${index}`;
   const entry: Entry = {
@@ -527,11 +580,13 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, worker: Child
       policyMaxConcurrency: cell.concurrency,
       simulatorMaxConcurrency: cell.concurrency,
     },
+    local: null,
   };
 
-  if (worker) {
+  const stack = stacks.attune;
+  if (stack) {
     progress('attune: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
-    const a = await runAttune(ctx, cell, worker, configSet, `attune-${tag}`);
+    const a = await runAttune(ctx, cell, stack, `attune-${tag}`);
     const turns = a.timings.flatMap((t) => t.turns);
     const added = addedLatencies(turns, cell.latencyMs);
     const orchestration = turns.map((t) => t.ms - t.llmMs);
@@ -571,6 +626,29 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, worker: Child
     progress('attune: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.attune_s, calls_per_s: entry.calls_per_s, p50_ms: entry.p50_ms, p95_ms: entry.p95_ms, worker_rss_mb: entry.worker_rss_mb, dev_server_rss_mb: entry.dev_server_rss_mb, cpu_s: entry.cpu_s });
   }
 
+  if (stacks.local) {
+    progress('attune-local: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
+    const a = await runAttune(ctx, cell, stacks.local, `local-${tag}`);
+    const cpu_s = {
+      attune_worker: a.cpu.worker === null ? null : round(a.cpu.worker, 2),
+      attune_dev_server: a.cpu.devServer === null ? null : round(a.cpu.devServer, 2),
+      attune_fake_and_client: round(a.cpu.parent, 2),
+      attune_other_processes: a.cpu.machine === null ? null : round(a.cpu.machine - (a.cpu.worker ?? 0) - (a.cpu.devServer ?? 0) - a.cpu.parent, 2),
+    };
+    entry.local = {
+      attune_s: round(a.wallS, 3),
+      attune_over_plain: null,
+      calls_per_s: round(a.calls / a.wallS, 1),
+      worker_rss_mb: a.workerPeakMb,
+      dev_server_rss_mb: a.devServerPeakMb,
+      cpu_s,
+      cpu_ms_per_call: round((((a.cpu.worker ?? 0) + (a.cpu.devServer ?? 0) + a.cpu.parent) * 1000) / a.calls, 2),
+      history_events_per_workflow: round(mean(a.timings.map((t) => t.events)), 1),
+      payload_kb_per_workflow: round(mean(a.timings.map((t) => t.payloadBytes)) / 1024, 1),
+    };
+    progress('attune-local: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.local.attune_s, calls_per_s: entry.local.calls_per_s, cpu_s });
+  }
+
   if (options.variants.has('plain')) {
     progress('plain: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
     ctx.fake.behaviour.latencyMs = cell.latencyMs;
@@ -597,7 +675,7 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, worker: Child
   if (options.variants.has('reference')) {
     progress('reference: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
     ctx.fake.behaviour.latencyMs = cell.latencyMs;
-    const r = (await runLoop(ctx, { kind: 'reference', id: index * 10 + 2, configSet, maxTurns: options.turns, specs: specsFor(ctx.scenarios, cell.concurrency, `ref-${tag}`), budgetS: options.referenceBudgetS, overlapMs: cell.latencyMs >= 500 ? cell.latencyMs : 0 })) as ReferenceResult;
+    const r = (await runLoop(ctx, { kind: 'reference', id: index * 10 + 2, configSet, maxTurns: options.turns, specs: specsFor(ctx.scenarios, cell.concurrency, `ref-${tag}`), budgetS: options.referenceBudgetS, sparse: cell.latencyMs >= 500 })) as ReferenceResult;
     Object.assign(entry, {
       reference_s: round(r.wallS, 3),
       reference_measured_s: round(r.measuredS, 3),
@@ -607,6 +685,7 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, worker: Child
     progress('reference: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.reference_s, measured_s: entry.reference_measured_s, extrapolated: r.extrapolated });
   }
 
+  if (entry.local && entry.plain_s !== null) entry.local.attune_over_plain = round(entry.local.attune_s / entry.plain_s, 3);
   if (entry.attune_s !== null && entry.plain_s !== null) entry.attune_over_plain = round(entry.attune_s / entry.plain_s, 3);
   if (entry.attune_s !== null && entry.reference_s !== null) entry.attune_over_reference = round(entry.attune_s / entry.reference_s, 4);
   return entry;
@@ -621,17 +700,19 @@ function fmt(value: number | null | boolean, digits = 2): string {
 }
 
 function table(entries: Entry[]): string {
-  const header = ['L ms', 'C', 'attune s', 'plain s', 'ref s', 'att/(a)', 'att/(b)', 'dlg/s', 'calls/s', 'p50 ms', 'p95 ms', 'orch p50', 'worker MB', 'server MB', 'others'];
+  const header = ['L ms', 'C', 'attune s', 'plain s', 'ref s', 'att/(a)', 'att/(b)', 'dlg/s', 'calls/s', 'local s', 'loc/(a)', 'loc calls/s', 'p50 ms', 'p95 ms', 'orch p50', 'worker MB', 'server MB', 'others'];
   const rows = entries.map((e) => [
     String(e.latency_ms), String(e.concurrency), fmt(e.attune_s), fmt(e.plain_s),
     e.reference_s === null ? '-' : `${fmt(e.reference_s, 1)}${e.reference_extrapolated ? '*' : ''}`,
     fmt(e.attune_over_plain, 3), fmt(e.attune_over_reference, 4), fmt(e.dialogues_per_s), fmt(e.calls_per_s, 0),
+    fmt(e.local?.attune_s ?? null), fmt(e.local?.attune_over_plain ?? null, 3), fmt(e.local?.calls_per_s ?? null, 0),
     fmt(e.p50_ms, 1), fmt(e.p95_ms, 1), fmt(e.orchestration_p50_ms, 1), fmt(e.worker_rss_mb, 0), fmt(e.dev_server_rss_mb, 0),
     fmt(e.cpu_s.attune_other_processes !== undefined && e.cpu_s.attune_other_processes !== null && e.attune_s ? e.cpu_s.attune_other_processes / e.attune_s : null, 2),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
   const notes = [
+    'local = attune with rollout.llmCalls=local (LLM calls as local activities); loc/(a) = local / plain loop;',
     'att/(a) = attune / plain loop; att/(b) = attune / reference loop; p50/p95 = added latency per turn (turn wall - L x calls);',
     'orch p50 = turn wall - HTTP time measured by the activities; MB = peak RSS during the timed run;',
     'others = CPU cores other processes on the machine used during the attune run (0 = undisturbed).',
@@ -671,15 +752,15 @@ async function main(): Promise<void> {
   const started = Date.now();
   const workdir = mkdtempSync(join(tmpdir(), 'attune-bench-orch-'));
   const children = new Set<Child>();
-  let server: BenchDevServer | null = null;
   let fake: FakeOpenAIServer | null = null;
-  let connection: Connection | null = null;
   let loops: Child | null = null;
   const cleanup = async () => {
     for (const c of children) c.kill();
     loops?.kill();
-    await connection?.close().catch(() => undefined);
-    await server?.stop().catch(() => undefined);
+    for (const stack of liveStacks) {
+      await stack.connection.close().catch(() => undefined);
+      await stack.server.stop().catch(() => undefined);
+    }
     await fake?.close().catch(() => undefined);
     rmSync(workdir, { recursive: true, force: true });
   };
@@ -699,11 +780,7 @@ async function main(): Promise<void> {
     const scenarios = requireScenarioLibrary(join(REPO_ROOT, 'scenarios', 'train')).filter((s) => s.firstMessage);
     if (scenarios.length === 0) throw new Error('no training scenario with a first message');
     progress('bundling workflows');
-    const bundle = opts.bundle === 'full' ? await bundleWorkflows() : await bundleWorkflowCode({
-      workflowsPath: join(__dirname, 'rolloutOnlyWorkflows.ts'),
-      logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error } as never,
-      webpackConfigHook: (config) => ({ ...config, resolve: { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } } }),
-    });
+    const bundle = await bundleWorkflows(opts.bundle === 'full' ? undefined : join(__dirname, 'rolloutOnlyWorkflows.ts'));
     const bundleCodePath = join(workdir, 'workflow-bundle.js');
     const bundleSourceMapPath = join(workdir, 'workflow-bundle.js.map');
     writeFileSync(bundleCodePath, bundle.code);
@@ -711,13 +788,9 @@ async function main(): Promise<void> {
 
     fake = await FakeOpenAIServer.start({ analysis: () => ({ emotionChange: 0 }) });
     tuneFakeServer(fake, opts.keepAliveMs);
-    server = await BenchDevServer.start({ home: join(workdir, 'temporal'), inMemory: opts.db === 'memory', sqlitePragmas: opts.sqlitePragmas, dynamicConfig: opts.dynamicConfig });
-    progress('dev server up', { address: server.address, pid: server.pid, args: server.args.filter((a) => !a.startsWith('Attune')).join(' ') });
-    connection = await Connection.connect({ address: server.address });
-    const client = new Client({ connection, namespace: 'default' });
     loops = Child.start('loops', {}, opts.profileDir);
     await loops.next(isReady, 60_000);
-    const ctx: RunContext = { options: opts, fake, server, client, loops, scenarios, bundleCodePath, bundleSourceMapPath, children, workdir };
+    const ctx: RunContext = { options: opts, fake, loops, scenarios, bundleCodePath, bundleSourceMapPath, children, workdir };
 
     // Warm the loop process once (JIT, connection pool).
     if (opts.variants.has('plain') || opts.variants.has('reference')) {
@@ -728,22 +801,24 @@ async function main(): Promise<void> {
     const cellCount = opts.latencies.length * opts.concurrency.length;
     progress('grid', { cells: cellCount, latencies: opts.latencies, concurrency: opts.concurrency, turns: opts.turns, variants: [...opts.variants] });
     const entries: Entry[] = [];
-    // One worker process per concurrency level (its peak RSS is reset before each cell).
+    // Per concurrency level: a fresh dev server (its CPU per call grows with the workflows it has
+    // stored, so cells must not inherit each other's) and one worker process (its peak RSS is reset
+    // before each cell).
     for (const concurrency of opts.concurrency) {
       const home = join(workdir, `c${concurrency}`);
       mkdirSync(home, { recursive: true });
       const configSet = configSetFor(concurrency, Math.max(...opts.latencies), fake.url, home, opts.turns);
-      const worker = opts.variants.has('attune') ? await startWorkers(ctx, configSet) : null;
+      const stacks: { attune: AttuneStack | null; local: AttuneStack | null } = { attune: null, local: null };
       try {
+        // Both stacks stay up for the whole level; an idle dev server and worker use next to no CPU.
+        if (opts.variants.has('attune')) stacks.attune = await startStack(ctx, join(home, 'activity'), configSet);
+        if (opts.variants.has('attune-local')) stacks.local = await startStack(ctx, join(home, 'local'), [...configSet, 'rollout.llmCalls=local']);
         for (const latencyMs of opts.latencies) {
-          entries.push(await runCell(ctx, { latencyMs, concurrency }, entries.length + 1, worker, configSet));
+          entries.push(await runCell(ctx, { latencyMs, concurrency }, entries.length + 1, stacks, configSet));
           progress('cell done', { cell: entries.length, of: cellCount, elapsed_s: Math.round((Date.now() - started) / 1000) });
         }
       } finally {
-        if (worker) {
-          await worker.stop();
-          children.delete(worker);
-        }
+        for (const stack of [stacks.attune, stacks.local]) if (stack) await stopStack(ctx, stack);
         rmSync(home, { recursive: true, force: true });
       }
     }

@@ -13,6 +13,7 @@ export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Parti
   const analysisMaxChars = simulator.analysisMaxChars ?? ([localUrl, LOCAL_LLM_URL].includes(simulator.baseURL) ? LOCAL_ANALYSIS_MAX_CHARS : undefined);
   return rolloutSettingsSchema.parse({
     artifactsTaskQueue: queues.rollouts,
+    llmCalls: rollout.llmCalls,
     initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,
     maxTurns: overrides.maxTurns ?? rollout.maxTurns,
     think: overrides.think ?? rollout.think,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/emotion.js';
-import { retryPolicySchema, structuredOutputModes } from '../core/rolloutSettings.js';
+import { llmCallModes, retryPolicySchema, structuredOutputModes } from '../core/rolloutSettings.js';
 import { ALGORITHMS, hyperparametersSchema, loraSchema } from '../core/training/settings.js';
 
 const endpointFields = {
@@ -69,7 +69,9 @@ export const configSchema = z.strictObject({
     maxTurns: z.number().int().min(1).max(50).default(8),
     think: z.boolean().default(false),
     policySystemPrompt: z.string().min(1).optional(),
-  }).default({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8, think: false }),
+    /** `activity`: each LLM call on its endpoint's queue; `local`: local activities (see src/workflows/rollout.ts). */
+    llmCalls: z.enum(llmCallModes).default('activity'),
+  }).default({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8, think: false, llmCalls: 'activity' }),
   scenarios: z.strictObject({
     train: z.string().min(1).default('scenarios/train'),
     eval: z.string().min(1).default('scenarios/eval'),

@@ -33,6 +33,8 @@ export const LIMITS = {
   shutdownGraceTimeMs: 30_000,
   /** A stopping optimizer worker waits this long for a step in progress. */
   optimizerShutdownGraceTimeMs: 10 * 60_000,
+  /** Bound on a local LLM activity, waiting for its endpoint's slot included (`rollout.llmCalls: local`). */
+  localLlmCallTimeoutMs: 30 * 60_000,
   /** Artifact writes are local and quick. */
   artifactActivityTimeoutMs: 60_000,
 } as const;

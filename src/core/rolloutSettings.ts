@@ -26,7 +26,12 @@ export type EndpointCall = z.infer<typeof endpointCallSchema>;
 
 export const structuredOutputModes = ['json_schema', 'json_object', 'none'] as const;
 
+export const llmCallModes = ['activity', 'local'] as const;
+export type LlmCallMode = (typeof llmCallModes)[number];
+
 export const rolloutSettingsSchema = z.strictObject({
+  /** How the workflow runs its LLM calls; see src/workflows/rollout.ts. Absent (older inputs) = activity. */
+  llmCalls: z.enum(llmCallModes).default('activity'),
   initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
   maxTurns: z.number().int().min(1).max(50).default(8),
   think: z.boolean().default(false),

@@ -1,9 +1,9 @@
 import { NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ArtifactStore } from '../artifacts/store.js';
-import { optimizerQueueActivities, policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
+import { localLlmActivities, optimizerQueueActivities, policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS, taskQueuesFor } from '../config/taskQueues.js';
-import { WORKFLOWS_PATH } from './workflowSource.js';
+import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflowSource.js';
 
 export interface LlmIoWorkerOptions {
   connection: NativeConnection;
@@ -28,13 +28,21 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     shutdownGraceTime: LIMITS.shutdownGraceTimeMs,
     ...(options.identity ? { identity: options.identity } : {}),
   };
-  const workflowSource = options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH };
+  const workflowSource = options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions };
+  // With local activities a workflow task stays open while its LLM call runs, so the rollout
+  // worker needs a task slot (and a local-activity slot) for every call it may have in flight.
+  const localCalls = config.policy.maxConcurrency + config.simulator.maxConcurrency;
+  const local = config.rollout.llmCalls === 'local';
   const rollouts = await Worker.create({
     ...common,
     taskQueue: queues.rollouts,
     ...workflowSource,
-    activities: rolloutQueueActivities(options.store),
-    maxConcurrentWorkflowTaskExecutions: LIMITS.maxConcurrentWorkflowTasks,
+    activities: {
+      ...rolloutQueueActivities(options.store),
+      ...localLlmActivities({ policy: config.policy, simulator: config.simulator }),
+    },
+    maxConcurrentWorkflowTaskExecutions: local ? Math.max(LIMITS.maxConcurrentWorkflowTasks, localCalls) : LIMITS.maxConcurrentWorkflowTasks,
+    maxConcurrentLocalActivityExecutions: localCalls,
     maxCachedWorkflows: LIMITS.maxCachedWorkflows,
     maxConcurrentActivityTaskExecutions: LIMITS.maxConcurrentArtifactActivities,
   });

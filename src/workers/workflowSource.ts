@@ -1,17 +1,24 @@
 import { join } from 'node:path';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, type BundleOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 
 export const WORKFLOWS_PATH = join(__dirname, '..', 'workflows', 'index.ts');
 
+/** Bundler options for the workflow code: the Worker's `bundlerOptions` and `bundleWorkflows` use the same. */
+export const workflowBundlerOptions: Pick<BundleOptions, 'webpackConfigHook'> = {
+  // Our sources import siblings as `./x.js` (Node ESM style); let webpack find the .ts file.
+  webpackConfigHook: (config) => ({
+    ...config,
+    resolve: { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } },
+  }),
+  // No `preloadModules`: the SDK freezes preloaded modules, and zod v4 defines methods on schema
+  // objects lazily, so a preloaded schema fails on first use inside a workflow.
+};
+
 /** Bundling takes seconds; tests and benchmarks bundle once and share the result. */
-export async function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
+export async function bundleWorkflows(workflowsPath: string = WORKFLOWS_PATH): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
-    workflowsPath: WORKFLOWS_PATH,
+    workflowsPath,
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error } as never,
-    // Our sources import siblings as `./x.js` (Node ESM style); let webpack find the .ts file.
-    webpackConfigHook: (config) => ({
-      ...config,
-      resolve: { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } },
-    }),
+    ...workflowBundlerOptions,
   });
 }

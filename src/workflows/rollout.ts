@@ -1,4 +1,4 @@
-import { ApplicationFailure, defineQuery, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, defineQuery, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ArtifactActivities, PolicyActivities, SimulatorActivities } from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
 import { emotionAfterTurn, emotionState } from '../core/emotion.js';
@@ -50,9 +50,14 @@ function retryOptions(retry: RetryPolicySettings) {
 }
 
 /**
- * One dialogue between the policy and the simulated user. One activity per LLM call, so a crash
- * resumes after the last finished call; the transcript goes to the artifact store and only a
- * summary comes back.
+ * One dialogue between the policy and the simulated user; the transcript goes to the artifact store
+ * and only a summary comes back. Each LLM call is one activity, in one of two ways
+ * (`settings.llmCalls`):
+ * - `activity`: on its endpoint's task queue, so a crash resumes after the last finished call, and
+ *   each endpoint's workers scale and rate-limit on their own;
+ * - `local`: a local activity in the rollout worker, recorded as a marker when the workflow task
+ *   completes. About half the CPU per call and a fifth of the server's, but a crash repeats the
+ *   calls made since the last completed workflow task (up to about 8 s of them).
  */
 export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const { settings, seed } = input;
@@ -60,18 +65,25 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const step = input.step ?? null;
   const startedAt = new Date().toISOString();
 
-  const policy = proxyActivities<PolicyActivities>({
-    taskQueue: settings.policy.taskQueue,
+  const local = settings.llmCalls === 'local';
+  const policyOptions = {
     startToCloseTimeout: activityTimeoutFor(settings.policy.timeoutMs),
     retry: retryOptions(settings.policy.retry),
-  });
-  const simulatorTimeout = activityTimeoutFor(settings.simulator.timeoutMs);
-  const simulator = proxyActivities<SimulatorActivities>({
-    taskQueue: settings.simulator.taskQueue,
+  };
+  // A local call may first wait for its endpoint's slot in the worker, and that wait counts against
+  // a local activity's timeout; the HTTP timeout inside still bounds the call itself.
+  const localOptions = <T extends { startToCloseTimeout: number }>(options: T): T => ({ ...options, startToCloseTimeout: Math.max(options.startToCloseTimeout, LIMITS.localLlmCallTimeoutMs) });
+  const policy = local
+    ? proxyLocalActivities<PolicyActivities>(localOptions(policyOptions))
+    : proxyActivities<PolicyActivities>({ ...policyOptions, taskQueue: settings.policy.taskQueue });
+  const simulatorOptions = {
     // The analysis activity may ask again after an unparseable answer, within one attempt.
-    startToCloseTimeout: simulatorTimeout * (settings.simulator.parseRetries + 1),
+    startToCloseTimeout: activityTimeoutFor(settings.simulator.timeoutMs) * (settings.simulator.parseRetries + 1),
     retry: retryOptions(settings.simulator.retry),
-  });
+  };
+  const simulator = local
+    ? proxyLocalActivities<SimulatorActivities>(localOptions(simulatorOptions))
+    : proxyActivities<SimulatorActivities>({ ...simulatorOptions, taskQueue: settings.simulator.taskQueue });
   const artifacts = proxyActivities<ArtifactActivities>({
     taskQueue: settings.artifactsTaskQueue,
     startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,

@@ -48,6 +48,11 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ env: { POLICY_BASE_URL: 'not a url' } }), /policy\.baseURL/);
     assert.throws(() => loadConfig({ env: {}, set: ['nonsense'] }), /expected key=value/);
     assert.throws(() => loadConfig({ file: '/nonexistent/attune.yaml', env: {} }), /no such config file/);
+    assert.throws(() => loadConfig({ env: {}, set: ['rollout.llmCalls=remote'] }), /rollout\.llmCalls/);
+  });
+  it('passes rollout.llmCalls to the workflows (activity by default)', () => {
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).llmCalls, 'activity');
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).llmCalls, 'local');
   });
   it('keeps API keys out of workflow settings: only the variable name travels', () => {
     const settings = rolloutSettingsFromConfig(loadConfig({ env: { POLICY_API_KEY: 'sk-secret-value' } }));

@@ -1,6 +1,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { findTemporalCli } from '../../src/temporal/cliBinary.js';
+import { DEV_SERVER_QUEUE_TUNING } from '../../src/temporal/devServer.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.js';
 import { bundleWorkflows } from '../../src/workers/workflowSource.js';
 
@@ -13,7 +14,7 @@ export function sharedTestEnv(): Promise<TestWorkflowEnvironment> {
     server: {
       executable: { type: 'existing-path', path: findTemporalCli() },
       searchAttributes: ALL_SEARCH_ATTRIBUTES,
-      extraArgs: ['--log-level', 'error'],
+      extraArgs: ['--log-level', 'error', ...DEV_SERVER_QUEUE_TUNING],
     },
   });
   return envPromise;

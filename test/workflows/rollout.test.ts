@@ -131,6 +131,36 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.equal(rig.fake.count('reply'), 3);
   });
 
+  it('rollout.llmCalls=local: the same dialogue and retries, with each LLM call a local-activity marker', async () => {
+    const behaviour = { analysis: () => ({ emotionChange: 3 }) };
+    const scenario = fixtureScenario('test-venting-negative-baker');
+    rig = await createRolloutRig({ behaviour });
+    await rig.startWorkers();
+    const remote = await rig.runRollout(scenario, 7, { maxTurns: 3 });
+    const remoteTranscript = await rig.store.getJson<Transcript>(remote.artifact);
+    await rig.close();
+
+    rig = await createRolloutRig({ behaviour, set: ['rollout.llmCalls=local', 'policy.maxConcurrency=1'] });
+    assert.equal(rig.settings().llmCalls, 'local');
+    rig.fake.inject('policy', 2, '500');
+    rig.fake.inject('reply', 1, '429');
+    await rig.startWorkers();
+    const handle = await rig.startRollout(scenario, 7, { maxTurns: 3 });
+    const local = await handle.result();
+    assert.deepEqual({ ...local, rolloutId: '', artifact: null }, { ...remote, rolloutId: '', artifact: null });
+    // The same prompts and answers as with one activity per call.
+    const localTranscript = await rig.store.getJson<Transcript>(local.artifact);
+    assert.deepEqual(localTranscript.turns.map((t) => [t.promptMessages, t.policy.reply, t.userReply?.text]), remoteTranscript.turns.map((t) => [t.promptMessages, t.policy.reply, t.userReply?.text]));
+    // 3 policy calls + the 500; 2 replies + the 429.
+    assert.equal(rig.fake.count('policy'), 4);
+    assert.equal(rig.fake.count('reply'), 3);
+    const events = (await handle.fetchHistory()).events ?? [];
+    const markers = events.filter((e) => e.markerRecordedEventAttributes).length;
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
+    assert.equal(markers, 3 + 3 + 2, 'one marker per finished LLM call');
+    assert.deepEqual(scheduled, ['saveTranscript'], 'only the transcript write is a regular activity');
+  });
+
   it('asks again after an unparseable analysis, then fails quoting the reply', async () => {
     rig = await createRolloutRig({ set: ['simulator.parseRetries=2'] });
     rig.fake.inject('analysis', 1, 'malformed');
