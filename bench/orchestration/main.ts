@@ -543,7 +543,13 @@ export interface Entry {
 export interface LocalEntry {
   attune_s: number;
   attune_over_plain: number | null;
+  /** Dialogue calls per second (C x (3 x turns - 1) / attune_s), repeated calls not counted. */
   calls_per_s: number;
+  /**
+   * Calls made again: when an overloaded worker lets a workflow task time out, the local
+   * activities it had not yet recorded run again.
+   */
+  repeated_calls: number;
   worker_rss_mb: number | null;
   dev_server_rss_mb: number | null;
   cpu_s: Record<string, number | null>;
@@ -638,7 +644,8 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
     entry.local = {
       attune_s: round(a.wallS, 3),
       attune_over_plain: null,
-      calls_per_s: round(a.calls / a.wallS, 1),
+      calls_per_s: round((cell.concurrency * (3 * options.turns - 1)) / a.wallS, 1),
+      repeated_calls: a.calls - cell.concurrency * (3 * options.turns - 1),
       worker_rss_mb: a.workerPeakMb,
       dev_server_rss_mb: a.devServerPeakMb,
       cpu_s,
