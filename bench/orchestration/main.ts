@@ -366,8 +366,7 @@ async function startWorkers(ctx: RunContext, server: BenchDevServer, configSet: 
 
 async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag: string): Promise<AttuneResult> {
   const configSet = stack.configSet;
-  const { worker, client } = stack;
-  const server = stack.server;
+  const { worker, client, server } = stack;
   const config = loadConfig({ env: {}, set: configSet });
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   const queueKey = `${server.address}/${queues.rollouts}`;
