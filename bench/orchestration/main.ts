@@ -51,8 +51,11 @@ Usage: npm run bench:orchestration [-- options]
                             memory  in-memory SQLite (what the test suite uses)
   --sqlite-pragma P=V     extra dev-server --sqlite-pragma (repeatable)
   --dynamic-config K=V    extra dev-server --dynamic-config-value (repeatable)
-  --variants LIST         which to run: attune,attune-local,plain,reference (default all);
-                          attune-local = the same workflows with rollout.llmCalls=local
+  --variants LIST         which to run: attune,attune-local,attune-turn,attune-turn-local,plain,
+                          reference (default all); the attune-* ones are the same workflows with
+                            attune-local       rollout.llmCalls=local (a local activity per call)
+                            attune-turn        rollout.activityPer=turn (an activity per turn)
+                            attune-turn-local  both (a local activity per turn)
   --out FILE              results file (default bench/results/orchestration.json)
   --update                replace only the measured cells in an existing results file (to re-measure
                           some cells, e.g. ones another workload on the machine disturbed)
@@ -85,6 +88,18 @@ interface Options {
   update: boolean;
   workerOverrides: WorkersJob['workerOverrides'];
 }
+
+/**
+ * The other ways to run the same rollout workflow, each on its own dev server and worker process;
+ * each fills its key of an entry (`local`, `turn`, `turn_local`).
+ */
+const ALTERNATIVES = {
+  'attune-local': { key: 'local', set: ['rollout.llmCalls=local'] },
+  'attune-turn': { key: 'turn', set: ['rollout.activityPer=turn'] },
+  'attune-turn-local': { key: 'turn_local', set: ['rollout.activityPer=turn', 'rollout.llmCalls=local'] },
+} as const;
+type AlternativeKey = (typeof ALTERNATIVES)[keyof typeof ALTERNATIVES]['key'];
+type AlternativeStacks = Partial<Record<AlternativeKey, AttuneStack>>;
 
 /** Write-ahead log, and fsync at checkpoints rather than at every commit: survives a killed process, not a power cut. */
 const WAL_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'];
@@ -119,7 +134,7 @@ function parseOptions(argv: string[]): Options | null {
       db: { type: 'string', default: 'wal' },
       'sqlite-pragma': { type: 'string', multiple: true, default: [] },
       'dynamic-config': { type: 'string', multiple: true, default: [] },
-      variants: { type: 'string', default: 'attune,attune-local,plain,reference' },
+      variants: { type: 'string', default: ['attune', ...Object.keys(ALTERNATIVES), 'plain', 'reference'].join(',') },
       out: { type: 'string', default: join(REPO_ROOT, 'bench', 'results', 'orchestration.json') },
       'max-minutes': { type: 'string', default: '20' },
       profile: { type: 'string' },
@@ -143,7 +158,7 @@ function parseOptions(argv: string[]): Options | null {
   if (values.bundle !== 'full' && values.bundle !== 'rollout-only') throw new Error('--bundle: full or rollout-only');
   if (values.db !== 'wal' && values.db !== 'file' && values.db !== 'memory') throw new Error('--db: wal, file or memory');
   const variants = new Set((values.variants ?? '').split(',').map((s) => s.trim()).filter(Boolean));
-  for (const v of variants) if (!['attune', 'attune-local', 'plain', 'reference'].includes(v)) throw new Error(`--variants: unknown variant "${v}"`);
+  for (const v of variants) if (!['attune', ...Object.keys(ALTERNATIVES), 'plain', 'reference'].includes(v)) throw new Error(`--variants: unknown variant "${v}"`);
   const maxMinutes = Number(values['max-minutes']);
   if (!(maxMinutes > 0)) throw new Error('--max-minutes: a positive number');
   return {
@@ -533,20 +548,23 @@ export interface Entry {
   worker_overrides: Record<string, unknown>;
   worker_limits: Record<string, number>;
   /**
-   * attune-local: the same workflows with `rollout.llmCalls: local` (LLM calls as local activities).
-   * No per-turn latencies: a local activity leaves no scheduled/started events to time turns by.
+   * The same workflows run otherwise (`ALTERNATIVES`): `local` with `rollout.llmCalls: local`,
+   * `turn` with `rollout.activityPer: turn`, `turn_local` with both. No per-turn latencies: local
+   * activities leave no scheduled/started events, and a turn activity has no call boundaries.
    */
-  local: LocalEntry | null;
+  local: VariantEntry | null;
+  turn: VariantEntry | null;
+  turn_local: VariantEntry | null;
 }
 
-export interface LocalEntry {
+export interface VariantEntry {
   attune_s: number;
   attune_over_plain: number | null;
   /** Dialogue calls per second (C x (3 x turns - 1) / attune_s), repeated calls not counted. */
   calls_per_s: number;
   /**
    * Calls made again: when an overloaded worker lets a workflow task time out, the local
-   * activities it had not yet recorded run again.
+   * activities it had not yet recorded run again (and a retried local turn repeats its calls).
    */
   repeated_calls: number;
   worker_rss_mb: number | null;
@@ -561,7 +579,7 @@ function addedLatencies(turns: TurnTiming[], latencyMs: number): number[] {
   return turns.map((t) => t.ms - latencyMs * t.calls);
 }
 
-async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { attune: AttuneStack | null; local: AttuneStack | null }, configSet: string[]): Promise<Entry> {
+async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { attune: AttuneStack | null; alternatives: AlternativeStacks }, configSet: string[]): Promise<Entry> {
   const { options } = ctx;
   const tag = `l${cell.latencyMs}-c${cell.concurrency}-${index}`;
   const entry: Entry = {
@@ -586,6 +604,8 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
       simulatorMaxConcurrency: cell.concurrency,
     },
     local: null,
+    turn: null,
+    turn_local: null,
   };
 
   const stack = stacks.attune;
@@ -631,16 +651,18 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
     progress('attune: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.attune_s, calls_per_s: entry.calls_per_s, p50_ms: entry.p50_ms, p95_ms: entry.p95_ms, worker_rss_mb: entry.worker_rss_mb, dev_server_rss_mb: entry.dev_server_rss_mb, cpu_s: entry.cpu_s });
   }
 
-  if (stacks.local) {
-    progress('attune-local: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
-    const a = await runAttune(ctx, cell, stacks.local, `local-${tag}`);
+  for (const [variant, { key }] of Object.entries(ALTERNATIVES)) {
+    const alternative = stacks.alternatives[key];
+    if (!alternative) continue;
+    progress(`${variant}: start`, { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
+    const a = await runAttune(ctx, cell, alternative, `${key}-${tag}`);
     const cpu_s = {
       attune_worker: a.cpu.worker === null ? null : round(a.cpu.worker, 2),
       attune_dev_server: a.cpu.devServer === null ? null : round(a.cpu.devServer, 2),
       attune_fake_and_client: round(a.cpu.parent, 2),
       attune_other_processes: a.cpu.machine === null ? null : round(a.cpu.machine - (a.cpu.worker ?? 0) - (a.cpu.devServer ?? 0) - a.cpu.parent, 2),
     };
-    entry.local = {
+    const variantEntry: VariantEntry = {
       attune_s: round(a.wallS, 3),
       attune_over_plain: null,
       calls_per_s: round((cell.concurrency * (3 * options.turns - 1)) / a.wallS, 1),
@@ -652,7 +674,8 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
       history_events_per_workflow: round(mean(a.timings.map((t) => t.events)), 1),
       payload_kb_per_workflow: round(mean(a.timings.map((t) => t.payloadBytes)) / 1024, 1),
     };
-    progress('attune-local: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.local.attune_s, calls_per_s: entry.local.calls_per_s, cpu_s });
+    entry[key] = variantEntry;
+    progress(`${variant}: done`, { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: variantEntry.attune_s, calls_per_s: variantEntry.calls_per_s, repeated_calls: variantEntry.repeated_calls, cpu_s });
   }
 
   if (options.variants.has('plain')) {
@@ -691,7 +714,9 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
     progress('reference: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.reference_s, measured_s: entry.reference_measured_s, extrapolated: r.extrapolated });
   }
 
-  if (entry.local && entry.plain_s !== null) entry.local.attune_over_plain = round(entry.local.attune_s / entry.plain_s, 3);
+  for (const variant of [entry.local, entry.turn, entry.turn_local]) {
+    if (variant && entry.plain_s !== null) variant.attune_over_plain = round(variant.attune_s / entry.plain_s, 3);
+  }
   if (entry.attune_s !== null && entry.plain_s !== null) entry.attune_over_plain = round(entry.attune_s / entry.plain_s, 3);
   if (entry.attune_s !== null && entry.reference_s !== null) entry.attune_over_reference = round(entry.attune_s / entry.reference_s, 4);
   return entry;
@@ -706,12 +731,12 @@ function fmt(value: number | null | boolean, digits = 2): string {
 }
 
 function table(entries: Entry[]): string {
-  const header = ['L ms', 'C', 'attune s', 'plain s', 'ref s', 'att/(a)', 'att/(b)', 'dlg/s', 'calls/s', 'local s', 'loc/(a)', 'loc calls/s', 'p50 ms', 'p95 ms', 'orch p50', 'worker MB', 'server MB', 'others'];
+  const header = ['L ms', 'C', 'attune s', 'plain s', 'ref s', 'att/(a)', 'att/(b)', 'dlg/s', 'calls/s', 'local s', 'loc/(a)', 'loc calls/s', 'turn s', 'turn/(a)', 'turn calls/s', 'turn-local s', 'tl/(a)', 'tl calls/s', 'p50 ms', 'p95 ms', 'orch p50', 'worker MB', 'server MB', 'others'];
   const rows = entries.map((e) => [
     String(e.latency_ms), String(e.concurrency), fmt(e.attune_s), fmt(e.plain_s),
     e.reference_s === null ? '-' : `${fmt(e.reference_s, 1)}${e.reference_extrapolated ? '*' : ''}`,
     fmt(e.attune_over_plain, 3), fmt(e.attune_over_reference, 4), fmt(e.dialogues_per_s), fmt(e.calls_per_s, 0),
-    fmt(e.local?.attune_s ?? null), fmt(e.local?.attune_over_plain ?? null, 3), fmt(e.local?.calls_per_s ?? null, 0),
+    ...[e.local, e.turn, e.turn_local].flatMap((v) => [fmt(v?.attune_s ?? null), fmt(v?.attune_over_plain ?? null, 3), fmt(v?.calls_per_s ?? null, 0)]),
     fmt(e.p50_ms, 1), fmt(e.p95_ms, 1), fmt(e.orchestration_p50_ms, 1), fmt(e.worker_rss_mb, 0), fmt(e.dev_server_rss_mb, 0),
     fmt(e.cpu_s.attune_other_processes !== undefined && e.cpu_s.attune_other_processes !== null && e.attune_s ? e.cpu_s.attune_other_processes / e.attune_s : null, 2),
   ]);
@@ -719,6 +744,7 @@ function table(entries: Entry[]): string {
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
   const notes = [
     'local = attune with rollout.llmCalls=local (LLM calls as local activities); loc/(a) = local / plain loop;',
+    'turn = attune with rollout.activityPer=turn (an activity per dialogue turn); turn-local = both; tl/(a) = turn-local / plain loop;',
     'att/(a) = attune / plain loop; att/(b) = attune / reference loop; p50/p95 = added latency per turn (turn wall - L x calls);',
     'orch p50 = turn wall - HTTP time measured by the activities; MB = peak RSS during the timed run;',
     'others = CPU cores other processes on the machine used during the attune run (0 = undisturbed).',
@@ -814,17 +840,19 @@ async function main(): Promise<void> {
       const home = join(workdir, `c${concurrency}`);
       mkdirSync(home, { recursive: true });
       const configSet = configSetFor(concurrency, Math.max(...opts.latencies), fake.url, home, opts.turns);
-      const stacks: { attune: AttuneStack | null; local: AttuneStack | null } = { attune: null, local: null };
+      const stacks: { attune: AttuneStack | null; alternatives: AlternativeStacks } = { attune: null, alternatives: {} };
       try {
         // Both stacks stay up for the whole level; an idle dev server and worker use next to no CPU.
         if (opts.variants.has('attune')) stacks.attune = await startStack(ctx, join(home, 'activity'), configSet);
-        if (opts.variants.has('attune-local')) stacks.local = await startStack(ctx, join(home, 'local'), [...configSet, 'rollout.llmCalls=local']);
+        for (const [variant, { key, set }] of Object.entries(ALTERNATIVES)) {
+          if (opts.variants.has(variant)) stacks.alternatives[key] = await startStack(ctx, join(home, key), [...configSet, ...set]);
+        }
         for (const latencyMs of opts.latencies) {
           entries.push(await runCell(ctx, { latencyMs, concurrency }, entries.length + 1, stacks, configSet));
           progress('cell done', { cell: entries.length, of: cellCount, elapsed_s: Math.round((Date.now() - started) / 1000) });
         }
       } finally {
-        for (const stack of [stacks.attune, stacks.local]) if (stack) await stopStack(ctx, stack);
+        for (const stack of [stacks.attune, ...Object.values(stacks.alternatives)]) if (stack) await stopStack(ctx, stack);
         rmSync(home, { recursive: true, force: true });
       }
     }

@@ -1,5 +1,6 @@
 import type { ArtifactStore } from '../artifacts/store.js';
 import { createArtifactActivities } from './artifacts.js';
+import { createDialogueTurnActivities } from './dialogueTurn.js';
 import { EndpointGate, gated, type EndpointLimits } from './endpointLimits.js';
 import { createEvaluationActivities } from './evaluations.js';
 import { generatePolicyTurn } from './policy.js';
@@ -17,19 +18,36 @@ export function rolloutQueueActivities(store: ArtifactStore) {
   return { ...createArtifactActivities(store), ...createEvaluationActivities(store), ...createRunBookkeepingActivities(store), loadScenario, latestPolicyVersion };
 }
 
+export interface EndpointGates {
+  policy: EndpointGate;
+  simulator: EndpointGate;
+}
+
+/** One gate per endpoint for a worker process: local LLM activities and turn activities share them. */
+export function endpointGates(limits: { policy: EndpointLimits; simulator: EndpointLimits }): EndpointGates {
+  return { policy: new EndpointGate(limits.policy), simulator: new EndpointGate(limits.simulator) };
+}
+
 /**
- * The LLM activities as the rollout worker runs them when workflows ask for local activities
- * (`rollout.llmCalls: local`): the same functions, bounded per endpoint in this process.
+ * The LLM calls as the worker makes them outside their endpoints' task queues (local activities,
+ * `rollout.llmCalls: local`, and the calls inside turn activities): the same functions, bounded per
+ * endpoint in this process.
  */
-export function localLlmActivities(limits: { policy: EndpointLimits; simulator: EndpointLimits }) {
+export function gatedLlmCalls(gates: EndpointGates) {
   return {
-    ...gated(policyActivities, new EndpointGate(limits.policy)),
-    ...gated(simulatorActivities, new EndpointGate(limits.simulator)),
+    ...gated(policyActivities, gates.policy),
+    ...gated(simulatorActivities, gates.simulator),
   };
+}
+
+/** `playDialogueTurn` (`rollout.activityPer: turn`), its calls bounded by `gates`. */
+export function dialogueTurnActivities(gates: EndpointGates) {
+  return createDialogueTurnActivities(gatedLlmCalls(gates));
 }
 
 export type PolicyActivities = typeof policyActivities;
 export type SimulatorActivities = typeof simulatorActivities;
+export type { DialogueTurnActivities } from './dialogueTurn.js';
 export type RolloutQueueActivities = ReturnType<typeof rolloutQueueActivities>;
 export type ArtifactActivities = RolloutQueueActivities;
 

@@ -1,14 +1,7 @@
 import { parsePolicyOutput } from '../core/think.js';
-import type { EndpointCall } from '../core/rolloutSettings.js';
-import type { ChatMessage, PolicyTurnResult } from '../core/transcript.js';
+import type { PolicyTurnInput } from '../core/dialogueTurn.js';
+import type { PolicyTurnResult } from '../core/transcript.js';
 import { chatCompletion } from './chatCompletion.js';
-
-export interface PolicyTurnInput {
-  endpoint: EndpointCall;
-  messages: ChatMessage[];
-  think: boolean;
-  seed: number;
-}
 
 /** One policy turn: a chat completion, then the think-then-say split. A malformed output is a result, not an error. */
 export async function generatePolicyTurn(input: PolicyTurnInput): Promise<PolicyTurnResult> {

@@ -2,14 +2,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { analysisJsonSchema, parseAnalysis } from '../core/analysis.js';
 import type { SimulatorCall } from '../core/rolloutSettings.js';
-import type { AnalysisResult, ChatMessage, UserMessageResult } from '../core/transcript.js';
+import type { SimulatorCallInput } from '../core/dialogueTurn.js';
+import type { AnalysisResult, UserMessageResult } from '../core/transcript.js';
 import { chatCompletion } from './chatCompletion.js';
-
-export interface SimulatorCallInput {
-  endpoint: SimulatorCall;
-  messages: ChatMessage[];
-  seed: number;
-}
 
 function responseFormatFor(mode: SimulatorCall['structuredOutput'], maxChars: number | undefined): OpenAI.Chat.Completions.ChatCompletionCreateParams['response_format'] | undefined {
   if (mode === 'json_schema') {

@@ -1,8 +1,8 @@
 import { rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettings.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
+import { taskQueuesFor } from './taskQueues.js';
 
 const LOCAL_ANALYSIS_MAX_CHARS = 120;
-import { taskQueuesFor } from './taskQueues.js';
 
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
 export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Partial<Pick<RolloutSettings, 'initialEmotion' | 'maxTurns' | 'think'>> & { policyModel?: string } = {}): RolloutSettings {
@@ -13,7 +13,9 @@ export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Parti
   const analysisMaxChars = simulator.analysisMaxChars ?? ([localUrl, LOCAL_LLM_URL].includes(simulator.baseURL) ? LOCAL_ANALYSIS_MAX_CHARS : undefined);
   return rolloutSettingsSchema.parse({
     artifactsTaskQueue: queues.rollouts,
+    turnsTaskQueue: queues.turns,
     llmCalls: rollout.llmCalls,
+    activityPer: rollout.activityPer,
     initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,
     maxTurns: overrides.maxTurns ?? rollout.maxTurns,
     think: overrides.think ?? rollout.think,

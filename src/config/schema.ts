@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/emotion.js';
-import { llmCallModes, retryPolicySchema, structuredOutputModes } from '../core/rolloutSettings.js';
+import { activityScopes, llmCallModes, retryPolicySchema, structuredOutputModes } from '../core/rolloutSettings.js';
 import { ALGORITHMS, hyperparametersSchema, loraSchema } from '../core/training/settings.js';
 
 const endpointFields = {
@@ -71,7 +71,9 @@ export const configSchema = z.strictObject({
     policySystemPrompt: z.string().min(1).optional(),
     /** `activity`: each LLM call on its endpoint's queue; `local`: local activities (see src/workflows/rollout.ts). */
     llmCalls: z.enum(llmCallModes).default('activity'),
-  }).default({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8, think: false, llmCalls: 'activity' }),
+    /** `call`: one activity per LLM call; `turn`: one per dialogue turn, its three calls inside (see src/workflows/rollout.ts). */
+    activityPer: z.enum(activityScopes).default('call'),
+  }).default({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8, think: false, llmCalls: 'activity', activityPer: 'call' }),
   scenarios: z.strictObject({
     train: z.string().min(1).default('scenarios/train'),
     eval: z.string().min(1).default('scenarios/eval'),

@@ -1,12 +1,14 @@
 /**
  * One task queue per domain, so each can be scaled and rate-limited on its own:
  * rollouts (workflow tasks and artifact writes), the policy endpoint, the simulator endpoint,
- * and the GPU optimizer. Names and limits live here only.
+ * whole dialogue turns (`rollout.activityPer: turn`, both endpoints), and the GPU optimizer.
+ * Names and limits live here only.
  */
 export const TASK_QUEUES = {
   rollouts: 'attune-rollouts',
   policy: 'attune-llm-policy',
   simulator: 'attune-llm-simulator',
+  turns: 'attune-llm-turns',
   optimizer: 'attune-optimizer',
 } as const;
 
@@ -18,6 +20,7 @@ export function taskQueuesFor(prefix: string): TaskQueues {
     rollouts: `${prefix}${TASK_QUEUES.rollouts}`,
     policy: `${prefix}${TASK_QUEUES.policy}`,
     simulator: `${prefix}${TASK_QUEUES.simulator}`,
+    turns: `${prefix}${TASK_QUEUES.turns}`,
     optimizer: `${prefix}${TASK_QUEUES.optimizer}`,
   };
 }
@@ -35,6 +38,19 @@ export const LIMITS = {
   optimizerShutdownGraceTimeMs: 10 * 60_000,
   /** Bound on a local LLM activity, waiting for its endpoint's slot included (`rollout.llmCalls: local`). */
   localLlmCallTimeoutMs: 30 * 60_000,
+  /** Bound on a turn activity (three LLM calls and their waits for an endpoint slot; `rollout.activityPer: turn`). */
+  turnActivityTimeoutMs: 30 * 60_000,
+  /**
+   * At most this long without a heartbeat and a turn activity's worker is presumed dead (less when
+   * the endpoints' HTTP timeouts are shorter); a live one heartbeats three times as often, even
+   * while it waits for an endpoint.
+   */
+  turnHeartbeatTimeoutMs: 60_000,
+  /**
+   * A turn activity's finished calls reach the server at most this late (the SDK sends one
+   * heartbeat at once, then at most one per interval): what a SIGKILLed worker can lose of a turn.
+   */
+  turnHeartbeatThrottleMs: 2_000,
   /** Artifact writes are local and quick. */
   artifactActivityTimeoutMs: 60_000,
 } as const;

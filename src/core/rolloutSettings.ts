@@ -29,9 +29,15 @@ export const structuredOutputModes = ['json_schema', 'json_object', 'none'] as c
 export const llmCallModes = ['activity', 'local'] as const;
 export type LlmCallMode = (typeof llmCallModes)[number];
 
+/** One activity per LLM call, or one per dialogue turn (the policy's reply and the simulator's two calls). */
+export const activityScopes = ['call', 'turn'] as const;
+export type ActivityScope = (typeof activityScopes)[number];
+
 export const rolloutSettingsSchema = z.strictObject({
   /** How the workflow runs its LLM calls; see src/workflows/rollout.ts. Absent (older inputs) = activity. */
   llmCalls: z.enum(llmCallModes).default('activity'),
+  /** What one activity covers; see src/workflows/rollout.ts. Absent (older inputs) = call. */
+  activityPer: z.enum(activityScopes).default('call'),
   initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
   maxTurns: z.number().int().min(1).max(50).default(8),
   think: z.boolean().default(false),
@@ -39,6 +45,8 @@ export const rolloutSettingsSchema = z.strictObject({
   policySystemPrompt: z.string().optional(),
   /** Queue of the rollout workflows' own activities (artifact writes). */
   artifactsTaskQueue: z.string().min(1),
+  /** Queue of turn activities (`activityPer: turn` with `llmCalls: activity`); absent in older inputs. */
+  turnsTaskQueue: z.string().min(1).optional(),
   policy: endpointCallSchema,
   simulator: endpointCallSchema.extend({
     structuredOutput: z.enum(structuredOutputModes).default('json_schema'),

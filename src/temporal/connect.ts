@@ -90,8 +90,9 @@ async function livePollers(handle: TemporalHandle, name: string, taskQueueType: 
 export async function rolloutWorkersPolling(handle: TemporalHandle, config: AttuneConfig): Promise<boolean> {
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   const pollers = (name: string, taskQueueType: 1 | 2) => livePollers(handle, name, taskQueueType);
-  // Workflow queue (type 1) and both LLM activity queues (type 2) need a poller.
-  const counts = await Promise.all([pollers(queues.rollouts, 1), pollers(queues.policy, 2), pollers(queues.simulator, 2)]);
+  // Workflow queue (type 1) and the LLM activity queues (type 2) the rollouts will use need a poller.
+  const activityQueues = [queues.policy, queues.simulator, ...(config.rollout.activityPer === 'turn' ? [queues.turns] : [])];
+  const counts = await Promise.all([pollers(queues.rollouts, 1), ...activityQueues.map((name) => pollers(name, 2))]);
   return counts.every((n) => n > 0);
 }
 

@@ -1,6 +1,6 @@
 import { NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ArtifactStore } from '../artifacts/store.js';
-import { localLlmActivities, optimizerQueueActivities, policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
+import { dialogueTurnActivities, endpointGates, gatedLlmCalls, optimizerQueueActivities, policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS, taskQueuesFor } from '../config/taskQueues.js';
 import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflowSource.js';
@@ -16,8 +16,9 @@ export interface LlmIoWorkerOptions {
 }
 
 /**
- * The LLM-I/O side: rollout workflows and artifact writes on one queue, and one queue per LLM
- * endpoint so each gets its own concurrency and rate limit.
+ * The LLM-I/O side: rollout workflows and artifact writes on one queue, one queue per LLM endpoint
+ * so each gets its own concurrency and rate limit, and one for whole dialogue turns
+ * (`rollout.activityPer: turn`), whose calls pass through per-endpoint gates in this process.
  */
 export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<Worker[]> {
   const { connection, namespace, config } = options;
@@ -31,18 +32,22 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const workflowSource = options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions };
   // With local activities a workflow task stays open while its LLM call runs, so the rollout
   // worker needs a task slot (and a local-activity slot) for every call it may have in flight.
-  const localCalls = config.policy.maxConcurrency + config.simulator.maxConcurrency;
+  // A turn activity holds its slot while it waits for either endpoint, hence the sum here too.
+  const callsInFlight = config.policy.maxConcurrency + config.simulator.maxConcurrency;
   const local = config.rollout.llmCalls === 'local';
+  const gates = endpointGates({ policy: config.policy, simulator: config.simulator });
+  const turnActivities = dialogueTurnActivities(gates);
   const rollouts = await Worker.create({
     ...common,
     taskQueue: queues.rollouts,
     ...workflowSource,
     activities: {
       ...rolloutQueueActivities(options.store),
-      ...localLlmActivities({ policy: config.policy, simulator: config.simulator }),
+      ...gatedLlmCalls(gates),
+      ...turnActivities,
     },
-    maxConcurrentWorkflowTaskExecutions: local ? Math.max(LIMITS.maxConcurrentWorkflowTasks, localCalls) : LIMITS.maxConcurrentWorkflowTasks,
-    maxConcurrentLocalActivityExecutions: localCalls,
+    maxConcurrentWorkflowTaskExecutions: local ? Math.max(LIMITS.maxConcurrentWorkflowTasks, callsInFlight) : LIMITS.maxConcurrentWorkflowTasks,
+    maxConcurrentLocalActivityExecutions: callsInFlight,
     maxCachedWorkflows: LIMITS.maxCachedWorkflows,
     maxConcurrentActivityTaskExecutions: LIMITS.maxConcurrentArtifactActivities,
   });
@@ -60,7 +65,15 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     maxConcurrentActivityTaskExecutions: config.simulator.maxConcurrency,
     ...(config.simulator.requestsPerSecond !== undefined ? { maxTaskQueueActivitiesPerSecond: config.simulator.requestsPerSecond } : {}),
   });
-  return [rollouts, policy, simulator];
+  const turns = await Worker.create({
+    ...common,
+    taskQueue: queues.turns,
+    activities: turnActivities,
+    maxConcurrentActivityTaskExecutions: callsInFlight,
+    maxHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,
+    defaultHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,
+  });
+  return [rollouts, policy, simulator, turns];
 }
 
 /** Runs workers until one fails or all are shut down; a failure stops the others. */

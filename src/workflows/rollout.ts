@@ -1,14 +1,14 @@
 import { ApplicationFailure, defineQuery, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import type { ArtifactActivities, PolicyActivities, SimulatorActivities } from '../activities/index.js';
+import type { ArtifactActivities, DialogueTurnActivities, PolicyActivities, SimulatorActivities } from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
-import { emotionAfterTurn, emotionState } from '../core/emotion.js';
-import { analysisMessages, openingMessages, replyMessages } from '../core/prompts/simulator.js';
-import { defaultPolicySystemPrompt, policyMessages } from '../core/prompts/policy.js';
+import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput, type TurnPhase } from '../core/dialogueTurn.js';
+import { openingMessages } from '../core/prompts/simulator.js';
+import { defaultPolicySystemPrompt } from '../core/prompts/policy.js';
 import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettings.js';
 import type { Scenario } from '../core/scenario.js';
 import { callSeed } from '../core/seeds.js';
-import { isGoodbye, outcomeAfterAnalysis, rewardFor, type Outcome } from '../core/termination.js';
-import { emptyTotals, type ChatMessage, type RolloutSummary, type Transcript, type TranscriptTurn } from '../core/transcript.js';
+import { rewardFor, type Outcome } from '../core/termination.js';
+import { emptyTotals, type ChatMessage, type RolloutSummary, type TokenTotals, type Transcript, type TranscriptTurn } from '../core/transcript.js';
 import { LIMITS } from '../config/taskQueues.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
@@ -28,7 +28,8 @@ export interface RolloutProgress {
   emotion: number;
   emotions: number[];
   outcome: Outcome | null;
-  phase: 'opening' | 'policy' | 'analysis' | 'reply' | 'saving' | 'done';
+  /** `turn`: a turn activity is playing the whole turn (`activityPer: turn`). */
+  phase: 'opening' | TurnPhase | 'turn' | 'saving' | 'done';
 }
 
 export const rolloutProgressQuery = defineQuery<RolloutProgress>('rolloutProgress');
@@ -49,15 +50,56 @@ function retryOptions(retry: RetryPolicySettings) {
   };
 }
 
+/** Token totals grow by what one turn's calls used. */
+function addUsage(tokens: TokenTotals, turn: TranscriptTurn): void {
+  tokens.policyPrompt += turn.policy.usage.prompt;
+  tokens.policyCompletion += turn.policy.usage.completion;
+  for (const call of [turn.analysis, turn.userReply]) {
+    if (!call) continue;
+    tokens.simulatorPrompt += call.usage.prompt;
+    tokens.simulatorCompletion += call.usage.completion;
+  }
+}
+
+/** Retries of a turn activity: as patient as the more patient of its two endpoints. */
+function turnRetry(settings: RolloutSettings): RetryPolicySettings {
+  const a = settings.policy.retry;
+  const b = settings.simulator.retry;
+  return {
+    initialIntervalMs: Math.min(a.initialIntervalMs, b.initialIntervalMs),
+    backoffCoefficient: Math.max(a.backoffCoefficient, b.backoffCoefficient),
+    maximumIntervalMs: Math.max(a.maximumIntervalMs, b.maximumIntervalMs),
+    maximumAttempts: a.maximumAttempts === 0 || b.maximumAttempts === 0 ? 0 : Math.max(a.maximumAttempts, b.maximumAttempts),
+  };
+}
+
+function turnActivityProxy(settings: RolloutSettings, local: boolean) {
+  const options = {
+    // Waits for endpoint slots count against the timeout too; the HTTP timeouts bound each call.
+    startToCloseTimeout: LIMITS.turnActivityTimeoutMs,
+    retry: retryOptions(turnRetry(settings)),
+  };
+  if (local) return proxyLocalActivities<DialogueTurnActivities>(options);
+  if (!settings.turnsTaskQueue) throw ApplicationFailure.nonRetryable('rollout settings with activityPer=turn need turnsTaskQueue', 'BadRolloutInput');
+  // A dead worker is noticed as soon as a dead worker's single call would be (or within a minute).
+  const heartbeatTimeout = Math.min(LIMITS.turnHeartbeatTimeoutMs, activityTimeoutFor(Math.min(settings.policy.timeoutMs, settings.simulator.timeoutMs)));
+  return proxyActivities<DialogueTurnActivities>({ ...options, taskQueue: settings.turnsTaskQueue, heartbeatTimeout });
+}
+
 /**
  * One dialogue between the policy and the simulated user; the transcript goes to the artifact store
- * and only a summary comes back. Each LLM call is one activity, in one of two ways
- * (`settings.llmCalls`):
- * - `activity`: on its endpoint's task queue, so a crash resumes after the last finished call, and
- *   each endpoint's workers scale and rate-limit on their own;
+ * and only a summary comes back. `settings.activityPer` decides what one activity covers:
+ * - `call`: each LLM call (the workflow plays the turn, `playTurn`);
+ * - `turn`: a whole turn, the policy's reply and the simulator's analysis and answer, played by
+ *   `playDialogueTurn` with the same `playTurn`: a third of the activations and history events,
+ *   the turn's calls back to back in one worker, each endpoint bounded in that worker's process.
+ * `settings.llmCalls` decides where those activities run:
+ * - `activity`: on a task queue (the endpoint's, or the turns queue), so a crash resumes after the
+ *   last finished call (a turn activity heartbeats its finished calls), and the LLM workers scale on
+ *   their own;
  * - `local`: a local activity in the rollout worker, recorded as a marker when the workflow task
- *   completes. About half the CPU per call and a fifth of the server's, but a crash repeats the
- *   calls made since the last completed workflow task (up to about 8 s of them).
+ *   completes. Less CPU and far less server work, but a crash repeats the calls made since the last
+ *   completed workflow task (up to about 8 s of them).
  */
 export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const { settings, seed } = input;
@@ -84,6 +126,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const simulator = local
     ? proxyLocalActivities<SimulatorActivities>(localOptions(simulatorOptions))
     : proxyActivities<SimulatorActivities>({ ...simulatorOptions, taskQueue: settings.simulator.taskQueue });
+  const turnActivity = settings.activityPer === 'turn' ? turnActivityProxy(settings, local) : null;
   const artifacts = proxyActivities<ArtifactActivities>({
     taskQueue: settings.artifactsTaskQueue,
     startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
@@ -126,66 +169,37 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const turns: TranscriptTurn[] = [];
   let emotion = settings.initialEmotion;
   let outcome: Outcome | null = null;
+  // Per call, the workflow plays the turn itself and each call is an activity; per turn, one activity plays it.
+  // (Activity proxies have no own keys to spread: each function is looked up by name.)
+  const callsOfTurn: DialogueCalls = {
+    generatePolicyTurn: policy.generatePolicyTurn,
+    analyzeAssistantReply: simulator.analyzeAssistantReply,
+    writeUserMessage: simulator.writeUserMessage,
+  };
+  const onPhase = (phase: TurnPhase) => {
+    progress.phase = phase;
+  };
 
   for (let turn = 1; outcome === null; turn++) {
     progress.turn = turn;
-    progress.phase = 'policy';
-    const promptMessages = policyMessages(systemPrompt, history);
-    const policyTurn = await policy.generatePolicyTurn({
-      endpoint: settings.policy,
-      messages: promptMessages,
-      think: settings.think,
-      seed: callSeed(seed, turn, 'policy'),
-    });
-    tokens.policyPrompt += policyTurn.usage.prompt;
-    tokens.policyCompletion += policyTurn.usage.completion;
-    const record: TranscriptTurn = {
-      turn,
-      userMessage: history[history.length - 1]?.content ?? '',
-      promptMessages,
-      policy: policyTurn,
-      analysis: null,
-      emotionBefore: emotion,
-      emotionAfter: emotion,
-      state: emotionState(emotion),
-      userReply: null,
-    };
-    turns.push(record);
-    if (policyTurn.malformed) {
-      outcome = 'malformed';
-      break;
+    const turnInput: TurnInput = { settings, scenario, systemPrompt, history: [...history], emotion, turn, seed };
+    let played: PlayedTurn;
+    if (turnActivity) {
+      progress.phase = 'turn';
+      played = await turnActivity.playDialogueTurn(turnInput);
+    } else {
+      played = await playTurn(callsOfTurn, turnInput, onPhase);
     }
-
-    progress.phase = 'analysis';
-    const analysis = await simulator.analyzeAssistantReply({
-      endpoint: settings.simulator,
-      messages: analysisMessages(scenario, history, policyTurn.reply, emotion),
-      seed: callSeed(seed, turn, 'analysis'),
-    });
-    tokens.simulatorPrompt += analysis.usage.prompt;
-    tokens.simulatorCompletion += analysis.usage.completion;
-    emotion = emotionAfterTurn(emotion, analysis.analysis.emotionChange);
-    record.analysis = analysis;
-    record.emotionAfter = emotion;
-    record.state = emotionState(emotion);
-    progress.emotion = emotion;
-    progress.emotions.push(emotion);
-    history.push({ role: 'assistant', content: policyTurn.reply });
-
-    outcome = outcomeAfterAnalysis(emotion, turn, settings.maxTurns);
-    if (outcome !== null) break;
-
-    progress.phase = 'reply';
-    const reply = await simulator.writeUserMessage({
-      endpoint: settings.simulator,
-      messages: replyMessages(scenario, history, analysis.analysis, emotion, false),
-      seed: callSeed(seed, turn, 'reply'),
-    });
-    tokens.simulatorPrompt += reply.usage.prompt;
-    tokens.simulatorCompletion += reply.usage.completion;
-    record.userReply = reply;
-    history.push({ role: 'user', content: reply.text });
-    if (isGoodbye(reply.text, scenario.language)) outcome = 'goodbye';
+    const { record } = played;
+    turns.push(record);
+    addUsage(tokens, record);
+    if (record.analysis) {
+      progress.emotion = played.emotion;
+      progress.emotions.push(played.emotion);
+    }
+    emotion = played.emotion;
+    outcome = played.outcome;
+    history.push(...played.messages);
   }
 
   const finalEmotion = emotion;

@@ -50,6 +50,14 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ file: '/nonexistent/attune.yaml', env: {} }), /no such config file/);
     assert.throws(() => loadConfig({ env: {}, set: ['rollout.llmCalls=remote'] }), /rollout\.llmCalls/);
   });
+  it('passes rollout.activityPer to the workflows (call by default), with the turns queue', () => {
+    assert.throws(() => loadConfig({ env: {}, set: ['rollout.activityPer=dialogue'] }), /rollout\.activityPer/);
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).activityPer, 'call');
+    const settings = rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.activityPer=turn', 'temporal.taskQueuePrefix=t1-'] }));
+    assert.equal(settings.activityPer, 'turn');
+    assert.equal(settings.turnsTaskQueue, 't1-attune-llm-turns');
+  });
+
   it('passes rollout.llmCalls to the workflows (activity by default)', () => {
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).llmCalls, 'activity');
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).llmCalls, 'local');

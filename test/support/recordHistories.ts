@@ -1,7 +1,7 @@
 /**
  * Records the workflow histories that the replay tests replay. Run it when a workflow change is
  * meant to be incompatible (and version the workflow), never to make a failing replay pass:
- *   node --import tsx test/support/recordHistories.ts
+ *   node --import tsx test/support/recordHistories.ts [NAME...]   (default: all; names below)
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,14 +14,15 @@ import { trainingWorkflowId } from '../../src/workflows/training.js';
 
 export const HISTORIES_DIR = join(__dirname, '..', 'fixtures', 'histories');
 
-async function recordRollout(): Promise<void> {
-  const rig = await createRolloutRig({ behaviour: { analysis: (ctx) => ({ emotionChange: ctx.turn % 2 === 0 ? -3 : 6 }) } });
+/** `set`: config overrides, e.g. another `rollout.activityPer`. */
+async function recordRollout(file: string, set: string[] = []): Promise<void> {
+  const rig = await createRolloutRig({ behaviour: { analysis: (ctx) => ({ emotionChange: ctx.turn % 2 === 0 ? -3 : 6 }) }, set });
   await rig.startWorkers();
   // Think mode and a simulator-written opening: the history covers every activity type.
-  const handle = await rig.startRollout(fixtureScenario('test-not-my-fault-avoidant-cyclist'), 4242, { maxTurns: 3, think: true }, 'replay-fixture-rollout');
+  const handle = await rig.startRollout(fixtureScenario('test-not-my-fault-avoidant-cyclist'), 4242, { maxTurns: 3, think: true }, `replay-fixture-${file.replace(/\.json$/, '')}`);
   await handle.result();
   const history = await handle.fetchHistory();
-  writeFileSync(join(HISTORIES_DIR, 'rollout.json'), historyToJSON(history));
+  writeFileSync(join(HISTORIES_DIR, file), historyToJSON(history));
   await rig.close();
 }
 
@@ -37,10 +38,24 @@ async function recordTraining(): Promise<void> {
   await rig.close();
 }
 
+const RECORDERS: Record<string, () => Promise<void>> = {
+  rollout: () => recordRollout('rollout.json'),
+  'rollout-per-turn': () => recordRollout('rollout-per-turn.json', ['rollout.activityPer=turn']),
+  'training-step': recordTraining,
+};
+
+async function record(names: string[]): Promise<void> {
+  for (const name of names) {
+    const recorder = RECORDERS[name];
+    if (!recorder) throw new Error(`unknown history "${name}"; known: ${Object.keys(RECORDERS).join(', ')}`);
+    await recorder();
+  }
+}
+
 if (require.main === module) {
   installTemporalLogging('ERROR');
-  recordRollout()
-    .then(() => recordTraining())
+  const names = process.argv.slice(2);
+  record(names.length > 0 ? names : Object.keys(RECORDERS))
     .then(() => teardownSharedTestEnv())
     .then(() => console.log(`recorded histories in ${HISTORIES_DIR}`))
     .catch((error: unknown) => {

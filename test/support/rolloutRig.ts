@@ -2,7 +2,6 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettings.js';
@@ -12,7 +11,8 @@ import type { RolloutSettings } from '../../src/core/rolloutSettings.js';
 import type { Scenario } from '../../src/core/scenario.js';
 import type { RolloutSummary } from '../../src/core/transcript.js';
 import { requireScenarioLibrary } from '../../src/scenarios/library.js';
-import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../../src/workers/llmIoWorkers.js';
+import { createLlmIoWorkers } from '../../src/workers/llmIoWorkers.js';
+import { RunningWorkers } from './runningWorkers.js';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { rollout, RolloutInput } from '../../src/workflows/rollout.js';
 import { FakeOpenAIServer, type FakeBehaviour } from './fakeOpenAI.js';
@@ -74,8 +74,7 @@ export async function createRolloutRig(options: { behaviour?: FakeBehaviour; set
   const configSet = testConfigSet(fake.url, options.set);
   const config = loadConfig({ env: {}, set: configSet });
   const store = new FileArtifactStore(join(config.home, 'artifacts'));
-  let workers: Worker[] = [];
-  let running: Promise<void> | null = null;
+  const running = new RunningWorkers();
   const rig: RolloutRig = {
     env,
     fake,
@@ -84,20 +83,16 @@ export async function createRolloutRig(options: { behaviour?: FakeBehaviour; set
     store,
     settings: (overrides = {}) => ({ ...rolloutSettingsFromConfig(config), ...overrides }),
     async startWorkers() {
-      workers = await createLlmIoWorkers({
+      running.start(await createLlmIoWorkers({
         connection: env.nativeConnection,
         namespace: env.namespace ?? 'default',
         config,
         store,
         workflowBundle: await sharedWorkflowBundle(),
-      });
-      running = runWorkers(workers);
+      }));
     },
     async stopWorkers() {
-      shutdownWorkers(workers);
-      await running;
-      running = null;
-      workers = [];
+      await running.stop();
     },
     async runRollout(scenario, seed, overrides = {}, workflowId) {
       return (await rig.startRollout(scenario, seed, overrides, workflowId)).result();

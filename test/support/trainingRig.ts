@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, type Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import type { DevServer } from '../../src/temporal/devServer.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { metricsKey } from '../../src/activities/runBookkeeping.js';
@@ -11,7 +11,8 @@ import { loadConfig } from '../../src/config/load.js';
 import type { AttuneConfig } from '../../src/config/schema.js';
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import { startOrAttachTraining } from '../../src/cli/commands/train.js';
-import { createLlmIoWorkers, createOptimizerWorker, runWorkers, shutdownWorkers } from '../../src/workers/llmIoWorkers.js';
+import { createLlmIoWorkers, createOptimizerWorker } from '../../src/workers/llmIoWorkers.js';
+import { RunningWorkers } from './runningWorkers.js';
 import { FakeOpenAIServer, type FakeBehaviour } from './fakeOpenAI.js';
 import { testConfigSet, FIXTURE_SCENARIOS } from './rolloutRig.js';
 import { sharedTestEnv, sharedWorkflowBundle } from './temporalEnv.js';
@@ -76,23 +77,18 @@ export async function createTrainingRig(options: { behaviour?: FakeBehaviour; se
   const configSet = testConfigSet(fake.url, [`trainer.url=${trainer.url}`, 'policy.timeoutMs=60000', ...(options.set ?? [])]);
   const config = loadConfig({ env: {}, set: configSet });
   const store = new FileArtifactStore(join(config.home, 'artifacts'));
-  let workers: Worker[] = [];
-  let running: Promise<void> | null = null;
+  const running = new RunningWorkers();
   const rig: TrainingRig = {
     address, client, fake, trainer, config, configSet, store,
     async startWorkers(which = { llm: true, optimizer: true }) {
       const common = { connection: nativeConnection, namespace: 'default', config, store };
-      workers = [
+      running.start([
         ...(which.llm ? await createLlmIoWorkers({ ...common, workflowBundle: await sharedWorkflowBundle() }) : []),
         ...(which.optimizer ? [await createOptimizerWorker(common)] : []),
-      ];
-      running = runWorkers(workers);
+      ]);
     },
     async stopWorkers() {
-      shutdownWorkers(workers);
-      await running;
-      running = null;
-      workers = [];
+      await running.stop();
     },
     start: (runName, cfg = config) => startOrAttachTraining(client, cfg, runName),
     async metrics(runName) {

@@ -20,6 +20,13 @@ describe('workflow replay (determinism guard)', () => {
     await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-rollout');
   });
 
+  it('replays a recorded rollout with one activity per turn (rollout.activityPer: turn)', async () => {
+    const history = historyFromJSON(loadHistory('rollout-per-turn.json'));
+    const turns = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playDialogueTurn');
+    assert.equal(turns.length, 3, 'the fixture holds a whole 3-turn rollout');
+    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-rollout-per-turn');
+  });
+
   it('replays a recorded training step (rollout fan-out, optimizer, publishing, continue-as-new)', async () => {
     const history = historyFromJSON(loadHistory('training-step.json'));
     const types = new Set((history.events ?? []).map((e) => e.eventType));

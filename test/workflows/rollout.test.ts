@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
+import type { Scenario } from '../../src/core/scenario.js';
 import type { Transcript } from '../../src/core/transcript.js';
+import type { FakeBehaviour } from '../support/fakeOpenAI.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 
 function failureMessage(error: unknown): string {
@@ -131,14 +133,25 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.equal(rig.fake.count('reply'), 3);
   });
 
+  /** One rollout with one activity per call, for the other modes to be compared with. */
+  async function perCallReference(behaviour: FakeBehaviour, scenario: Scenario) {
+    rig = await createRolloutRig({ behaviour });
+    await rig.startWorkers();
+    const summary = await rig.runRollout(scenario, 7, { maxTurns: 3 });
+    const transcript = await rig.store.getJson<Transcript>(summary.artifact);
+    await rig.close();
+    rig = undefined;
+    return { summary, dialogue: dialogueOf(transcript) };
+  }
+
+  function dialogueOf(transcript: Transcript) {
+    return transcript.turns.map((t) => [t.promptMessages, t.policy.reply, t.analysis?.analysis, t.emotionAfter, t.userReply?.text]);
+  }
+
   it('rollout.llmCalls=local: the same dialogue and retries, with each LLM call a local-activity marker', async () => {
     const behaviour = { analysis: () => ({ emotionChange: 3 }) };
     const scenario = fixtureScenario('test-venting-negative-baker');
-    rig = await createRolloutRig({ behaviour });
-    await rig.startWorkers();
-    const remote = await rig.runRollout(scenario, 7, { maxTurns: 3 });
-    const remoteTranscript = await rig.store.getJson<Transcript>(remote.artifact);
-    await rig.close();
+    const reference = await perCallReference(behaviour, scenario);
 
     rig = await createRolloutRig({ behaviour, set: ['rollout.llmCalls=local', 'policy.maxConcurrency=1'] });
     assert.equal(rig.settings().llmCalls, 'local');
@@ -147,10 +160,9 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     await rig.startWorkers();
     const handle = await rig.startRollout(scenario, 7, { maxTurns: 3 });
     const local = await handle.result();
-    assert.deepEqual({ ...local, rolloutId: '', artifact: null }, { ...remote, rolloutId: '', artifact: null });
+    assert.deepEqual({ ...local, rolloutId: '', artifact: null }, { ...reference.summary, rolloutId: '', artifact: null });
     // The same prompts and answers as with one activity per call.
-    const localTranscript = await rig.store.getJson<Transcript>(local.artifact);
-    assert.deepEqual(localTranscript.turns.map((t) => [t.promptMessages, t.policy.reply, t.userReply?.text]), remoteTranscript.turns.map((t) => [t.promptMessages, t.policy.reply, t.userReply?.text]));
+    assert.deepEqual(dialogueOf(await rig.store.getJson<Transcript>(local.artifact)), reference.dialogue);
     // 3 policy calls + the 500; 2 replies + the 429.
     assert.equal(rig.fake.count('policy'), 4);
     assert.equal(rig.fake.count('reply'), 3);
@@ -159,6 +171,56 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
     assert.equal(markers, 3 + 3 + 2, 'one marker per finished LLM call');
     assert.deepEqual(scheduled, ['saveTranscript'], 'only the transcript write is a regular activity');
+  });
+
+  it('rollout.activityPer=turn: one activity per turn, the same dialogue, and a failed call resumes after the finished ones', async () => {
+    const behaviour = { analysis: () => ({ emotionChange: 3 }) };
+    const scenario = fixtureScenario('test-venting-negative-baker');
+    const reference = await perCallReference(behaviour, scenario);
+
+    rig = await createRolloutRig({ behaviour, set: ['rollout.activityPer=turn', 'policy.maxConcurrency=1', 'simulator.maxConcurrency=1'] });
+    assert.equal(rig.settings().activityPer, 'turn');
+    rig.fake.inject('reply', 1, '500');
+    rig.fake.inject('analysis', 2, '429');
+    await rig.startWorkers();
+    const handle = await rig.startRollout(scenario, 7, { maxTurns: 3 });
+    const summary = await handle.result();
+    assert.deepEqual({ ...summary, rolloutId: '', artifact: null }, { ...reference.summary, rolloutId: '', artifact: null });
+    assert.deepEqual(dialogueOf(await rig.store.getJson<Transcript>(summary.artifact)), reference.dialogue);
+    // The retried turns did not repeat their finished calls (the heartbeat carried them over).
+    assert.equal(rig.fake.count('policy'), 3);
+    assert.equal(rig.fake.count('analysis'), 3 + 1);
+    assert.equal(rig.fake.count('reply'), 2 + 1);
+    for (const [key, count] of rig.fake.successCountsByKey()) assert.equal(count, 1, `request ${key} answered ${count} times`);
+    const events = (await handle.fetchHistory()).events ?? [];
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes);
+    assert.deepEqual(scheduled.map((a) => a?.activityType?.name), ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript']);
+    assert.equal(scheduled[0]?.taskQueue?.name, rig.settings().turnsTaskQueue);
+    const attempts = events.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes?.attempt);
+    assert.deepEqual(attempts, [2, 2, 1, 1], 'turns 1 and 2 each needed a second attempt');
+  });
+
+  it('rollout.activityPer=turn with local activities: one marker per turn; a failed call plays its turn again with the same requests', async () => {
+    const behaviour = { analysis: () => ({ emotionChange: 3 }) };
+    const scenario = fixtureScenario('test-venting-negative-baker');
+    const reference = await perCallReference(behaviour, scenario);
+
+    rig = await createRolloutRig({ behaviour, set: ['rollout.activityPer=turn', 'rollout.llmCalls=local'] });
+    rig.fake.inject('reply', 1, '500');
+    await rig.startWorkers();
+    const handle = await rig.startRollout(scenario, 7, { maxTurns: 3 });
+    const summary = await handle.result();
+    assert.deepEqual({ ...summary, rolloutId: '', artifact: null }, { ...reference.summary, rolloutId: '', artifact: null });
+    assert.deepEqual(dialogueOf(await rig.store.getJson<Transcript>(summary.artifact)), reference.dialogue);
+    // Turn 1 ran twice: its policy and analysis requests were made again, byte for byte.
+    assert.equal(rig.fake.count('policy'), 3 + 1);
+    assert.equal(rig.fake.count('analysis'), 3 + 1);
+    assert.equal(rig.fake.count('reply'), 2 + 1);
+    const repeated = [...rig.fake.successCountsByKey()].filter(([, n]) => n > 1);
+    assert.equal(repeated.length, 2, 'the policy and analysis requests of turn 1');
+    const events = (await handle.fetchHistory()).events ?? [];
+    assert.equal(events.filter((e) => e.markerRecordedEventAttributes).length, 3, 'one marker per turn');
+    assert.deepEqual(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name), ['saveTranscript']);
   });
 
   it('asks again after an unparseable analysis, then fails quoting the reply', async () => {

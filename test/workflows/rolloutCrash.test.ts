@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { WorkflowHandle } from '@temporalio/client';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { WorkerProcess } from '../support/workerProcess.js';
 
@@ -12,15 +13,20 @@ describe('rollout durability', function () {
     rig = undefined;
   });
 
-  /** Starts a 4-turn rollout in a worker process and SIGKILLs it while the third policy call waits for its answer. */
-  async function killDuringThirdPolicyCall(set: string[]) {
-    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 2 }) }, set: ['policy.timeoutMs=2000', ...set] });
+  /**
+   * Starts a 4-turn rollout in a worker process and SIGKILLs it while the third `role` call waits
+   * for its answer (once `beforeKill` returns).
+   */
+  async function killDuringThird(role: 'policy' | 'reply', set: string[], beforeKill: (handle: WorkflowHandle) => Promise<void> = async () => {}) {
+    const endpoint = role === 'policy' ? 'policy' : 'simulator';
+    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 2 }) }, set: [`${endpoint}.timeoutMs=2000`, ...set] });
     const first = WorkerProcess.start(rig.env.address, rig.configSet);
     workers.push(first);
     await first.ready();
-    rig.fake.inject('policy', 3, 'hold');
+    rig.fake.inject(role, 3, 'hold');
     const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 21, { maxTurns: 4 });
-    await rig.fake.waitForCall('policy', 3);
+    await rig.fake.waitForCall(role, 3);
+    await beforeKill(handle);
     await first.kill('SIGKILL');
     return { rig, handle, restart: async () => {
       const second = WorkerProcess.start(rig!.env.address, rig!.configSet);
@@ -30,7 +36,7 @@ describe('rollout durability', function () {
   }
 
   it('survives a SIGKILLed worker mid-rollout without repeating a finished LLM call', async () => {
-    const { rig, handle, restart } = await killDuringThirdPolicyCall([]);
+    const { rig, handle, restart } = await killDuringThird('policy', []);
     const answeredBeforeCrash = rig.fake.calls.filter((c) => c.status === 200).length;
     assert.equal(answeredBeforeCrash, 6, '2 policy + 2 analysis + 2 reply calls finished before the crash');
 
@@ -49,7 +55,7 @@ describe('rollout durability', function () {
   });
 
   it('rollout.llmCalls=local: after a SIGKILL, the calls since the last completed workflow task are made again, identically', async () => {
-    const { rig, handle, restart } = await killDuringThirdPolicyCall(['rollout.llmCalls=local']);
+    const { rig, handle, restart } = await killDuringThird('policy', ['rollout.llmCalls=local']);
     // Local activities are recorded when their workflow task completes, and this one was still open.
     assert.equal((await handle.fetchHistory()).events?.filter((e) => e.markerRecordedEventAttributes).length, 0);
 
@@ -68,5 +74,38 @@ describe('rollout durability', function () {
     assert.equal(rig.fake.count('reply'), 3 + 2);
     // Once recorded, each call is a marker in the history.
     assert.equal((await handle.fetchHistory()).events?.filter((e) => e.markerRecordedEventAttributes).length, 4 + 4 + 3);
+  });
+
+  /** The heartbeat details of the workflow's pending turn activity, as the server holds them. */
+  async function heartbeatOfPendingTurn(handle: WorkflowHandle): Promise<Record<string, unknown> | null> {
+    const pending = (await handle.describe()).raw.pendingActivities ?? [];
+    const payload = pending[0]?.heartbeatDetails?.payloads?.[0]?.data;
+    return payload ? (JSON.parse(Buffer.from(payload).toString('utf8')) as Record<string, unknown>) : null;
+  }
+
+  it('rollout.activityPer=turn: after a SIGKILL mid-turn, the turn resumes after the calls its heartbeat recorded', async () => {
+    // Turn 3's policy and analysis are done; wait until its heartbeat carrying both reaches the server.
+    const { rig, handle, restart } = await killDuringThird('reply', ['rollout.activityPer=turn'], async (pending) => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const details = await heartbeatOfPendingTurn(pending);
+        if (details?.policy && details.analysis) return;
+        if (Date.now() > deadline) throw new Error(`turn 3's heartbeat never carried its analysis: ${JSON.stringify(details)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    });
+    await restart();
+    const summary = await handle.result();
+
+    // The same dialogue as the per-call durability test above.
+    assert.equal(summary.outcome, 'turn-limit');
+    assert.deepEqual(summary.emotions, [40, 42, 44, 46, 48]);
+    for (const [key, count] of rig.fake.successCountsByKey()) assert.equal(count, 1, `request ${key} answered ${count} times`);
+    assert.equal(rig.fake.count('policy'), 4);
+    assert.equal(rig.fake.count('analysis'), 4);
+    // 3 answered replies plus the one lost with the worker.
+    assert.equal(rig.fake.count('reply'), 3 + 1);
+    const turnsScheduled = (await handle.fetchHistory()).events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playDialogueTurn').length;
+    assert.equal(turnsScheduled, 4);
   });
 });

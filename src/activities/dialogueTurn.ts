@@ -1,0 +1,78 @@
+import { Context } from '@temporalio/activity';
+import { z } from 'zod';
+import { analysisSchema } from '../core/analysis.js';
+import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
+import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
+import { LIMITS } from '../config/taskQueues.js';
+
+const usageSchema = z.object({ prompt: z.number(), completion: z.number() });
+
+/**
+ * The calls a turn activity has finished, sent as heartbeat details after each one so that the next
+ * attempt (after a failed call, a timeout or a dead worker) resumes after them. Checked on the way
+ * back in: details written by another version of this code are ignored rather than trusted.
+ */
+const finishedCallsSchema = z.object({
+  policy: z.looseObject({ raw: z.string(), reply: z.string(), thinking: z.string().nullable(), malformed: z.boolean(), model: z.string(), latencyMs: z.number(), usage: usageSchema }).optional(),
+  analysis: z.looseObject({ analysis: analysisSchema, raw: z.string(), attempts: z.number(), latencyMs: z.number(), usage: usageSchema }).optional(),
+  reply: z.looseObject({ text: z.string(), latencyMs: z.number(), usage: usageSchema }).optional(),
+});
+
+interface FinishedCalls {
+  policy?: PolicyTurnResult;
+  analysis?: AnalysisResult;
+  reply?: UserMessageResult;
+}
+
+function finishedCallsFrom(context: Context): FinishedCalls {
+  const details: unknown = context.info.heartbeatDetails;
+  if (details === undefined || details === null) return {};
+  const parsed = finishedCallsSchema.safeParse(details);
+  if (parsed.success) return parsed.data as FinishedCalls;
+  context.log.warn('ignoring heartbeat details this version cannot read; the turn starts again', { problem: parsed.error.issues[0]?.message });
+  return {};
+}
+
+/**
+ * One dialogue turn as one activity (`rollout.activityPer: turn`): the policy's reply and the
+ * simulator's two calls, run by `calls` (each bounded by its endpoint's gate in this process).
+ * A regular activity heartbeats its finished calls, and keeps heartbeating while it waits for an
+ * endpoint, so a dead worker is noticed within the heartbeat timeout. A local activity cannot
+ * heartbeat: its retry plays the turn again from the start, with the same seeds.
+ */
+export function createDialogueTurnActivities(calls: DialogueCalls) {
+  return {
+    async playDialogueTurn(input: TurnInput): Promise<PlayedTurn> {
+      const context = Context.current();
+      const resumable = !context.info.isLocal;
+      const finished = resumable ? finishedCallsFrom(context) : {};
+      const record = () => {
+        if (resumable) context.heartbeat(finished);
+      };
+      const keepAlive = resumable ? setInterval(record, (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3) : null;
+      try {
+        return await playTurn({
+          async generatePolicyTurn(callInput) {
+            finished.policy ??= await calls.generatePolicyTurn(callInput);
+            record();
+            return finished.policy;
+          },
+          async analyzeAssistantReply(callInput) {
+            finished.analysis ??= await calls.analyzeAssistantReply(callInput);
+            record();
+            return finished.analysis;
+          },
+          async writeUserMessage(callInput) {
+            finished.reply ??= await calls.writeUserMessage(callInput);
+            record();
+            return finished.reply;
+          },
+        }, input);
+      } finally {
+        if (keepAlive) clearInterval(keepAlive);
+      }
+    },
+  };
+}
+
+export type DialogueTurnActivities = ReturnType<typeof createDialogueTurnActivities>;
