@@ -334,31 +334,29 @@ interface AttuneStack {
   connection: Connection;
   client: Client;
   worker: Child;
-  /** The workers' and the starter's config (`rollout.llmCalls` decides the variant). */
+  /** The workers' and the starter's config (`rollout.llmCalls` and `rollout.activityPer` decide the variant). */
   configSet: string[];
 }
 
-const liveStacks = new Set<AttuneStack>();
+/** Dev servers still up and their connections, for the cleanup after an error or Ctrl-C (worker processes are in `ctx.children`). */
+const liveServers = new Map<BenchDevServer, Connection>();
 
 /** A fresh dev server (its CPU per call grows with the workflows it has stored, so levels must not inherit each other's) and the workers. */
 async function startStack(ctx: RunContext, home: string, configSet: string[]): Promise<AttuneStack> {
   const server = await BenchDevServer.start({ home: join(home, 'temporal'), inMemory: ctx.options.db === 'memory', sqlitePragmas: ctx.options.sqlitePragmas, dynamicConfig: ctx.options.dynamicConfig });
   progress('dev server up', { address: server.address, pid: server.pid, args: server.args.filter((a) => !a.startsWith('Attune')).join(' ') });
   const connection = await Connection.connect({ address: server.address });
-  const stack: AttuneStack = { server, connection, client: new Client({ connection, namespace: 'default' }), worker: null as unknown as Child, configSet };
-  liveStacks.add(stack);
-  stack.worker = await startWorkers(ctx, server, configSet);
-  return stack;
+  liveServers.set(server, connection);
+  const worker = await startWorkers(ctx, server, configSet);
+  return { server, connection, client: new Client({ connection, namespace: 'default' }), worker, configSet };
 }
 
 async function stopStack(ctx: RunContext, stack: AttuneStack): Promise<void> {
-  if (stack.worker) {
-    await stack.worker.stop();
-    ctx.children.delete(stack.worker);
-  }
+  await stack.worker.stop();
+  ctx.children.delete(stack.worker);
   await stack.connection.close().catch(() => undefined);
   await stack.server.stop().catch(() => undefined);
-  liveStacks.delete(stack);
+  liveServers.delete(stack.server);
 }
 
 /** Workflows started so far per dev server and rollout task queue (a queue serves every latency of one concurrency). */
@@ -789,9 +787,9 @@ async function main(): Promise<void> {
   const cleanup = async () => {
     for (const c of children) c.kill();
     loops?.kill();
-    for (const stack of liveStacks) {
-      await stack.connection.close().catch(() => undefined);
-      await stack.server.stop().catch(() => undefined);
+    for (const [server, connection] of liveServers) {
+      await connection.close().catch(() => undefined);
+      await server.stop().catch(() => undefined);
     }
     await fake?.close().catch(() => undefined);
     rmSync(workdir, { recursive: true, force: true });
