@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettings.js';
+import { rolloutStartOptions } from '../../src/core/rolloutStart.js';
 import { LIMITS, taskQueuesFor } from '../../src/config/taskQueues.js';
 import type { Scenario } from '../../src/core/scenario.js';
 import { REPO_ROOT } from '../../src/paths.js';
@@ -384,6 +385,7 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   const queueKey = `${server.address}/${queues.rollouts}`;
   const start = async (spec: DialogueSpec, maxTurns: number) => client.workflow.start<typeof rollout>('rollout', {
+    ...rolloutStartOptions(rolloutSettingsFromConfig(config)),
     taskQueue: queues.rollouts,
     workflowId: spec.rolloutId,
     args: [{ rolloutId: spec.rolloutId, scenario: spec.scenario, settings: rolloutSettingsFromConfig(config, { maxTurns }), seed: spec.seed }],

@@ -73,6 +73,11 @@ export const configSchema = z.strictObject({
     llmCalls: z.enum(llmCallModes).default('activity'),
     /** `call`: one activity per LLM call; `turn`: one per dialogue turn, its three calls inside (see src/workflows/rollout.ts). */
     activityPer: z.enum(activityScopes).default('call'),
+    /**
+     * Workflow-task timeout of rollout workflows. Default: 10 s (Temporal's) with `llmCalls:
+     * activity`, 60 s with `local`, where a workflow task stays open while its local calls run.
+     */
+    workflowTaskTimeoutMs: z.number().int().min(1000).max(120_000).optional(),
   }).default({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8, think: false, llmCalls: 'activity', activityPer: 'call' }),
   scenarios: z.strictObject({
     train: z.string().min(1).default('scenarios/train'),

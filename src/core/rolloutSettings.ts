@@ -38,6 +38,8 @@ export const rolloutSettingsSchema = z.strictObject({
   llmCalls: z.enum(llmCallModes).default('activity'),
   /** What one activity covers; see src/workflows/rollout.ts. Absent (older inputs) = call. */
   activityPer: z.enum(activityScopes).default('call'),
+  /** The rollout workflow's workflow-task timeout, set by whoever starts it; absent = Temporal's 10 s. */
+  workflowTaskTimeoutMs: z.number().int().min(1000).max(120_000).optional(),
   initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
   maxTurns: z.number().int().min(1).max(50).default(8),
   think: z.boolean().default(false),

@@ -2,6 +2,7 @@ import { executeChild, proxyActivities, upsertSearchAttributes, workflowInfo } f
 import type { RolloutQueueActivities } from '../activities/index.js';
 import { buildEvaluationReport, entryFromSummary, type EvaluationEntry, type EvaluationReport } from '../core/evaluation.js';
 import type { RolloutSettings } from '../core/rolloutSettings.js';
+import { rolloutStartOptions } from '../core/rolloutStart.js';
 import type { GoalType, Personality } from '../core/scenario.js';
 import { stableHash } from '../core/seeds.js';
 import { LIMITS } from '../config/taskQueues.js';
@@ -51,6 +52,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
   const outcomes = await boundedFanOut(input.scenarios, input.concurrency, (scenario) => {
     const rolloutId = `${input.evalId}--${scenario.id}`;
     return executeChild(rollout, {
+      ...rolloutStartOptions(input.settings),
       workflowId: rolloutId,
       taskQueue: workflowInfo().taskQueue,
       args: [{

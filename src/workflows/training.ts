@@ -4,6 +4,7 @@ import {
 } from '@temporalio/workflow';
 import type { OptimizerQueueActivities, RolloutQueueActivities } from '../activities/index.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
+import { rolloutStartOptions } from '../core/rolloutStart.js';
 import { stableHash } from '../core/seeds.js';
 import { keepGroups, type StepRollout } from '../core/training/groups.js';
 import { scenariosForStep } from '../core/training/scenarioSchedule.js';
@@ -210,6 +211,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
       progress.inFlight++;
       try {
         const summary = await executeChild(rollout, {
+          ...rolloutStartOptions(rolloutSettings),
           workflowId: attempt === 0 ? p.rolloutId : `${p.rolloutId}--a${attempt}`,
           taskQueue: workflowInfo().taskQueue,
           args: [{ rolloutId: attempt === 0 ? p.rolloutId : `${p.rolloutId}--a${attempt}`, scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId }, settings: rolloutSettings, seed: p.seed + attempt, runName: settings.runName, step }],

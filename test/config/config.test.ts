@@ -58,6 +58,13 @@ describe('configuration', () => {
     assert.equal(settings.turnsTaskQueue, 't1-attune-llm-turns');
   });
 
+  it('gives rollouts a 60 s workflow-task timeout with local calls, Temporal\'s default otherwise, or rollout.workflowTaskTimeoutMs', () => {
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).workflowTaskTimeoutMs, undefined);
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).workflowTaskTimeoutMs, 60_000);
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local', 'rollout.workflowTaskTimeoutMs=20000'] })).workflowTaskTimeoutMs, 20_000);
+    assert.throws(() => loadConfig({ env: {}, set: ['rollout.workflowTaskTimeoutMs=600000'] }), /rollout\.workflowTaskTimeoutMs/);
+  });
+
   it('passes rollout.llmCalls to the workflows (activity by default)', () => {
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).llmCalls, 'activity');
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).llmCalls, 'local');

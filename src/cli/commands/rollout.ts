@@ -1,4 +1,5 @@
 import { rolloutSettingsFromConfig } from '../../config/rolloutSettings.js';
+import { rolloutStartOptions } from '../../core/rolloutStart.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
 import type { RolloutSummary, Transcript } from '../../core/transcript.js';
 import { findScenario } from '../../scenarios/library.js';
@@ -60,6 +61,7 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
     const input: RolloutInput = { rolloutId, scenario, settings, seed };
     log.info('rollout started', { workflowId: rolloutId, ui: workflowUiUrl(temporal, rolloutId) });
     const summary: RolloutSummary = await temporal.client.workflow.execute('rollout', {
+      ...rolloutStartOptions(settings),
       taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
       workflowId: rolloutId,
       args: [input],
