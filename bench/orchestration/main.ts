@@ -63,6 +63,8 @@ Usage: npm run bench:orchestration [-- options]
   --keep-alive MS         keep-alive the fake server advertises (default 30000; the test
                           suite's 1000 makes Node's fetch open a connection per call)
   --max-minutes M         stop everything after M minutes (default 20)
+  --worker-processes N    LLM-I/O worker processes per attune variant (default 1; CPU and peak RSS
+                          are summed over them)
   --worker-option Q.K=V   override a Worker option for an experiment, Q = all|rollouts|policy|
                           simulator, V as JSON (e.g. rollouts.maxCachedWorkflows=500) (repeatable)
   --bundle WHICH          workflow bundle: full (src/workflows, as the workers run it; default) or
@@ -83,6 +85,7 @@ interface Options {
   variants: Set<string>;
   out: string;
   maxMinutes: number;
+  workerProcesses: number;
   profileDir: string | null;
   keepAliveMs: number;
   bundle: 'full' | 'rollout-only';
@@ -138,6 +141,7 @@ function parseOptions(argv: string[]): Options | null {
       variants: { type: 'string', default: ['attune', ...Object.keys(ALTERNATIVES), 'plain', 'reference'].join(',') },
       out: { type: 'string', default: join(REPO_ROOT, 'bench', 'results', 'orchestration.json') },
       'max-minutes': { type: 'string', default: '20' },
+      'worker-processes': { type: 'string', default: '1' },
       profile: { type: 'string' },
       'worker-option': { type: 'string', multiple: true, default: [] },
       'keep-alive': { type: 'string', default: '30000' },
@@ -160,6 +164,8 @@ function parseOptions(argv: string[]): Options | null {
   if (values.db !== 'wal' && values.db !== 'file' && values.db !== 'memory') throw new Error('--db: wal, file or memory');
   const variants = new Set((values.variants ?? '').split(',').map((s) => s.trim()).filter(Boolean));
   for (const v of variants) if (!['attune', ...Object.keys(ALTERNATIVES), 'plain', 'reference'].includes(v)) throw new Error(`--variants: unknown variant "${v}"`);
+  const workerProcesses = Number(values['worker-processes']);
+  if (!Number.isInteger(workerProcesses) || workerProcesses < 1 || workerProcesses > 16) throw new Error('--worker-processes: an integer from 1 to 16');
   const maxMinutes = Number(values['max-minutes']);
   if (!(maxMinutes > 0)) throw new Error('--max-minutes: a positive number');
   return {
@@ -173,6 +179,7 @@ function parseOptions(argv: string[]): Options | null {
     variants,
     out: values.out ?? '',
     maxMinutes,
+    workerProcesses,
     profileDir: values.profile ? resolve(values.profile) : null,
     workerOverrides: (values['worker-option'] ?? []).map(parseWorkerOption),
     keepAliveMs: Number(values['keep-alive']),
@@ -334,7 +341,7 @@ interface AttuneStack {
   server: BenchDevServer;
   connection: Connection;
   client: Client;
-  worker: Child;
+  workers: Child[];
   /** The workers' and the starter's config (`rollout.llmCalls` and `rollout.activityPer` decide the variant). */
   configSet: string[];
 }
@@ -348,13 +355,16 @@ async function startStack(ctx: RunContext, home: string, configSet: string[]): P
   progress('dev server up', { address: server.address, pid: server.pid, args: server.args.filter((a) => !a.startsWith('Attune')).join(' ') });
   const connection = await Connection.connect({ address: server.address });
   liveServers.set(server, connection);
-  const worker = await startWorkers(ctx, server, configSet);
-  return { server, connection, client: new Client({ connection, namespace: 'default' }), worker, configSet };
+  const workers: Child[] = [];
+  for (let i = 0; i < ctx.options.workerProcesses; i++) workers.push(await startWorkers(ctx, server, configSet));
+  return { server, connection, client: new Client({ connection, namespace: 'default' }), workers, configSet };
 }
 
 async function stopStack(ctx: RunContext, stack: AttuneStack): Promise<void> {
-  await stack.worker.stop();
-  ctx.children.delete(stack.worker);
+  for (const worker of stack.workers) {
+    await worker.stop();
+    ctx.children.delete(worker);
+  }
   await stack.connection.close().catch(() => undefined);
   await stack.server.stop().catch(() => undefined);
   liveServers.delete(stack.server);
@@ -378,9 +388,21 @@ async function startWorkers(ctx: RunContext, server: BenchDevServer, configSet: 
   return worker;
 }
 
+/** `read` summed over processes; null if it fails for any of them. */
+function summed(pids: number[], read: (pid: number) => number | null): number | null {
+  let total = 0;
+  for (const pid of pids) {
+    const value = read(pid);
+    if (value === null) return null;
+    total += value;
+  }
+  return total;
+}
+
 async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag: string): Promise<AttuneResult> {
   const configSet = stack.configSet;
-  const { worker, client, server } = stack;
+  const { workers, client, server } = stack;
+  const pids = workers.map((w) => w.pid);
   const config = loadConfig({ env: {}, set: configSet });
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   const queueKey = `${server.address}/${queues.rollouts}`;
@@ -397,9 +419,9 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
   await Promise.all(warm.map((h) => h.result()));
 
   ctx.fake.behaviour.latencyMs = cell.latencyMs;
-  resetPeakRss(worker.pid);
+  for (const pid of pids) resetPeakRss(pid);
   resetPeakRss(server.pid);
-  const cpu0 = { worker: cpuSeconds(worker.pid), devServer: cpuSeconds(server.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
+  const cpu0 = { worker: summed(pids, cpuSeconds), devServer: cpuSeconds(server.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
   const calls0 = ctx.fake.count();
   const connections0 = httpConnections;
   const specs = specsFor(ctx.scenarios, cell.concurrency, runTag);
@@ -417,7 +439,7 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
   const calls = ctx.fake.count() - calls0;
   const connections = httpConnections - connections0;
   const cpuParent = process.cpuUsage(cpu0.parent);
-  const workerCpu = cpuSeconds(worker.pid);
+  const workerCpu = summed(pids, cpuSeconds);
   const devCpu = cpuSeconds(server.pid);
   const machineCpu = systemBusySeconds();
   const result: AttuneResult = {
@@ -425,7 +447,7 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
     calls,
     connections,
     timings: [],
-    workerPeakMb: peakRssMb(worker.pid),
+    workerPeakMb: summed(pids, peakRssMb),
     devServerPeakMb: peakRssMb(server.pid),
     cpu: {
       worker: workerCpu !== null && cpu0.worker !== null ? workerCpu - cpu0.worker : null,
@@ -545,6 +567,8 @@ export interface Entry {
   reference_sequential_measured_fraction: number | null;
   dev_server: string;
   workflow_bundle: string;
+  /** LLM-I/O worker processes per attune variant (`worker_rss_mb` and `cpu_s` sum over them). */
+  worker_processes: number;
   worker_overrides: Record<string, unknown>;
   worker_limits: Record<string, number>;
   /**
@@ -596,6 +620,7 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
     reference_measured_s: null, reference_extrapolated: null, reference_sequential_measured_fraction: null,
     dev_server: [options.db === 'memory' ? 'in-memory SQLite' : 'SQLite file', ...options.sqlitePragmas.map((p) => `pragma ${p}`), ...options.dynamicConfig].join(', '),
     workflow_bundle: options.bundle,
+    worker_processes: options.workerProcesses,
     worker_overrides: Object.fromEntries(options.workerOverrides.map((o) => [`${o.queue}.${o.key}`, o.value])),
     worker_limits: {
       maxConcurrentWorkflowTaskExecutions: LIMITS.maxConcurrentWorkflowTasks,
