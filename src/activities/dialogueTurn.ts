@@ -49,24 +49,17 @@ export function createDialogueTurnActivities(calls: DialogueCalls) {
       const record = () => {
         if (resumable) context.heartbeat(finished);
       };
+      /** `result`, once `finished` holds it and the heartbeat has it. */
+      const recorded = <T>(result: T): T => {
+        record();
+        return result;
+      };
       const keepAlive = resumable ? setInterval(record, (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3) : null;
       try {
         return await playTurn({
-          async generatePolicyTurn(callInput) {
-            finished.policy ??= await calls.generatePolicyTurn(callInput);
-            record();
-            return finished.policy;
-          },
-          async analyzeAssistantReply(callInput) {
-            finished.analysis ??= await calls.analyzeAssistantReply(callInput);
-            record();
-            return finished.analysis;
-          },
-          async writeUserMessage(callInput) {
-            finished.reply ??= await calls.writeUserMessage(callInput);
-            record();
-            return finished.reply;
-          },
+          generatePolicyTurn: async (callInput) => recorded(finished.policy ??= await calls.generatePolicyTurn(callInput)),
+          analyzeAssistantReply: async (callInput) => recorded(finished.analysis ??= await calls.analyzeAssistantReply(callInput)),
+          writeUserMessage: async (callInput) => recorded(finished.reply ??= await calls.writeUserMessage(callInput)),
         }, input);
       } finally {
         if (keepAlive) clearInterval(keepAlive);

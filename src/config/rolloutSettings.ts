@@ -23,9 +23,7 @@ export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Parti
     turnsTaskQueue: queues.turns,
     llmCalls: rollout.llmCalls,
     activityPer: rollout.activityPer,
-    ...(rollout.llmCalls === 'local' || rollout.workflowTaskTimeoutMs !== undefined
-      ? { workflowTaskTimeoutMs: rollout.workflowTaskTimeoutMs ?? LOCAL_CALLS_WORKFLOW_TASK_TIMEOUT_MS }
-      : {}),
+    workflowTaskTimeoutMs: rollout.workflowTaskTimeoutMs ?? (rollout.llmCalls === 'local' ? LOCAL_CALLS_WORKFLOW_TASK_TIMEOUT_MS : undefined),
     initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,
     maxTurns: overrides.maxTurns ?? rollout.maxTurns,
     think: overrides.think ?? rollout.think,

@@ -27,11 +27,9 @@ export type EndpointCall = z.infer<typeof endpointCallSchema>;
 export const structuredOutputModes = ['json_schema', 'json_object', 'none'] as const;
 
 export const llmCallModes = ['activity', 'local'] as const;
-export type LlmCallMode = (typeof llmCallModes)[number];
 
 /** One activity per LLM call, or one per dialogue turn (the policy's reply and the simulator's two calls). */
 export const activityScopes = ['call', 'turn'] as const;
-export type ActivityScope = (typeof activityScopes)[number];
 
 export const rolloutSettingsSchema = z.strictObject({
   /** How the workflow runs its LLM calls; see src/workflows/rollout.ts. Absent (older inputs) = activity. */

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { Scenario } from '../../src/core/scenario.js';
 import type { Transcript } from '../../src/core/transcript.js';
-import type { FakeBehaviour } from '../support/fakeOpenAI.js';
+import type { CallRole, Fault } from '../support/fakeOpenAI.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 
 function failureMessage(error: unknown): string {
@@ -133,36 +132,37 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.equal(rig.fake.count('reply'), 3);
   });
 
-  /** One rollout with one activity per call, for the other modes to be compared with. */
-  async function perCallReference(behaviour: FakeBehaviour, scenario: Scenario) {
-    rig = await createRolloutRig({ behaviour });
-    await rig.startWorkers();
-    const summary = await rig.runRollout(scenario, 7, { maxTurns: 3 });
-    const transcript = await rig.store.getJson<Transcript>(summary.artifact);
-    await rig.close();
-    rig = undefined;
-    return { summary, dialogue: dialogueOf(transcript) };
-  }
-
   function dialogueOf(transcript: Transcript) {
     return transcript.turns.map((t) => [t.promptMessages, t.policy.reply, t.analysis?.analysis, t.emotionAfter, t.userReply?.text]);
   }
 
-  it('rollout.llmCalls=local: the same dialogue and retries, with each LLM call a local-activity marker', async () => {
+  /**
+   * Runs a 3-turn dialogue with one activity per call, then again with `set` and the injected
+   * `faults`; both must give the same summary and the same dialogue. Returns the second run.
+   */
+  async function sameDialogueAsPerCall(set: string[], faults: Array<[CallRole, number, Fault]>) {
     const behaviour = { analysis: () => ({ emotionChange: 3 }) };
     const scenario = fixtureScenario('test-venting-negative-baker');
-    const reference = await perCallReference(behaviour, scenario);
+    rig = await createRolloutRig({ behaviour });
+    await rig.startWorkers();
+    const reference = await rig.runRollout(scenario, 7, { maxTurns: 3 });
+    const referenceDialogue = dialogueOf(await rig.store.getJson<Transcript>(reference.artifact));
+    await rig.close();
 
-    rig = await createRolloutRig({ behaviour, set: ['rollout.llmCalls=local', 'policy.maxConcurrency=1'] });
-    assert.equal(rig.settings().llmCalls, 'local');
-    rig.fake.inject('policy', 2, '500');
-    rig.fake.inject('reply', 1, '429');
+    rig = await createRolloutRig({ behaviour, set });
+    for (const [role, nth, fault] of faults) rig.fake.inject(role, nth, fault);
     await rig.startWorkers();
     const handle = await rig.startRollout(scenario, 7, { maxTurns: 3 });
-    const local = await handle.result();
-    assert.deepEqual({ ...local, rolloutId: '', artifact: null }, { ...reference.summary, rolloutId: '', artifact: null });
+    const summary = await handle.result();
+    assert.deepEqual({ ...summary, rolloutId: '', artifact: null }, { ...reference, rolloutId: '', artifact: null });
     // The same prompts and answers as with one activity per call.
-    assert.deepEqual(dialogueOf(await rig.store.getJson<Transcript>(local.artifact)), reference.dialogue);
+    assert.deepEqual(dialogueOf(await rig.store.getJson<Transcript>(summary.artifact)), referenceDialogue);
+    return { rig, handle };
+  }
+
+  it('rollout.llmCalls=local: the same dialogue and retries, with each LLM call a local-activity marker', async () => {
+    const { rig, handle } = await sameDialogueAsPerCall(['rollout.llmCalls=local', 'policy.maxConcurrency=1'], [['policy', 2, '500'], ['reply', 1, '429']]);
+    assert.equal(rig.settings().llmCalls, 'local');
     // 3 policy calls + the 500; 2 replies + the 429.
     assert.equal(rig.fake.count('policy'), 4);
     assert.equal(rig.fake.count('reply'), 3);
@@ -174,19 +174,8 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   });
 
   it('rollout.activityPer=turn: one activity per turn, the same dialogue, and a failed call resumes after the finished ones', async () => {
-    const behaviour = { analysis: () => ({ emotionChange: 3 }) };
-    const scenario = fixtureScenario('test-venting-negative-baker');
-    const reference = await perCallReference(behaviour, scenario);
-
-    rig = await createRolloutRig({ behaviour, set: ['rollout.activityPer=turn', 'policy.maxConcurrency=1', 'simulator.maxConcurrency=1'] });
+    const { rig, handle } = await sameDialogueAsPerCall(['rollout.activityPer=turn', 'policy.maxConcurrency=1', 'simulator.maxConcurrency=1'], [['reply', 1, '500'], ['analysis', 2, '429']]);
     assert.equal(rig.settings().activityPer, 'turn');
-    rig.fake.inject('reply', 1, '500');
-    rig.fake.inject('analysis', 2, '429');
-    await rig.startWorkers();
-    const handle = await rig.startRollout(scenario, 7, { maxTurns: 3 });
-    const summary = await handle.result();
-    assert.deepEqual({ ...summary, rolloutId: '', artifact: null }, { ...reference.summary, rolloutId: '', artifact: null });
-    assert.deepEqual(dialogueOf(await rig.store.getJson<Transcript>(summary.artifact)), reference.dialogue);
     // The retried turns did not repeat their finished calls (the heartbeat carried them over).
     assert.equal(rig.fake.count('policy'), 3);
     assert.equal(rig.fake.count('analysis'), 3 + 1);
@@ -201,17 +190,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   });
 
   it('rollout.activityPer=turn with local activities: one marker per turn; a failed call plays its turn again with the same requests', async () => {
-    const behaviour = { analysis: () => ({ emotionChange: 3 }) };
-    const scenario = fixtureScenario('test-venting-negative-baker');
-    const reference = await perCallReference(behaviour, scenario);
-
-    rig = await createRolloutRig({ behaviour, set: ['rollout.activityPer=turn', 'rollout.llmCalls=local'] });
-    rig.fake.inject('reply', 1, '500');
-    await rig.startWorkers();
-    const handle = await rig.startRollout(scenario, 7, { maxTurns: 3 });
-    const summary = await handle.result();
-    assert.deepEqual({ ...summary, rolloutId: '', artifact: null }, { ...reference.summary, rolloutId: '', artifact: null });
-    assert.deepEqual(dialogueOf(await rig.store.getJson<Transcript>(summary.artifact)), reference.dialogue);
+    const { rig, handle } = await sameDialogueAsPerCall(['rollout.activityPer=turn', 'rollout.llmCalls=local'], [['reply', 1, '500']]);
     // Turn 1 ran twice: its policy and analysis requests were made again, byte for byte.
     assert.equal(rig.fake.count('policy'), 3 + 1);
     assert.equal(rig.fake.count('analysis'), 3 + 1);
