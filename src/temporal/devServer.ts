@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from './cliBinary.js';
@@ -18,16 +18,34 @@ export interface DevServerOptions {
   readyTimeoutMs?: number;
 }
 
+/**
+ * A port nothing listens on, which the kernel will not hand out again for a while. Closing a
+ * listener bound to port 0 is not enough: the kernel may give the same number to the next bind to
+ * port 0 (the dev server picks its internal service ports that way), and the dev server then dies
+ * at start-up on "address already in use". So, like the Temporal CLI's own port picker, we connect
+ * to the port and close the accepted side first: that side stays in TIME_WAIT (60 s on Linux),
+ * which keeps the number out of bind(0) while an explicit bind with SO_REUSEADDR (Go and Node
+ * servers set it) still succeeds.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
-    });
+  const server = createServer();
+  server.unref();
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolveListen());
   });
+  const address = server.address();
+  if (typeof address !== 'object' || !address) throw new Error('no port');
+  const accepted = new Promise<Socket>((resolveAccept) => server.once('connection', resolveAccept));
+  const client = connect({ host: '127.0.0.1', port: address.port });
+  const clientClosed = new Promise<void>((resolveClose, reject) => {
+    client.once('close', () => resolveClose());
+    client.once('error', reject);
+  });
+  (await accepted).end();
+  await clientClosed;
+  await new Promise<void>((resolveClose) => server.close(() => resolveClose()));
+  return address.port;
 }
 
 /** Whether something accepts Temporal gRPC calls at `address` (host:port). */
@@ -58,12 +76,19 @@ export const DEV_SERVER_QUEUE_TUNING = [
   '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
 ];
 
+/** The head of the output (where the error or panic message is) and, if it is long, its last lines. */
+export function startupOutput(output: string, head = 3000, tail = 1000): string {
+  if (output.length <= head + tail) return output;
+  return `${output.slice(0, head)}\n[... ${output.length - head - tail} characters left out ...]\n${output.slice(-tail)}`;
+}
+
 export class DevServer {
   readonly address: string;
   readonly uiUrl: string | null;
   private child: ChildProcess | null = null;
   private exited: Promise<number | null> | null = null;
-  private output: string[] = [];
+  /** Start-up output: a Go panic's cause is at its head, the trace after it. */
+  private output = '';
 
   private constructor(readonly options: Required<Omit<DevServerOptions, 'uiPort'>> & { uiPort: number }) {
     this.address = `127.0.0.1:${options.port}`;
@@ -104,12 +129,11 @@ export class DevServer {
       ...devServerSearchAttributeArgs(),
       ...(this.options.headless ? ['--headless'] : ['--ui-port', String(this.options.uiPort), '--ui-ip', '127.0.0.1']),
     ];
-    this.output = [];
+    this.output = '';
     const child = spawn(findTemporalCli(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
     const keep = (chunk: Buffer) => {
-      this.output.push(chunk.toString());
-      if (this.output.length > 200) this.output.shift();
+      if (this.output.length < 64_000) this.output += chunk.toString();
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
@@ -118,12 +142,12 @@ export class DevServer {
     let dead = false;
     void this.exited.then(() => { dead = true; });
     while (Date.now() < deadline) {
-      if (dead) throw new Error(`Temporal dev server exited during start-up:\n${this.output.join('').slice(-2000)}`);
+      if (dead) throw new Error(`Temporal dev server exited during start-up:\n${startupOutput(this.output)}`);
       if (await temporalReachable(this.address, 1000)) return;
       await new Promise((r) => setTimeout(r, 200));
     }
     await this.stop();
-    throw new Error(`Temporal dev server did not answer at ${this.address} within ${this.options.readyTimeoutMs} ms:\n${this.output.join('').slice(-2000)}`);
+    throw new Error(`Temporal dev server did not answer at ${this.address} within ${this.options.readyTimeoutMs} ms:\n${startupOutput(this.output)}`);
   }
 
   /** Graceful stop (SIGTERM), or SIGKILL to simulate a crash. */
