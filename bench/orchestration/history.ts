@@ -70,6 +70,9 @@ export interface HistoryTimings {
   workflowTaskFailures: number;
   /** Server time (epoch ms) of the last event: the workflow's close. */
   closedAtMs: number;
+  /** Server times (epoch ms) of the workflow's start and of its first workflow task's pick-up. */
+  startedAtMs: number;
+  firstTaskStartedAtMs: number;
 }
 
 /**
@@ -143,7 +146,10 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
     return { queueMs: start - sched, activityOverheadMs: c.at - start - c.latencyMs, workflowTaskMs: next - c.at };
   });
   const last = events[events.length - 1];
-  return { turns, calls, workflowTasks: workflowTasks.filter((w) => !Number.isNaN(w.runMs)), payloadBytes, events: events.length, workflowTaskTimeouts, workflowTaskFailures, closedAtMs: last ? timeMs(last) : NaN };
+  const firstTask = events.find((e) => Number(e.eventType) === EVENT.workflowTaskStarted);
+  return {
+    startedAtMs: started ? timeMs(started) : NaN,
+    firstTaskStartedAtMs: firstTask ? timeMs(firstTask) : NaN, turns, calls, workflowTasks: workflowTasks.filter((w) => !Number.isNaN(w.runMs)), payloadBytes, events: events.length, workflowTaskTimeouts, workflowTaskFailures, closedAtMs: last ? timeMs(last) : NaN };
 }
 
 export function percentile(values: number[], p: number): number {

@@ -30,6 +30,7 @@ import type { rollout } from '../../src/workflows/rollout.js';
 import { FakeOpenAIServer } from '../../test/support/fakeOpenAI.js';
 import { BenchDevServer } from './devServer.js';
 import { historyTimings, mean, percentile, type HistoryTimings } from './history.js';
+import { dialogueGaps, type DialogueGaps } from './gaps.js';
 import type { DialogueSpec, LoopResult, ReferenceResult, TurnTiming } from './loops.js';
 import { cpuSeconds, peakRssMb, resetPeakRss, systemBusySeconds } from './procfs.js';
 import type { LoopJob, ToParent, WorkersJob } from './protocol.js';
@@ -298,6 +299,7 @@ interface AttuneResult {
   workerPeakMb: number | null;
   devServerPeakMb: number | null;
   cpu: { worker: number | null; devServer: number | null; parent: number; machine: number | null };
+  gaps: DialogueGaps | null;
 }
 
 /** The config of one concurrency level (one worker process serves all latencies of that level). */
@@ -423,6 +425,7 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
   resetPeakRss(server.pid);
   const cpu0 = { worker: summed(pids, cpuSeconds), devServer: cpuSeconds(server.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
   const calls0 = ctx.fake.count();
+  const recorded0 = ctx.fake.calls.length;
   const connections0 = httpConnections;
   const specs = specsFor(ctx.scenarios, cell.concurrency, runTag);
   const t0Epoch = Date.now();
@@ -455,6 +458,7 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
       parent: (cpuParent.user + cpuParent.system) / 1e6,
       machine: machineCpu !== null && cpu0.machine !== null ? machineCpu - cpu0.machine : null,
     },
+    gaps: null,
   };
   const turnsDone = summaries.reduce((n, s) => n + s.turns, 0);
   if (turnsDone !== cell.concurrency * ctx.options.turns) progress('warning: dialogues ended early', { turnsDone, expected: cell.concurrency * ctx.options.turns });
@@ -465,6 +469,7 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
     if (process.env.BENCH_DUMP_HISTORY && (h === handles[0] || h === handles[handles.length - 1])) writeFileSync(join(process.env.BENCH_DUMP_HISTORY, `${h.workflowId}.json`), JSON.stringify(history, null, 1));
     return historyTimings(history.events ?? []);
   });
+  result.gaps = dialogueGaps(ctx.fake.calls.slice(recorded0), specs.map((s) => s.seed), ctx.options.turns, cell.latencyMs, t0Epoch, result.timings);
   const lastClose = Math.max(...result.timings.map((t) => t.closedAtMs));
   result.wallS = Number.isFinite(lastClose) ? (lastClose - t0Epoch) / 1000 : waitedS;
   return result;
@@ -549,6 +554,9 @@ export interface Entry {
   orchestration_p95_ms: number | null;
   /** Median added latency of turn 1, 2, ... (turn 1 includes starting the workflow). */
   p50_ms_by_turn: number[] | null;
+  /** Where each dialogue's time beyond L x its calls goes (see gaps.ts): attune, then the plain loop. */
+  gaps_ms: DialogueGaps | null;
+  plain_gaps_ms: DialogueGaps | null;
   worker_rss_mb: number | null;
   dev_server_rss_mb: number | null;
   cpu_s: Record<string, number | null>;
@@ -597,6 +605,7 @@ export interface VariantEntry {
   cpu_ms_per_call: number;
   history_events_per_workflow: number;
   payload_kb_per_workflow: number;
+  gaps_ms: DialogueGaps | null;
 }
 
 function addedLatencies(turns: TurnTiming[], latencyMs: number): number[] {
@@ -614,7 +623,7 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
     turns: options.turns,
     attune_s: null, plain_s: null, reference_s: null, attune_over_plain: null, attune_over_reference: null,
     dialogues_per_s: null, calls_per_s: null, llm_calls: null, http_connections: null, plain_calls_per_s: null,
-    p50_ms: null, p95_ms: null, plain_p50_ms: null, plain_p95_ms: null, orchestration_p50_ms: null, orchestration_p95_ms: null, p50_ms_by_turn: null,
+    p50_ms: null, p95_ms: null, plain_p50_ms: null, plain_p95_ms: null, orchestration_p50_ms: null, orchestration_p95_ms: null, p50_ms_by_turn: null, gaps_ms: null, plain_gaps_ms: null,
     worker_rss_mb: null, dev_server_rss_mb: null, cpu_s: {}, cpu_ms_per_call: null, plain_cpu_ms_per_call: null, breakdown_ms: null,
     history_events_per_workflow: null, workflow_task_timeouts: null, workflow_task_failures: null, payload_kb_per_workflow: null,
     reference_measured_s: null, reference_extrapolated: null, reference_sequential_measured_fraction: null,
@@ -666,6 +675,7 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
       workflow_task_timeouts: a.timings.reduce((n, t) => n + t.workflowTaskTimeouts, 0),
       workflow_task_failures: a.timings.reduce((n, t) => n + t.workflowTaskFailures, 0),
       payload_kb_per_workflow: round(mean(a.timings.map((t) => t.payloadBytes)) / 1024, 1),
+      gaps_ms: a.gaps,
     });
     entry.cpu_s.attune_worker = a.cpu.worker === null ? null : round(a.cpu.worker, 2);
     entry.cpu_s.attune_dev_server = a.cpu.devServer === null ? null : round(a.cpu.devServer, 2);
@@ -673,7 +683,7 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
     // CPU that other processes on the machine used meanwhile (this is a shared 2-core box).
     entry.cpu_s.attune_other_processes = a.cpu.machine === null ? null : round(a.cpu.machine - (a.cpu.worker ?? 0) - (a.cpu.devServer ?? 0) - a.cpu.parent, 2);
     entry.cpu_ms_per_call = round((((a.cpu.worker ?? 0) + (a.cpu.devServer ?? 0) + a.cpu.parent) * 1000) / a.calls, 2);
-    progress('attune: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.attune_s, calls_per_s: entry.calls_per_s, p50_ms: entry.p50_ms, p95_ms: entry.p95_ms, worker_rss_mb: entry.worker_rss_mb, dev_server_rss_mb: entry.dev_server_rss_mb, cpu_s: entry.cpu_s });
+    progress('attune: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.attune_s, calls_per_s: entry.calls_per_s, p50_ms: entry.p50_ms, p95_ms: entry.p95_ms, worker_rss_mb: entry.worker_rss_mb, dev_server_rss_mb: entry.dev_server_rss_mb, cpu_s: entry.cpu_s, gaps_ms: entry.gaps_ms });
   }
 
   for (const [variant, { key }] of Object.entries(ALTERNATIVES)) {
@@ -698,16 +708,20 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
       cpu_ms_per_call: round((((a.cpu.worker ?? 0) + (a.cpu.devServer ?? 0) + a.cpu.parent) * 1000) / a.calls, 2),
       history_events_per_workflow: round(mean(a.timings.map((t) => t.events)), 1),
       payload_kb_per_workflow: round(mean(a.timings.map((t) => t.payloadBytes)) / 1024, 1),
+      gaps_ms: a.gaps,
     };
     entry[key] = variantEntry;
-    progress(`${variant}: done`, { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: variantEntry.attune_s, calls_per_s: variantEntry.calls_per_s, repeated_calls: variantEntry.repeated_calls, cpu_s });
+    progress(`${variant}: done`, { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: variantEntry.attune_s, calls_per_s: variantEntry.calls_per_s, repeated_calls: variantEntry.repeated_calls, cpu_s, gaps_ms: variantEntry.gaps_ms });
   }
 
   if (options.variants.has('plain')) {
     progress('plain: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
     ctx.fake.behaviour.latencyMs = cell.latencyMs;
     const cpu0 = { loop: cpuSeconds(ctx.loops.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
-    const p = await runLoop(ctx, { kind: 'plain', id: index * 10 + 1, configSet, maxTurns: options.turns, specs: specsFor(ctx.scenarios, cell.concurrency, `plain-${tag}`) });
+    const specs = specsFor(ctx.scenarios, cell.concurrency, `plain-${tag}`);
+    const recorded0 = ctx.fake.calls.length;
+    const startedAtMs = Date.now();
+    const p = await runLoop(ctx, { kind: 'plain', id: index * 10 + 1, configSet, maxTurns: options.turns, specs });
     const loopCpu = cpuSeconds(ctx.loops.pid);
     const parentCpu = process.cpuUsage(cpu0.parent);
     const machineCpu = systemBusySeconds();
@@ -717,13 +731,14 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
       plain_calls_per_s: round(p.calls / p.wallS, 1),
       plain_p50_ms: round(percentile(added, 50), 1),
       plain_p95_ms: round(percentile(added, 95), 1),
+      plain_gaps_ms: dialogueGaps(ctx.fake.calls.slice(recorded0), specs.map((s) => s.seed), options.turns, cell.latencyMs, startedAtMs, null),
     });
     entry.cpu_s.plain_loop = loopCpu !== null && cpu0.loop !== null ? round(loopCpu - cpu0.loop, 2) : null;
     entry.cpu_s.plain_fake = round((parentCpu.user + parentCpu.system) / 1e6, 2);
     if (machineCpu !== null && cpu0.machine !== null) entry.cpu_s.plain_other_processes = round(machineCpu - cpu0.machine - (entry.cpu_s.plain_loop ?? 0) - entry.cpu_s.plain_fake, 2);
     entry.plain_cpu_ms_per_call = round((((entry.cpu_s.plain_loop ?? 0) + entry.cpu_s.plain_fake) * 1000) / p.calls, 2);
     if (entry.llm_calls !== null && entry.llm_calls !== p.calls) progress('warning: plain made a different number of calls', { attune: entry.llm_calls, plain: p.calls });
-    progress('plain: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.plain_s, calls_per_s: entry.plain_calls_per_s });
+    progress('plain: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.plain_s, calls_per_s: entry.plain_calls_per_s, gaps_ms: entry.plain_gaps_ms });
   }
 
   if (options.variants.has('reference')) {

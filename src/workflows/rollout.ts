@@ -1,4 +1,4 @@
-import { ApplicationFailure, defineQuery, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, defineQuery, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { ArtifactActivities, DialogueTurnActivities, PolicyActivities, SimulatorActivities } from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
 import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput, type TurnPhase } from '../core/dialogueTurn.js';
@@ -101,6 +101,9 @@ function turnActivityProxy(settings: RolloutSettings, local: boolean) {
  *   completes. Less CPU and far less server work, but a crash repeats the calls made since the last
  *   completed workflow task (up to about 8 s of them).
  */
+/** Rollouts with local LLM calls started after this patch load and save artifacts locally too. */
+export const LOCAL_ARTIFACT_ACTIVITIES_PATCH = 'local-artifact-activities';
+
 export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const { settings, seed } = input;
   const runName = input.runName ?? null;
@@ -127,11 +130,13 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     ? proxyLocalActivities<SimulatorActivities>(localOptions(simulatorOptions))
     : proxyActivities<SimulatorActivities>({ ...simulatorOptions, taskQueue: settings.simulator.taskQueue });
   const turnActivity = settings.activityPer === 'turn' ? turnActivityProxy(settings, local) : null;
-  const artifacts = proxyActivities<ArtifactActivities>({
-    taskQueue: settings.artifactsTaskQueue,
-    startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
-    retry: { maximumAttempts: 10 },
-  });
+  const artifactOptions = { startToCloseTimeout: LIMITS.artifactActivityTimeoutMs, retry: { maximumAttempts: 10 } };
+  // With local LLM calls the scenario load and the transcript write run as local activities too:
+  // the rollout worker hosts them anyway, and each saves a dialogue two server round trips (the
+  // patch keeps rollouts started before this change replaying their artifact activities).
+  const artifacts = local && patched(LOCAL_ARTIFACT_ACTIVITIES_PATCH)
+    ? proxyLocalActivities<ArtifactActivities>(artifactOptions)
+    : proxyActivities<ArtifactActivities>({ ...artifactOptions, taskQueue: settings.artifactsTaskQueue });
 
   let scenario: Scenario;
   if (input.scenario) scenario = input.scenario;

@@ -5,6 +5,7 @@ import type { Transcript } from '../../src/core/transcript.js';
 import { buildEvaluationInput, startEvaluation } from '../../src/evaluation/start.js';
 import type { EvaluationSummary } from '../../src/workflows/evaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
+import { localActivityTypes } from '../support/historyMarkers.js';
 
 describe('evaluation workflow', function () {
   let rig: RolloutRig | undefined;
@@ -57,6 +58,6 @@ describe('evaluation workflow', function () {
     const child = await rig.env.client.workflow.getHandle(`${input.evalId}--${scenario}`).fetchHistory();
     const started = child.events?.[0]?.workflowExecutionStartedEventAttributes;
     assert.equal(Number(started?.workflowTaskTimeout?.seconds), 60);
-    assert.equal(child.events?.filter((e) => e.markerRecordedEventAttributes).length, 10, 'one local activity per turn');
+    assert.deepEqual(localActivityTypes(child.events ?? []), ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'saveTranscript'], 'one local activity per turn, and the artifact activities');
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { ESLint } from 'eslint';
 import { REPO_ROOT } from '../../src/paths.js';
 
@@ -45,5 +46,21 @@ describe('lint: workflow sandbox rules', function () {
     const results = await eslint.lintFiles(['src', 'test']);
     const problems = results.flatMap((r) => r.messages.map((m) => `${r.filePath}:${m.line}: ${m.ruleId}: ${m.message}`));
     assert.deepEqual(problems, []);
+  });
+
+  it('the workflow bundle imports no zod (each new workflow would evaluate it again)', () => {
+    const seen = new Set<string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const m of readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s+(type\s+)?[^'"]*from\s+'([^']+)'/gm)) {
+        if (m[1]) continue;
+        const spec = m[2]!;
+        assert.ok(spec !== 'zod', `${relative(REPO_ROOT, file)} imports zod into the workflow bundle`);
+        if (spec.startsWith('.')) visit(resolve(dirname(file), spec.replace(/\.js$/, '.ts')));
+      }
+    };
+    visit(join(REPO_ROOT, 'src', 'workflows', 'index.ts'));
+    assert.ok(seen.size > 10, 'the walk followed the imports');
   });
 });

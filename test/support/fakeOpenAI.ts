@@ -52,6 +52,10 @@ export interface RecordedCall {
   /** Hash of what identifies the request: role, messages, seed. A replayed call has the same key. */
   key: string;
   status: number;
+  /** The request's seed (Attune derives one per dialogue, turn and role). */
+  seed: number | null;
+  /** When the request arrived (epoch ms, sub-millisecond). */
+  arrivedAtMs: number;
 }
 
 function hashOf(text: string): number {
@@ -177,7 +181,8 @@ export class FakeOpenAIServer {
     const lastMessage = body.messages[body.messages.length - 1]?.content ?? '';
     const personaName = /Name: (.+)/.exec(body.messages[0]?.content ?? '')?.[1] ?? null;
     const fault = this.faults.get(`${role}:${nth}`) ?? this.behaviour.fault?.({ role, nth, body, turn: 0, last: lastMessage, persona: personaName });
-    const record = (status: number): void => { this.calls.push({ role, nth, key, status }); };
+    const arrivedAtMs = performance.timeOrigin + performance.now();
+    const record = (status: number): void => { this.calls.push({ role, nth, key, status, seed: body.seed ?? null, arrivedAtMs }); };
 
     if (fault === 'hold') {
       this.held.push(res);

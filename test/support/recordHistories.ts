@@ -41,6 +41,7 @@ async function recordTraining(): Promise<void> {
 const RECORDERS: Record<string, () => Promise<void>> = {
   rollout: () => recordRollout('rollout.json'),
   'rollout-per-turn': () => recordRollout('rollout-per-turn.json', ['rollout.activityPer=turn']),
+  'rollout-local-turn': () => recordRollout('rollout-local-turn.json', ['rollout.activityPer=turn', 'rollout.llmCalls=local']),
   'training-step': recordTraining,
 };
 

@@ -6,7 +6,8 @@ import { REPO_ROOT } from '../../src/paths.js';
 import { keepGroups } from '../../src/core/training/groups.js';
 import { samplesFromTranscript } from '../../src/core/training/samples.js';
 import { scenariosForStep } from '../../src/core/training/scenarioSchedule.js';
-import { parseLiveSet } from '../../src/core/training/settings.js';
+import { LIVE_HYPERPARAMETERS, LIVE_SETTINGS_RULES, parseLiveSet } from '../../src/core/training/liveSet.js';
+import { hyperparametersSchema } from '../../src/core/training/settings.js';
 import type { Transcript } from '../../src/core/transcript.js';
 
 const IDS = Array.from({ length: 10 }, (_, i) => `s${String(i).padStart(2, '0')}`);
@@ -54,7 +55,19 @@ describe('live changes (attune set)', () => {
     assert.throws(() => parseLiveSet({ learning_rate: -1 }), /learning_rate: /);
     assert.throws(() => parseLiveSet({ clip_ratio: 1.5 }), /clip_ratio: /);
     assert.throws(() => parseLiveSet({ base_model: 'x' }), /base_model: cannot be changed on a live run/);
-    assert.throws(() => parseLiveSet({ maxInFlight: 'many' }), /maxInFlight: /);
+    assert.throws(() => parseLiveSet({ maxInFlight: 'many' }), /maxInFlight: expected a number/);
+    assert.throws(() => parseLiveSet({ maxInFlight: 2.5 }), /maxInFlight: expected an integer/);
+    assert.throws(() => parseLiveSet({ steps: 0, kl_coef: -1 }), /kl_coef: must be at least 0.*; steps: must be at least 1/);
+  });
+  it('live hyperparameters have the same bounds as the trainer hyperparameters schema', () => {
+    const samples = [-1, 0, 1e-9, 0.5, 0.999, 1, 1.5, 2, 100];
+    for (const key of LIVE_HYPERPARAMETERS) {
+      assert.ok(key in LIVE_SETTINGS_RULES, key);
+      for (const value of samples) {
+        const live = (() => { try { parseLiveSet({ [key]: value }); return true; } catch { return false; } })();
+        assert.equal(live, hyperparametersSchema.shape[key].safeParse(value).success, `${key}=${value}`);
+      }
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
+import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
 
 const HISTORIES = join(__dirname, '..', 'fixtures', 'histories');
@@ -25,6 +26,18 @@ describe('workflow replay (determinism guard)', () => {
     const turns = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playDialogueTurn');
     assert.equal(turns.length, 3, 'the fixture holds a whole 3-turn rollout');
     await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-rollout-per-turn');
+  });
+
+  it('replays a rollout with local turns, and one recorded before its artifact activities became local', async () => {
+    const current = historyFromJSON(loadHistory('rollout-local-turn.json'));
+    assert.deepEqual(localActivityTypes(current.events ?? []), ['writeUserMessage', 'playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript']);
+    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, current, 'replay-fixture-rollout-local-turn');
+    // Recorded by the code before LOCAL_ARTIFACT_ACTIVITIES_PATCH: the transcript write is a regular
+    // activity there, and the patch makes the current code take that path again on replay.
+    const before = historyFromJSON(loadHistory('rollout-local-turn-before-local-artifacts.json'));
+    assert.deepEqual(patchIds(before.events ?? []), []);
+    assert.deepEqual((before.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name), ['saveTranscript']);
+    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, before, 'replay-fixture-rollout-local-turn-before');
   });
 
   it('replays a recorded training step (rollout fan-out, optimizer, publishing, continue-as-new)', async () => {

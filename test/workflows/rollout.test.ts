@@ -3,6 +3,8 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { Transcript } from '../../src/core/transcript.js';
 import type { CallRole, Fault } from '../support/fakeOpenAI.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
+import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
+import { LOCAL_ARTIFACT_ACTIVITIES_PATCH } from '../../src/workflows/rollout.js';
 
 function failureMessage(error: unknown): string {
   assert.ok(error instanceof WorkflowFailedError, `expected WorkflowFailedError, got ${String(error)}`);
@@ -167,10 +169,12 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.equal(rig.fake.count('policy'), 4);
     assert.equal(rig.fake.count('reply'), 3);
     const events = (await handle.fetchHistory()).events ?? [];
-    const markers = events.filter((e) => e.markerRecordedEventAttributes).length;
     const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
-    assert.equal(markers, 3 + 3 + 2, 'one marker per finished LLM call');
-    assert.deepEqual(scheduled, ['saveTranscript'], 'only the transcript write is a regular activity');
+    const local = localActivityTypes(events);
+    assert.equal(local.filter((t) => t !== 'saveTranscript').length, 3 + 3 + 2, 'one marker per finished LLM call');
+    assert.equal(local[local.length - 1], 'saveTranscript', 'the transcript write is local too');
+    assert.deepEqual(scheduled, [], 'no regular activity: no task goes through the server');
+    assert.deepEqual(patchIds(events), [LOCAL_ARTIFACT_ACTIVITIES_PATCH]);
   });
 
   it('rollout.activityPer=turn: one activity per turn, the same dialogue, and a failed call resumes after the finished ones', async () => {
@@ -198,8 +202,8 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     const repeated = [...rig.fake.successCountsByKey()].filter(([, n]) => n > 1);
     assert.equal(repeated.length, 2, 'the policy and analysis requests of turn 1');
     const events = (await handle.fetchHistory()).events ?? [];
-    assert.equal(events.filter((e) => e.markerRecordedEventAttributes).length, 3, 'one marker per turn');
-    assert.deepEqual(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name), ['saveTranscript']);
+    assert.deepEqual(localActivityTypes(events), ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript'], 'one marker per turn, then the transcript write');
+    assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0);
   });
 
   it('asks again after an unparseable analysis, then fails quoting the reply', async () => {

@@ -27,9 +27,6 @@ export const hyperparametersSchema = z.strictObject({
 });
 export type Hyperparameters = z.infer<typeof hyperparametersSchema>;
 
-/** Hyperparameters an operator may change on a live run (applied from the next step). */
-export const LIVE_HYPERPARAMETERS = ['learning_rate', 'clip_ratio', 'kl_coef', 'entropy_coef', 'value_learning_rate', 'max_grad_norm'] as const;
-
 export const loraSchema = z.strictObject({
   r: z.number().int().min(1).max(512).default(16),
   alpha: z.number().gt(0).default(32),
@@ -76,23 +73,3 @@ export const trainingSettingsSchema = z.strictObject({
   evalConcurrency: z.number().int().min(1),
 });
 export type TrainingSettings = z.infer<typeof trainingSettingsSchema>;
-
-/** Operator changes through `attune set NAME key=value`: validated here, with reasons. */
-export const liveSetSchema = z.strictObject({
-  ...Object.fromEntries(LIVE_HYPERPARAMETERS.map((k) => [k, hyperparametersSchema.shape[k]])),
-  maxInFlight: z.number().int().min(1).max(1000).optional(),
-  maxFailedShare: z.number().min(0).max(1).optional(),
-  evalEvery: z.number().int().min(0).optional(),
-  steps: z.number().int().min(1).optional(),
-  temperature: z.number().min(0).max(2).optional(),
-}) as z.ZodType<Partial<Record<(typeof LIVE_HYPERPARAMETERS)[number] | 'maxInFlight' | 'maxFailedShare' | 'evalEvery' | 'steps' | 'temperature', number>>>;
-export type LiveSettings = z.infer<typeof liveSetSchema>;
-
-/** Parses `key=value` pairs into a validated change, or throws with the reason. */
-export function parseLiveSet(pairs: Record<string, unknown>): LiveSettings {
-  const result = liveSetSchema.safeParse(pairs);
-  if (!result.success) {
-    throw new Error(result.error.issues.map((i) => (i.code === 'unrecognized_keys' ? `${i.keys.join(', ')}: cannot be changed on a live run (allowed: ${[...LIVE_HYPERPARAMETERS, 'maxInFlight', 'maxFailedShare', 'evalEvery', 'steps', 'temperature'].join(', ')})` : `${i.path.join('.')}: ${i.message}`)).join('; '));
-  }
-  return result.data;
-}
