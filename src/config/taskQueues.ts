@@ -28,6 +28,13 @@ export function taskQueuesFor(prefix: string): TaskQueues {
 export const LIMITS = {
   /** Workflow tasks handled at once by one rollout worker. */
   maxConcurrentWorkflowTasks: 64,
+  /**
+   * Share of the rollout worker's workflow-task polls that take new workflows (the rest take tasks
+   * of cached ones) when LLM calls are local activities. Those workflows have few tasks after their
+   * first, so more pollers on the start side pick up a burst of new rollouts sooner (64 at once:
+   * 200 instead of 290 ms to the first task, bench/orchestration). The SDK's default is 0.2.
+   */
+  localCallsNonStickyPollRatio: 1,
   /** Cached workflow executions per worker (sticky cache). */
   maxCachedWorkflows: 2000,
   /** Artifact writes at once. */

@@ -48,6 +48,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     },
     maxConcurrentWorkflowTaskExecutions: local ? Math.max(LIMITS.maxConcurrentWorkflowTasks, callsInFlight) : LIMITS.maxConcurrentWorkflowTasks,
     maxConcurrentLocalActivityExecutions: callsInFlight,
+    ...(local ? { nonStickyToStickyPollRatio: LIMITS.localCallsNonStickyPollRatio } : {}),
     maxCachedWorkflows: LIMITS.maxCachedWorkflows,
     maxConcurrentActivityTaskExecutions: LIMITS.maxConcurrentArtifactActivities,
   });
