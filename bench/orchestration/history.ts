@@ -63,6 +63,7 @@ export interface HistoryTimings {
   turns: TurnTiming[];
   calls: CallBreakdown[];
   workflowTasks: WorkflowTaskBreakdown[];
+  /** Bytes of activity inputs and results, and of local-activity markers. */
   payloadBytes: number;
   events: number;
   /** Workflow tasks that timed out (e.g. a sticky task not picked up within 10 s) or failed. */
@@ -99,6 +100,8 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
     const type = Number(e.eventType);
     const at = timeMs(e);
     const id = idOf(e.eventId);
+    // Payloads a local activity leaves in the history: its marker's details (result, activity data).
+    for (const payloads of Object.values(e.markerRecordedEventAttributes?.details ?? {})) for (const p of payloads.payloads ?? []) payloadBytes += p.data?.length ?? 0;
     if (type === EVENT.workflowTaskTimedOut) workflowTaskTimeouts++;
     if (type === EVENT.workflowTaskFailed) workflowTaskFailures++;
     if (type === EVENT.activityScheduled) {
