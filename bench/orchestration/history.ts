@@ -151,8 +151,17 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
   const last = events[events.length - 1];
   const firstTask = events.find((e) => Number(e.eventType) === EVENT.workflowTaskStarted);
   return {
+    turns,
+    calls,
+    workflowTasks: workflowTasks.filter((w) => !Number.isNaN(w.runMs)),
+    payloadBytes,
+    events: events.length,
+    workflowTaskTimeouts,
+    workflowTaskFailures,
+    closedAtMs: last ? timeMs(last) : NaN,
     startedAtMs: started ? timeMs(started) : NaN,
-    firstTaskStartedAtMs: firstTask ? timeMs(firstTask) : NaN, turns, calls, workflowTasks: workflowTasks.filter((w) => !Number.isNaN(w.runMs)), payloadBytes, events: events.length, workflowTaskTimeouts, workflowTaskFailures, closedAtMs: last ? timeMs(last) : NaN };
+    firstTaskStartedAtMs: firstTask ? timeMs(firstTask) : NaN,
+  };
 }
 
 export function percentile(values: number[], p: number): number {

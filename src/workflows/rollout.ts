@@ -86,6 +86,9 @@ function turnActivityProxy(settings: RolloutSettings, local: boolean) {
   return proxyActivities<DialogueTurnActivities>({ ...options, taskQueue: settings.turnsTaskQueue, heartbeatTimeout });
 }
 
+/** Rollouts with local LLM calls started after this patch load and save artifacts locally too. */
+export const LOCAL_ARTIFACT_ACTIVITIES_PATCH = 'local-artifact-activities';
+
 /**
  * One dialogue between the policy and the simulated user; the transcript goes to the artifact store
  * and only a summary comes back. `settings.activityPer` decides what one activity covers:
@@ -99,11 +102,9 @@ function turnActivityProxy(settings: RolloutSettings, local: boolean) {
  *   their own;
  * - `local`: a local activity in the rollout worker, recorded as a marker when the workflow task
  *   completes. Less CPU and far less server work, but a crash repeats the calls made since the last
- *   completed workflow task (up to about 8 s of them).
+ *   completed workflow task (up to 80 % of the workflow-task timeout, 60 s by default for such
+ *   rollouts). The scenario load and the transcript write are then local too.
  */
-/** Rollouts with local LLM calls started after this patch load and save artifacts locally too. */
-export const LOCAL_ARTIFACT_ACTIVITIES_PATCH = 'local-artifact-activities';
-
 export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const { settings, seed } = input;
   const runName = input.runName ?? null;
