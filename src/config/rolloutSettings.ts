@@ -1,15 +1,8 @@
 import { rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettings.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
-import { taskQueuesFor } from './taskQueues.js';
+import { LIMITS, taskQueuesFor } from './taskQueues.js';
 
 const LOCAL_ANALYSIS_MAX_CHARS = 120;
-/**
- * With local activities a rollout's workflow task stays open while its calls run, and the worker
- * must report back at 80 % of the timeout. At Temporal's 10 s an overloaded worker misses that and
- * the unrecorded calls run again (1,590 repeated calls at 256 dialogues on 2 cores, none at 60 s);
- * the price is that a crash repeats up to ~48 s of calls instead of ~8 s.
- */
-const LOCAL_CALLS_WORKFLOW_TASK_TIMEOUT_MS = 60_000;
 
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
 export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Partial<Pick<RolloutSettings, 'initialEmotion' | 'maxTurns' | 'think'>> & { policyModel?: string } = {}): RolloutSettings {
@@ -23,7 +16,7 @@ export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Parti
     turnsTaskQueue: queues.turns,
     llmCalls: rollout.llmCalls,
     activityPer: rollout.activityPer,
-    workflowTaskTimeoutMs: rollout.workflowTaskTimeoutMs ?? (rollout.llmCalls === 'local' ? LOCAL_CALLS_WORKFLOW_TASK_TIMEOUT_MS : undefined),
+    workflowTaskTimeoutMs: rollout.workflowTaskTimeoutMs ?? (rollout.llmCalls === 'local' ? LIMITS.localCallsWorkflowTaskTimeoutMs : undefined),
     initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,
     maxTurns: overrides.maxTurns ?? rollout.maxTurns,
     think: overrides.think ?? rollout.think,

@@ -43,6 +43,14 @@ export const LIMITS = {
   shutdownGraceTimeMs: 30_000,
   /** A stopping optimizer worker waits this long for a step in progress. */
   optimizerShutdownGraceTimeMs: 10 * 60_000,
+  /**
+   * Workflow-task timeout of rollouts with local LLM calls (unless `rollout.workflowTaskTimeoutMs`
+   * says otherwise). Their workflow task stays open while the calls run, and the worker must report
+   * back at 80 % of the timeout. At Temporal's 10 s an overloaded worker missed that and the
+   * unrecorded calls ran again (1,590 repeated calls at 256 dialogues on 2 cores, none at 60 s);
+   * the price is that a crash repeats up to ~48 s of calls instead of ~8 s.
+   */
+  localCallsWorkflowTaskTimeoutMs: 60_000,
   /** Bound on a local LLM activity, waiting for its endpoint's slot included (`rollout.llmCalls: local`). */
   localLlmCallTimeoutMs: 30 * 60_000,
   /** Bound on a turn activity (three LLM calls and their waits for an endpoint slot; `rollout.activityPer: turn`). */

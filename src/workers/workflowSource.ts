@@ -10,8 +10,9 @@ export const workflowBundlerOptions: Pick<BundleOptions, 'webpackConfigHook'> = 
     ...config,
     resolve: { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } },
   }),
-  // No `preloadModules`: the SDK freezes preloaded modules, and zod v4 defines methods on schema
-  // objects lazily, so a preloaded schema fails on first use inside a workflow.
+  // No `preloadModules`: when it was tried the bundle still held zod, whose v4 schemas define methods
+  // lazily and failed on first use once the SDK had frozen them. The bundle is zod-free now (a lint
+  // test keeps it so), and preloading is worth measuring again.
 };
 
 /** Bundling takes seconds; tests and benchmarks bundle once and share the result. */
