@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from .engine import ApiError, Engine
+from .engine import Engine
+from .errors import ApiError
 from .log import log
 
 OPS = ("create_run", "apply_step", "chat", "ensure_loaded")

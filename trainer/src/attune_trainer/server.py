@@ -15,7 +15,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import __version__
 from .dispatch import Dispatcher
-from .engine import ApiError, Engine
+from .engine import Engine
+from .errors import ApiError
 from .log import log
 from .schemas import RUN_ID_RE, ChatCompletionRequest, RunCreate, StepRequest
 

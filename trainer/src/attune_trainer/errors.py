@@ -1,0 +1,15 @@
+"""The trainer's HTTP-facing error: a status, a message, and the field it is about."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, type_: str = "invalid_request_error", field: Optional[str] = None, **extra):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type_
+        self.field = field
+        self.extra = extra
