@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { loadConfig } from '../../src/config/load.js';
-import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettings.js';
+import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
 import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
-import { createLlmIoWorkers, runWorkers, shutdownWorkers } from '../../src/workers/llmIoWorkers.js';
+import { createLlmIoWorkers } from '../../src/workers/llmIoWorkers.js';
+import { runWorkers, shutdownWorkers } from '../../src/workers/runWorkers.js';
 import { runPlain, runReference } from './loops.js';
 import type { LoopJob, ToParent, WorkersJob } from './protocol.js';
 

@@ -5,7 +5,7 @@ import type { ArtifactStore } from '../../src/artifacts/store.js';
 import { emotionAfterTurn, emotionState } from '../../src/core/emotion.js';
 import { defaultPolicySystemPrompt, policyMessages } from '../../src/core/prompts/policy.js';
 import { analysisMessages, openingMessages, replyMessages } from '../../src/core/prompts/simulator.js';
-import type { RolloutSettings } from '../../src/core/rolloutSettings.js';
+import type { RolloutSettings } from '../../src/core/rolloutSettingsSchema.js';
 import type { Scenario } from '../../src/core/scenario.js';
 import { callSeed } from '../../src/core/seeds.js';
 import { isGoodbye, outcomeAfterAnalysis, rewardFor, type Outcome } from '../../src/core/termination.js';

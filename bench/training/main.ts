@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { trainingSettingsFromConfig } from '../../src/config/trainingSettings.js';
+import { trainingSettingsFromConfig } from '../../src/config/trainingSettingsFromConfig.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';

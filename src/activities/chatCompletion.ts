@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
-import type { EndpointCall } from '../core/rolloutSettings.js';
+import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
 import type { ChatMessage, TokenUsage } from '../core/transcript.js';
 
 export interface ChatRequest {

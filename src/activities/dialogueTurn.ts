@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { analysisSchema } from '../core/analysis.js';
 import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
 import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
-import { LIMITS } from '../config/taskQueues.js';
+import { LIMITS } from '../config/limits.js';
 
 const usageSchema = z.object({ prompt: z.number(), completion: z.number() });
 

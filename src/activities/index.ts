@@ -2,7 +2,7 @@ import type { ArtifactStore } from '../artifacts/store.js';
 import { createArtifactActivities } from './artifacts.js';
 import { createDialogueTurnActivities } from './dialogueTurn.js';
 import { EndpointGate, gated, type EndpointLimits } from './endpointLimits.js';
-import { createEvaluationActivities } from './evaluations.js';
+import { createEvaluationActivities } from './evaluationReports.js';
 import { generatePolicyTurn } from './policy.js';
 import { loadScenario } from './scenarios.js';
 import { analyzeAssistantReply, writeUserMessage } from './simulator.js';

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { analysisJsonSchema, parseAnalysis } from '../core/analysis.js';
-import type { SimulatorCall } from '../core/rolloutSettings.js';
+import type { SimulatorCall } from '../core/rolloutSettingsSchema.js';
 import type { SimulatorCallInput } from '../core/dialogueTurn.js';
 import type { AnalysisResult, UserMessageResult } from '../core/transcript.js';
 import { chatCompletion } from './chatCompletion.js';

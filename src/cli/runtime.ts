@@ -1,7 +1,9 @@
 import type { Worker } from '@temporalio/worker';
 import { connectTemporal, connectWorkerSide, optimizerWorkerPolling, rolloutWorkersPolling, type TemporalHandle } from '../temporal/connect.js';
 import { installTemporalLogging } from '../temporal/runtimeLogging.js';
-import { createLlmIoWorkers, createOptimizerWorker, runWorkers, shutdownWorkers } from '../workers/llmIoWorkers.js';
+import { createLlmIoWorkers } from '../workers/llmIoWorkers.js';
+import { runWorkers, shutdownWorkers } from '../workers/runWorkers.js';
+import { createOptimizerWorker } from '../workers/optimizerWorker.js';
 import type { CommandContext } from './context.js';
 import { onShutdown } from './shutdown.js';
 import { ensureLocalModels } from './localModels.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/emotion.js';
-import { activityScopes, llmCallModes, retryPolicySchema, structuredOutputModes } from '../core/rolloutSettings.js';
-import { ALGORITHMS, hyperparametersSchema, loraSchema } from '../core/training/settings.js';
+import { activityScopes, llmCallModes, retryPolicySchema, structuredOutputModes } from '../core/rolloutSettingsSchema.js';
+import { ALGORITHMS, hyperparametersSchema, loraSchema } from '../core/training/trainingSettingsSchema.js';
 
 const endpointFields = {
   baseURL: z.string().url(),

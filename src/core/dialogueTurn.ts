@@ -1,7 +1,7 @@
 import { emotionAfterTurn, emotionState } from './emotion.js';
 import { analysisMessages, replyMessages } from './prompts/simulator.js';
 import { policyMessages } from './prompts/policy.js';
-import type { EndpointCall, RolloutSettings, SimulatorCall } from './rolloutSettings.js';
+import type { EndpointCall, RolloutSettings, SimulatorCall } from './rolloutSettingsSchema.js';
 import type { Scenario } from './scenario.js';
 import { callSeed } from './seeds.js';
 import { isGoodbye, outcomeAfterAnalysis, type Outcome } from './termination.js';

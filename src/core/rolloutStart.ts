@@ -1,4 +1,4 @@
-import type { RolloutSettings } from './rolloutSettings.js';
+import type { RolloutSettings } from './rolloutSettingsSchema.js';
 
 /**
  * The start options of a rollout workflow that its settings decide, for clients and parent

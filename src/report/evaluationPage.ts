@@ -1,5 +1,5 @@
 import { emotionState, type EmotionState } from '../core/emotion.js';
-import type { EvaluationEntry, EvaluationReport, ScoreGroup } from '../core/evaluation.js';
+import type { EvaluationEntry, EvaluationReport, ScoreGroup } from '../core/evaluationReport.js';
 import type { Transcript, TranscriptTurn } from '../core/transcript.js';
 import { barChart, lineChart, sparkline, type LineSeries } from './charts.js';
 import { formatInt, formatNumber, formatSigned, formatTime, html, join, uniqueSlug, type SafeHtml } from './html.js';

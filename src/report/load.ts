@@ -1,6 +1,6 @@
-import { evaluationKey } from '../activities/evaluations.js';
+import { evaluationKey } from '../activities/evaluationReports.js';
 import type { ArtifactStore } from '../artifacts/store.js';
-import type { EvaluationReport } from '../core/evaluation.js';
+import type { EvaluationReport } from '../core/evaluationReport.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
 import type { Transcript } from '../core/transcript.js';
 

@@ -1,5 +1,5 @@
 import { emotionState } from '../core/emotion.js';
-import type { EvaluationReport } from '../core/evaluation.js';
+import type { EvaluationReport } from '../core/evaluationReport.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { lineChart, type LineSeries } from './charts.js';
 import { formatInt, formatNumber, formatPercent, formatTime, html, type SafeHtml } from './html.js';

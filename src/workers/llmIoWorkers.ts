@@ -1,8 +1,9 @@
 import { NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ArtifactStore } from '../artifacts/store.js';
-import { dialogueTurnActivities, endpointGates, gatedLlmCalls, optimizerQueueActivities, policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
+import { dialogueTurnActivities, endpointGates, gatedLlmCalls, policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
 import type { AttuneConfig } from '../config/schema.js';
-import { LIMITS, taskQueuesFor } from '../config/taskQueues.js';
+import { LIMITS } from '../config/limits.js';
+import { taskQueuesFor } from '../config/taskQueues.js';
 import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflowSource.js';
 
 export interface LlmIoWorkerOptions {
@@ -75,35 +76,4 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     defaultHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,
   });
   return [rollouts, policy, simulator, turns];
-}
-
-/** Runs workers until one fails or all are shut down; a failure stops the others. */
-export async function runWorkers(workers: Worker[]): Promise<void> {
-  try {
-    await Promise.all(workers.map((w) => w.run()));
-  } catch (error) {
-    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-    throw error;
-  }
-}
-
-export function shutdownWorkers(workers: Worker[]): void {
-  for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
-}
-
-/**
- * The GPU side: optimizer activities, one at a time (a GPU host trains one step at a time). A long
- * grace time lets a stopping worker finish a step rather than abandon it.
- */
-export async function createOptimizerWorker(options: Omit<LlmIoWorkerOptions, 'workflowBundle'>): Promise<Worker> {
-  const queues = taskQueuesFor(options.config.temporal.taskQueuePrefix);
-  return Worker.create({
-    connection: options.connection,
-    namespace: options.namespace,
-    taskQueue: queues.optimizer,
-    activities: optimizerQueueActivities(options.store),
-    maxConcurrentActivityTaskExecutions: 1,
-    shutdownGraceTime: LIMITS.optimizerShutdownGraceTimeMs,
-    ...(options.identity ? { identity: options.identity } : {}),
-  });
 }

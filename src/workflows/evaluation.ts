@@ -1,11 +1,11 @@
 import { executeChild, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RolloutQueueActivities } from '../activities/index.js';
-import { buildEvaluationReport, entryFromSummary, type EvaluationEntry, type EvaluationReport } from '../core/evaluation.js';
-import type { RolloutSettings } from '../core/rolloutSettings.js';
+import { buildEvaluationReport, entryFromSummary, type EvaluationEntry, type EvaluationReport } from '../core/evaluationReport.js';
+import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
 import type { GoalType, Personality } from '../core/scenario.js';
 import { stableHash } from '../core/seeds.js';
-import { LIMITS } from '../config/taskQueues.js';
+import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { boundedFanOut, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';

@@ -4,12 +4,12 @@ import type { ScenarioRef } from '../activities/scenarios.js';
 import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput, type TurnPhase } from '../core/dialogueTurn.js';
 import { openingMessages } from '../core/prompts/simulator.js';
 import { defaultPolicySystemPrompt } from '../core/prompts/policy.js';
-import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettings.js';
+import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import type { Scenario } from '../core/scenario.js';
 import { callSeed } from '../core/seeds.js';
 import { rewardFor, type Outcome } from '../core/termination.js';
 import { emptyTotals, type ChatMessage, type RolloutSummary, type TokenTotals, type Transcript, type TranscriptTurn } from '../core/transcript.js';
-import { LIMITS } from '../config/taskQueues.js';
+import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
 export interface RolloutInput {

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettings.js';
+import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
 
 function yamlFile(text: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'attune-cfg-')), 'config.yaml');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { evaluationKey } from '../../src/activities/evaluations.js';
-import type { EvaluationReport } from '../../src/core/evaluation.js';
+import { evaluationKey } from '../../src/activities/evaluationReports.js';
+import type { EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { Transcript } from '../../src/core/transcript.js';
-import { buildEvaluationInput, startEvaluation } from '../../src/evaluation/start.js';
+import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluations.js';
 import type { EvaluationSummary } from '../../src/workflows/evaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
 import { localActivityTypes } from '../support/historyMarkers.js';

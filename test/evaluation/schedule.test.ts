@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ScheduleNotFoundError, ScheduleOverlapPolicy } from '@temporalio/client';
-import { evaluationKey } from '../../src/activities/evaluations.js';
+import { evaluationKey } from '../../src/activities/evaluationReports.js';
 import { createEvaluationSchedule } from '../../src/cli/commands/schedule.js';
-import type { EvaluationReport } from '../../src/core/evaluation.js';
+import type { EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { EvaluationSummary } from '../../src/workflows/evaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { buildEvaluationReport, type EvaluationEntry } from '../../src/core/evaluation.js';
+import { buildEvaluationReport, type EvaluationEntry } from '../../src/core/evaluationReport.js';
 import { compareEvaluations } from '../../src/cli/commands/eval.js';
 
 const tokens = { policyPrompt: 10, policyCompletion: 5, simulatorPrompt: 20, simulatorCompletion: 8 };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { renderEvaluationTable, emotionSparkline } from '../../src/cli/render/evaluationTable.js';
-import { buildEvaluationReport, type EvaluationEntry } from '../../src/core/evaluation.js';
+import { buildEvaluationReport, type EvaluationEntry } from '../../src/core/evaluationReport.js';
 
 const tokens = { policyPrompt: 100, policyCompletion: 20, simulatorPrompt: 200, simulatorCompletion: 40 };
 

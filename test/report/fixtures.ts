@@ -1,6 +1,6 @@
 import type { FileArtifactStore } from '../../src/artifacts/store.js';
 import { emotionState } from '../../src/core/emotion.js';
-import { buildEvaluationReport, type EvaluationEntry, type EvaluationReport } from '../../src/core/evaluation.js';
+import { buildEvaluationReport, type EvaluationEntry, type EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import type { GoalType, Personality } from '../../src/core/scenario.js';
 import type { Outcome } from '../../src/core/termination.js';

@@ -4,7 +4,7 @@ import { lineChart, linePath, niceTicks, tickFormat } from '../../src/report/cha
 import { escapeHtml, html, raw } from '../../src/report/html.js';
 import { parseRunMetrics } from '../../src/report/load.js';
 import { renderEvaluationPage, renderRunPage, runEvalPoints } from '../../src/report/index.js';
-import { buildEvaluationReport } from '../../src/core/evaluation.js';
+import { buildEvaluationReport } from '../../src/core/evaluationReport.js';
 import { DIALOGUES, INJECTION, makeTranscript, RUN, stepRecord } from './fixtures.js';
 
 describe('report renderers (pure)', () => {

@@ -1,5 +1,5 @@
 import type { Worker } from '@temporalio/worker';
-import { runWorkers, shutdownWorkers } from '../../src/workers/llmIoWorkers.js';
+import { runWorkers, shutdownWorkers } from '../../src/workers/runWorkers.js';
 
 /** The workers a test rig runs in-process: started together, and stopped by awaiting their shutdown. */
 export class RunningWorkers {

@@ -7,7 +7,7 @@ import { keepGroups } from '../../src/core/training/groups.js';
 import { samplesFromTranscript } from '../../src/core/training/samples.js';
 import { scenariosForStep } from '../../src/core/training/scenarioSchedule.js';
 import { LIVE_HYPERPARAMETERS, LIVE_SETTINGS_RULES, parseLiveSet } from '../../src/core/training/liveSet.js';
-import { hyperparametersSchema } from '../../src/core/training/settings.js';
+import { hyperparametersSchema } from '../../src/core/training/trainingSettingsSchema.js';
 import type { Transcript } from '../../src/core/transcript.js';
 
 const IDS = Array.from({ length: 10 }, (_, i) => `s${String(i).padStart(2, '0')}`);

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
-import type { EvaluationReport } from '../../core/evaluation.js';
-import { buildEvaluationInput, startEvaluation } from '../../evaluation/start.js';
+import type { EvaluationReport } from '../../core/evaluationReport.js';
+import { buildEvaluationInput, startEvaluation } from '../../client/evaluations.js';
 import { REPO_ROOT } from '../../paths.js';
 import { writeReport } from '../../report/index.js';
 import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '../../workflows/training.js';

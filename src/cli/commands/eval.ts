@@ -1,6 +1,6 @@
-import type { EvaluationReport } from '../../core/evaluation.js';
-import { evaluationKey } from '../../activities/evaluations.js';
-import { buildEvaluationInput, startEvaluation } from '../../evaluation/start.js';
+import type { EvaluationReport } from '../../core/evaluationReport.js';
+import { evaluationKey } from '../../activities/evaluationReports.js';
+import { buildEvaluationInput, startEvaluation } from '../../client/evaluations.js';
 import type { EvaluationSummary } from '../../workflows/evaluation.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';

@@ -1,4 +1,4 @@
-import { rolloutSettingsFromConfig } from '../../config/rolloutSettings.js';
+import { rolloutSettingsFromConfig } from '../../config/rolloutSettingsFromConfig.js';
 import { rolloutStartOptions } from '../../core/rolloutStart.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
 import type { RolloutSummary, Transcript } from '../../core/transcript.js';

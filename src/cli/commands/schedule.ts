@@ -1,7 +1,7 @@
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { AttuneConfig } from '../../config/schema.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
-import { buildEvaluationInput } from '../../evaluation/start.js';
+import { buildEvaluationInput } from '../../client/evaluations.js';
 import { connectTemporal } from '../../temporal/connect.js';
 import type { ScheduledEvaluationInput } from '../../workflows/scheduledEvaluation.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';

@@ -1,7 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { AttuneConfig } from '../../config/schema.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
-import { trainingSettingsFromConfig } from '../../config/trainingSettings.js';
+import { trainingSettingsFromConfig } from '../../config/trainingSettingsFromConfig.js';
 import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
 import { training, trainingStatusQuery, trainingWorkflowId, type TrainingResult, type TrainingStatus } from '../../workflows/training.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';

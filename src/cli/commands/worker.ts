@@ -2,7 +2,9 @@ import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.j
 import { commandContext, untilSignal } from '../context.js';
 import { connectTemporal, connectWorkerSide } from '../../temporal/connect.js';
 import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
-import { createLlmIoWorkers, createOptimizerWorker, runWorkers, shutdownWorkers } from '../../workers/llmIoWorkers.js';
+import { createLlmIoWorkers } from '../../workers/llmIoWorkers.js';
+import { runWorkers, shutdownWorkers } from '../../workers/runWorkers.js';
+import { createOptimizerWorker } from '../../workers/optimizerWorker.js';
 
 export const WORKER_HELP = `attune worker [--role llm|optimizer|all] [options]
 

@@ -1,5 +1,5 @@
 import { emotionState, type EmotionState } from '../../core/emotion.js';
-import type { EvaluationReport, ScoreGroup } from '../../core/evaluation.js';
+import type { EvaluationReport, ScoreGroup } from '../../core/evaluationReport.js';
 
 export interface EvaluationTableOptions {
   /** ANSI colours; default: only when stdout is a TTY and NO_COLOR is unset. */

@@ -1,5 +1,5 @@
 import type { ArtifactStore } from '../artifacts/store.js';
-import type { EvaluationReport } from '../core/evaluation.js';
+import type { EvaluationReport } from '../core/evaluationReport.js';
 
 export function evaluationKey(evalId: string): string {
   return `evaluations/${evalId.replace(/[^A-Za-z0-9._@=-]/g, '_')}/evaluation.json`;

@@ -1,6 +1,7 @@
-import { rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettings.js';
+import { rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
-import { LIMITS, taskQueuesFor } from './taskQueues.js';
+import { LIMITS } from './limits.js';
+import { taskQueuesFor } from './taskQueues.js';
 
 const LOCAL_ANALYSIS_MAX_CHARS = 120;
 

@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
-import { trainingSettingsSchema, type TrainingSettings } from '../core/training/settings.js';
-import { buildEvaluationInput } from '../evaluation/start.js';
+import { trainingSettingsSchema, type TrainingSettings } from '../core/training/trainingSettingsSchema.js';
+import { buildEvaluationInput } from '../client/evaluations.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
-import { rolloutSettingsFromConfig } from './rolloutSettings.js';
+import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
 import type { AttuneConfig } from './schema.js';
 import { taskQueuesFor } from './taskQueues.js';
 

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { rolloutSettingsFromConfig } from '../config/rolloutSettings.js';
+import { rolloutSettingsFromConfig } from '../config/rolloutSettingsFromConfig.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';

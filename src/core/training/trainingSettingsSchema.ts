@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { rolloutSettingsSchema } from '../rolloutSettings.js';
+import { rolloutSettingsSchema } from '../rolloutSettingsSchema.js';
 import { goalTypeSchema, personalitySchema } from '../scenario.js';
 
 export const ALGORITHMS = ['grpo', 'ppo'] as const;

@@ -1,0 +1,45 @@
+/** Timeouts and concurrency limits of workers and activities, in one place. */
+export const LIMITS = {
+  /** Workflow tasks handled at once by one rollout worker. */
+  maxConcurrentWorkflowTasks: 64,
+  /**
+   * Share of the rollout worker's workflow-task polls that take new workflows (the rest take tasks
+   * of cached ones) when LLM calls are local activities. Those workflows have few tasks after their
+   * first, so more pollers on the start side pick up a burst of new rollouts sooner (64 at once:
+   * 200 instead of 290 ms to the first task, bench/orchestration). The SDK's default is 0.2.
+   */
+  localCallsNonStickyPollRatio: 1,
+  /** Cached workflow executions per worker (sticky cache). */
+  maxCachedWorkflows: 2000,
+  /** Artifact writes at once. */
+  maxConcurrentArtifactActivities: 32,
+  /** Time a stopping worker gives in-flight activities to finish before handing them back. */
+  shutdownGraceTimeMs: 30_000,
+  /** A stopping optimizer worker waits this long for a step in progress. */
+  optimizerShutdownGraceTimeMs: 10 * 60_000,
+  /**
+   * Workflow-task timeout of rollouts with local LLM calls (unless `rollout.workflowTaskTimeoutMs`
+   * says otherwise). Their workflow task stays open while the calls run, and the worker must report
+   * back at 80 % of the timeout. At Temporal's 10 s an overloaded worker missed that and the
+   * unrecorded calls ran again (1,590 repeated calls at 256 dialogues on 2 cores, none at 60 s);
+   * the price is that a crash repeats up to ~48 s of calls instead of ~8 s.
+   */
+  localCallsWorkflowTaskTimeoutMs: 60_000,
+  /** Bound on a local LLM activity, waiting for its endpoint's slot included (`rollout.llmCalls: local`). */
+  localLlmCallTimeoutMs: 30 * 60_000,
+  /** Bound on a turn activity (three LLM calls and their waits for an endpoint slot; `rollout.activityPer: turn`). */
+  turnActivityTimeoutMs: 30 * 60_000,
+  /**
+   * At most this long without a heartbeat and a turn activity's worker is presumed dead (less when
+   * the endpoints' HTTP timeouts are shorter); a live one heartbeats three times as often, even
+   * while it waits for an endpoint.
+   */
+  turnHeartbeatTimeoutMs: 60_000,
+  /**
+   * A turn activity's finished calls reach the server at most this late (the SDK sends one
+   * heartbeat at once, then at most one per interval): what a SIGKILLed worker can lose of a turn.
+   */
+  turnHeartbeatThrottleMs: 2_000,
+  /** Artifact writes are local and quick. */
+  artifactActivityTimeoutMs: 60_000,
+} as const;
