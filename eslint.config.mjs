@@ -5,17 +5,54 @@ const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}
 
 /** Workflow code must be deterministic and sandbox-safe: no Node APIs, no I/O, activity *types* only. */
 const workflowImportRule = {
-  '@typescript-eslint/no-restricted-imports': ['error', {
-    paths: [
-      ...nodeBuiltins.map((name) => ({ name, message: 'Workflow/core code may not use Node built-ins: do I/O in an activity.' })),
-      ...['@temporalio/client', '@temporalio/worker', '@temporalio/activity', '@temporalio/testing', 'openai', 'yaml', 'tsx'].map((name) => ({ name, message: 'Workflow/core code may not import I/O libraries: use an activity.' })),
-    ],
-    patterns: [
-      { group: ['**/activities/*', '**/activities'], allowTypeImports: true, message: 'Workflows import activity types only (import type ...).' },
-      { group: ['**/artifacts/*', '**/cli/*', '**/workers/*', '**/scenarios/*', '**/localllm/*', '**/config/load*', '**/temporal/devServer*', '**/temporal/connect*', '**/temporal/cliBinary*', '**/temporal/runtimeLogging*', '**/log', '**/log.js', '**/paths', '**/paths.js'], message: 'This module does I/O; workflows and core may not import it.' },
-    ],
-  }],
-  'no-restricted-globals': ['error',
+  '@typescript-eslint/no-restricted-imports': [
+    'error',
+    {
+      paths: [
+        ...nodeBuiltins.map((name) => ({
+          name,
+          message: 'Workflow/core code may not use Node built-ins: do I/O in an activity.',
+        })),
+        ...[
+          '@temporalio/client',
+          '@temporalio/worker',
+          '@temporalio/activity',
+          '@temporalio/testing',
+          'openai',
+          'yaml',
+          'tsx',
+        ].map((name) => ({ name, message: 'Workflow/core code may not import I/O libraries: use an activity.' })),
+      ],
+      patterns: [
+        {
+          group: ['**/activities/*', '**/activities'],
+          allowTypeImports: true,
+          message: 'Workflows import activity types only (import type ...).',
+        },
+        {
+          group: [
+            '**/artifacts/*',
+            '**/cli/*',
+            '**/workers/*',
+            '**/scenarios/*',
+            '**/localllm/*',
+            '**/config/load*',
+            '**/temporal/devServer*',
+            '**/temporal/connect*',
+            '**/temporal/cliBinary*',
+            '**/temporal/runtimeLogging*',
+            '**/log',
+            '**/log.js',
+            '**/paths',
+            '**/paths.js',
+          ],
+          message: 'This module does I/O; workflows and core may not import it.',
+        },
+      ],
+    },
+  ],
+  'no-restricted-globals': [
+    'error',
     { name: 'process', message: 'No process access in workflows/core.' },
     { name: 'require', message: 'No dynamic require in workflows/core.' },
     { name: 'setTimeout', message: 'Use workflow.sleep in workflows.' },

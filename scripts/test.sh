@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: type check, lint, mocha (real Temporal dev server, fake OpenAI server,
+# The whole test suite: type check, lint, formatting (Prettier, ruff), mocha (real Temporal dev server, fake OpenAI server,
 # real local model server) and pytest (trainer on CPU). Prints one summary line at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,8 @@ mkdir -p test-output
 status=0
 echo "== typecheck"; npx tsc --noEmit -p . || status=1
 echo "== lint"; npx eslint src test $( [ -n "$(ls bench/*/*.ts 2>/dev/null)" ] && echo bench) || status=1
+echo "== format"; npx prettier --check . || status=1
+echo "== ruff"; { .venv/bin/ruff check trainer && .venv/bin/ruff format --check trainer; } || status=1
 
 echo "== mocha"
 npx mocha 2>&1 | tee test-output/mocha.log

@@ -15,7 +15,11 @@ function envLevel(): LogLevel {
   return value === 'debug' || value === 'info' || value === 'warn' || value === 'error' ? value : 'info';
 }
 
-export function createLogger(base: Record<string, unknown> = {}, level: LogLevel = envLevel(), write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+export function createLogger(
+  base: Record<string, unknown> = {},
+  level: LogLevel = envLevel(),
+  write: (line: string) => void = (l) => process.stderr.write(l),
+): Logger {
   const emit = (lvl: LogLevel, message: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < ORDER[level]) return;
     write(`${JSON.stringify({ time: new Date().toISOString(), level: lvl, msg: message, ...base, ...fields })}\n`);

@@ -32,7 +32,8 @@ function applyWorkerOverrides(overrides: WorkersJob['workerOverrides']): void {
     const queue = options.taskQueue;
     const extra: Record<string, unknown> = {};
     for (const o of overrides) {
-      if (o.queue === 'all' || queue.endsWith(`attune-${o.queue === 'rollouts' ? 'rollouts' : `llm-${o.queue}`}`)) extra[o.key] = o.value;
+      if (o.queue === 'all' || queue.endsWith(`attune-${o.queue === 'rollouts' ? 'rollouts' : `llm-${o.queue}`}`))
+        extra[o.key] = o.value;
     }
     return create({ ...options, ...extra } as WorkerOptions);
   };
@@ -44,12 +45,23 @@ async function workersMode(job: WorkersJob): Promise<void> {
   const config = loadConfig({ env: {}, set: job.configSet });
   const store = new FileArtifactStore(join(config.home, 'artifacts'));
   const connection = await NativeConnection.connect({ address: job.address });
-  const workflowBundle = { code: readFileSync(job.bundleCodePath, 'utf8'), sourceMap: readFileSync(job.bundleSourceMapPath, 'utf8') };
-  const workers: Worker[] = await createLlmIoWorkers({ connection, namespace: job.namespace, config, store, workflowBundle, identity: `bench-${process.pid}` });
+  const workflowBundle = {
+    code: readFileSync(job.bundleCodePath, 'utf8'),
+    sourceMap: readFileSync(job.bundleSourceMapPath, 'utf8'),
+  };
+  const workers: Worker[] = await createLlmIoWorkers({
+    connection,
+    namespace: job.namespace,
+    config,
+    store,
+    workflowBundle,
+    identity: `bench-${process.pid}`,
+  });
   const running = runWorkers(workers);
   // Wait until every worker polls; then the parent may start workflows.
   const deadline = Date.now() + 30_000;
-  while (workers.some((w) => w.getState() !== 'RUNNING') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while (workers.some((w) => w.getState() !== 'RUNNING') && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 20));
   const stop = async () => {
     shutdownWorkers(workers);
     await running.catch(() => undefined);
@@ -65,7 +77,7 @@ async function workersMode(job: WorkersJob): Promise<void> {
     setTimeout(() => process.exit(0), 5000).unref();
   });
   running.catch((error: unknown) => {
-    send({ kind: 'error', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+    send({ kind: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     process.exit(1);
   });
   send({ kind: 'ready', pid: process.pid });
@@ -85,10 +97,14 @@ function loopsMode(): void {
         if (job.kind === 'plain') {
           send({ kind: 'plain-done', id: job.id, result: await runPlain(job.specs, settings, store) });
         } else {
-          send({ kind: 'reference-done', id: job.id, result: await runReference(job.specs, settings, store, job.budgetS, job.sparse) });
+          send({
+            kind: 'reference-done',
+            id: job.id,
+            result: await runReference(job.specs, settings, store, job.budgetS, job.sparse),
+          });
         }
       } catch (error) {
-        send({ kind: 'error', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+        send({ kind: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
       }
     })();
   });
@@ -100,7 +116,7 @@ const mode = process.argv[2];
 if (mode === 'workers') {
   const job = JSON.parse(process.env.BENCH_WORKERS_JOB ?? '{}') as WorkersJob;
   workersMode(job).catch((error: unknown) => {
-    send({ kind: 'error', message: error instanceof Error ? error.stack ?? error.message : String(error) });
+    send({ kind: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
     process.exit(1);
   });
 } else if (mode === 'loops') {

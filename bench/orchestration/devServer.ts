@@ -25,7 +25,11 @@ export class BenchDevServer {
   private exited: Promise<void>;
   private output: string[] = [];
 
-  private constructor(readonly address: string, readonly args: string[], private readonly child: ChildProcess) {
+  private constructor(
+    readonly address: string,
+    readonly args: string[],
+    private readonly child: ChildProcess,
+  ) {
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     const keep = (chunk: Buffer) => {
       this.output.push(chunk.toString());
@@ -42,11 +46,15 @@ export class BenchDevServer {
   static async start(options: BenchDevServerOptions): Promise<BenchDevServer> {
     const port = await freePort();
     const args = [
-      'server', 'start-dev',
-      '--ip', '127.0.0.1',
-      '--port', String(port),
+      'server',
+      'start-dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(port),
       '--headless',
-      '--log-level', 'error',
+      '--log-level',
+      'error',
       ...devServerSearchAttributeArgs(),
       ...DEV_SERVER_QUEUE_TUNING,
     ];
@@ -59,7 +67,9 @@ export class BenchDevServer {
     const child = spawn(findTemporalCli(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
     const server = new BenchDevServer(`127.0.0.1:${port}`, args, child);
     let dead = false;
-    void server.exited.then(() => { dead = true; });
+    void server.exited.then(() => {
+      dead = true;
+    });
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
       if (dead) throw new Error(`dev server exited during start-up:\n${server.output.join('').slice(-2000)}`);

@@ -38,11 +38,19 @@ export interface WorkflowTimes {
   closedAtMs: number;
 }
 
-export function dialogueGaps(calls: ArrivedCall[], seeds: number[], maxTurns: number, latencyMs: number, startedAtMs: number, workflows: WorkflowTimes[] | null): DialogueGaps | null {
+export function dialogueGaps(
+  calls: ArrivedCall[],
+  seeds: number[],
+  maxTurns: number,
+  latencyMs: number,
+  startedAtMs: number,
+  workflows: WorkflowTimes[] | null,
+): DialogueGaps | null {
   const owner = new Map<number, { dialogue: number; turn: number }>();
   seeds.forEach((seed, dialogue) => {
     owner.set(callSeed(seed, 0, 'opening'), { dialogue, turn: 0 });
-    for (let turn = 1; turn <= maxTurns; turn++) for (const role of ROLES) owner.set(callSeed(seed, turn, role), { dialogue, turn });
+    for (let turn = 1; turn <= maxTurns; turn++)
+      for (const role of ROLES) owner.set(callSeed(seed, turn, role), { dialogue, turn });
   });
   const byDialogue: { at: number; turn: number }[][] = seeds.map(() => []);
   for (const call of calls) {
@@ -68,23 +76,40 @@ export function dialogueGaps(calls: ArrivedCall[], seeds: number[], maxTurns: nu
       between_turns: between,
       end: closed !== undefined && Number.isFinite(closed) ? closed - lastAnswer : null,
       finishedAt: closed ?? lastAnswer,
-      split: workflow ? [workflow.startedAtMs - startedAtMs, workflow.firstTaskStartedAtMs - workflow.startedAtMs, list[0]!.at - workflow.firstTaskStartedAtMs] : null,
+      split: workflow
+        ? [
+            workflow.startedAtMs - startedAtMs,
+            workflow.firstTaskStartedAtMs - workflow.startedAtMs,
+            list[0]!.at - workflow.firstTaskStartedAtMs,
+          ]
+        : null,
     };
   });
   const avg = (pick: (p: (typeof per)[number]) => number | null): number | null => {
     const values = per.map(pick);
-    return values.some((v) => v === null) ? null : round((values as number[]).reduce((a, b) => a + b, 0) / values.length);
+    return values.some((v) => v === null)
+      ? null
+      : round((values as number[]).reduce((a, b) => a + b, 0) / values.length);
   };
   const last = per.reduce((a, b) => (b.finishedAt > a.finishedAt ? b : a));
   return {
     start: avg((p) => p.start)!,
     start_split: per.every((p) => p.split && p.split.every(Number.isFinite))
-      ? { workflow_started: avg((p) => p.split![0]!)!, first_task: avg((p) => p.split![1]!)!, first_request: avg((p) => p.split![2]!)! }
+      ? {
+          workflow_started: avg((p) => p.split![0]!)!,
+          first_task: avg((p) => p.split![1]!)!,
+          first_request: avg((p) => p.split![2]!)!,
+        }
       : null,
     within_turns: avg((p) => p.within_turns)!,
     between_turns: avg((p) => p.between_turns)!,
     end: avg((p) => p.end),
-    last_dialogue: { start: round(last.start), within_turns: round(last.within_turns), between_turns: round(last.between_turns), end: last.end === null ? null : round(last.end) },
+    last_dialogue: {
+      start: round(last.start),
+      within_turns: round(last.within_turns),
+      between_turns: round(last.between_turns),
+      end: last.end === null ? null : round(last.end),
+    },
   };
 }
 

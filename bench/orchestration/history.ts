@@ -101,14 +101,16 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
     const at = timeMs(e);
     const id = idOf(e.eventId);
     // Payloads a local activity leaves in the history: its marker's details (result, activity data).
-    for (const payloads of Object.values(e.markerRecordedEventAttributes?.details ?? {})) for (const p of payloads.payloads ?? []) payloadBytes += p.data?.length ?? 0;
+    for (const payloads of Object.values(e.markerRecordedEventAttributes?.details ?? {}))
+      for (const p of payloads.payloads ?? []) payloadBytes += p.data?.length ?? 0;
     if (type === EVENT.workflowTaskTimedOut) workflowTaskTimeouts++;
     if (type === EVENT.workflowTaskFailed) workflowTaskFailures++;
     if (type === EVENT.activityScheduled) {
       const name = e.activityTaskScheduledEventAttributes?.activityType?.name ?? '';
       scheduled.set(id, { name, at });
       allScheduledTimes.push(at);
-      for (const p of e.activityTaskScheduledEventAttributes?.input?.payloads ?? []) payloadBytes += p.data?.length ?? 0;
+      for (const p of e.activityTaskScheduledEventAttributes?.input?.payloads ?? [])
+        payloadBytes += p.data?.length ?? 0;
       if (name === 'generatePolicyTurn') {
         policyCount++;
         if (policyCount > 1) boundaries.push(at);
@@ -120,8 +122,10 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
       activityStart.set(idOf(e.activityTaskStartedEventAttributes?.scheduledEventId), at);
     } else if (type === EVENT.activityCompleted) {
       const scheduledId = idOf(e.activityTaskCompletedEventAttributes?.scheduledEventId);
-      for (const p of e.activityTaskCompletedEventAttributes?.result?.payloads ?? []) payloadBytes += p.data?.length ?? 0;
-      if (LLM_ACTIVITIES.has(scheduled.get(scheduledId)?.name ?? '')) completions.push({ scheduledId, at, latencyMs: resultLatencyMs(e) });
+      for (const p of e.activityTaskCompletedEventAttributes?.result?.payloads ?? [])
+        payloadBytes += p.data?.length ?? 0;
+      if (LLM_ACTIVITIES.has(scheduled.get(scheduledId)?.name ?? ''))
+        completions.push({ scheduledId, at, latencyMs: resultLatencyMs(e) });
     } else if (type === EVENT.workflowTaskScheduled) {
       wftScheduled.set(id, at);
     } else if (type === EVENT.workflowTaskStarted) {
@@ -140,7 +144,11 @@ export function historyTimings(events: HistoryEvent[]): HistoryTimings {
     const from = boundaries[k - 1]!;
     const to = boundaries[k]!;
     const inTurn = llmScheduled.filter((s) => s.at >= from && s.at < to);
-    turns.push({ ms: to - from, calls: inTurn.length, llmMs: inTurn.reduce((n, s) => n + (latencyBySchedule.get(s.id) ?? 0), 0) });
+    turns.push({
+      ms: to - from,
+      calls: inTurn.length,
+      llmMs: inTurn.reduce((n, s) => n + (latencyBySchedule.get(s.id) ?? 0), 0),
+    });
   }
   const calls: CallBreakdown[] = completions.map((c) => {
     const sched = scheduled.get(c.scheduledId)!.at;

@@ -44,9 +44,13 @@ class Dialogue {
   private readonly systemPrompt: string;
   private readonly startedAt = new Date().toISOString();
 
-  constructor(readonly spec: DialogueSpec, readonly settings: RolloutSettings) {
+  constructor(
+    readonly spec: DialogueSpec,
+    readonly settings: RolloutSettings,
+  ) {
     this.emotion = settings.initialEmotion;
-    this.systemPrompt = settings.policySystemPrompt ?? defaultPolicySystemPrompt(spec.scenario.language, settings.think);
+    this.systemPrompt =
+      settings.policySystemPrompt ?? defaultPolicySystemPrompt(spec.scenario.language, settings.think);
   }
 
   get done(): boolean {
@@ -56,13 +60,27 @@ class Dialogue {
   async open(): Promise<void> {
     const { scenario } = this.spec;
     if (scenario.firstMessage) {
-      this.opening = { text: scenario.firstMessage, writtenBySimulator: false, latencyMs: 0, usage: { prompt: 0, completion: 0 } };
+      this.opening = {
+        text: scenario.firstMessage,
+        writtenBySimulator: false,
+        latencyMs: 0,
+        usage: { prompt: 0, completion: 0 },
+      };
     } else {
-      const written = await writeUserMessage({ endpoint: this.settings.simulator, messages: openingMessages(scenario, this.settings.initialEmotion), seed: callSeed(this.spec.seed, 0, 'opening') });
+      const written = await writeUserMessage({
+        endpoint: this.settings.simulator,
+        messages: openingMessages(scenario, this.settings.initialEmotion),
+        seed: callSeed(this.spec.seed, 0, 'opening'),
+      });
       this.count(written.latencyMs);
       this.tokens.simulatorPrompt += written.usage.prompt;
       this.tokens.simulatorCompletion += written.usage.completion;
-      this.opening = { text: written.text, writtenBySimulator: true, latencyMs: written.latencyMs, usage: written.usage };
+      this.opening = {
+        text: written.text,
+        writtenBySimulator: true,
+        latencyMs: written.latencyMs,
+        usage: written.usage,
+      };
     }
     this.history.push({ role: 'user', content: this.opening.text });
   }
@@ -76,7 +94,12 @@ class Dialogue {
   async policyStep(): Promise<void> {
     this.turn++;
     const promptMessages = policyMessages(this.systemPrompt, this.history);
-    const policyTurn = await generatePolicyTurn({ endpoint: this.settings.policy, messages: promptMessages, think: this.settings.think, seed: callSeed(this.spec.seed, this.turn, 'policy') });
+    const policyTurn = await generatePolicyTurn({
+      endpoint: this.settings.policy,
+      messages: promptMessages,
+      think: this.settings.think,
+      seed: callSeed(this.spec.seed, this.turn, 'policy'),
+    });
     this.count(policyTurn.latencyMs);
     this.tokens.policyPrompt += policyTurn.usage.prompt;
     this.tokens.policyCompletion += policyTurn.usage.completion;
@@ -98,7 +121,11 @@ class Dialogue {
   async simulatorStep(): Promise<void> {
     const record = this.turns[this.turns.length - 1]!;
     const { scenario } = this.spec;
-    const analysis = await analyzeAssistantReply({ endpoint: this.settings.simulator, messages: analysisMessages(scenario, this.history, record.policy.reply, this.emotion), seed: callSeed(this.spec.seed, this.turn, 'analysis') });
+    const analysis = await analyzeAssistantReply({
+      endpoint: this.settings.simulator,
+      messages: analysisMessages(scenario, this.history, record.policy.reply, this.emotion),
+      seed: callSeed(this.spec.seed, this.turn, 'analysis'),
+    });
     this.count(analysis.latencyMs);
     this.tokens.simulatorPrompt += analysis.usage.prompt;
     this.tokens.simulatorCompletion += analysis.usage.completion;
@@ -109,7 +136,11 @@ class Dialogue {
     this.history.push({ role: 'assistant', content: record.policy.reply });
     this.outcome = outcomeAfterAnalysis(this.emotion, this.turn, this.settings.maxTurns);
     if (this.outcome !== null) return;
-    const reply = await writeUserMessage({ endpoint: this.settings.simulator, messages: replyMessages(scenario, this.history, analysis.analysis, this.emotion, false), seed: callSeed(this.spec.seed, this.turn, 'reply') });
+    const reply = await writeUserMessage({
+      endpoint: this.settings.simulator,
+      messages: replyMessages(scenario, this.history, analysis.analysis, this.emotion, false),
+      seed: callSeed(this.spec.seed, this.turn, 'reply'),
+    });
     this.count(reply.latencyMs);
     this.tokens.simulatorPrompt += reply.usage.prompt;
     this.tokens.simulatorCompletion += reply.usage.completion;
@@ -157,33 +188,39 @@ export interface LoopResult {
  * match those the benchmark reads from the workflow histories: dialogue start, each policy call,
  * the transcript write.
  */
-export async function runPlain(specs: DialogueSpec[], settings: RolloutSettings, store: ArtifactStore): Promise<LoopResult> {
+export async function runPlain(
+  specs: DialogueSpec[],
+  settings: RolloutSettings,
+  store: ArtifactStore,
+): Promise<LoopResult> {
   const turns: TurnTiming[] = [];
   let calls = 0;
   const started = performance.now();
-  await Promise.all(specs.map(async (spec) => {
-    const d = new Dialogue(spec, settings);
-    let mark = performance.now();
-    let callsAt = 0;
-    let llmAt = 0;
-    const boundary = () => {
-      const now = performance.now();
-      if (d.turn > 0) turns.push({ ms: now - mark, calls: d.calls - callsAt, llmMs: d.llmMs - llmAt });
-      mark = now;
-      callsAt = d.calls;
-      llmAt = d.llmMs;
-    };
-    await d.open();
-    while (!d.done) {
+  await Promise.all(
+    specs.map(async (spec) => {
+      const d = new Dialogue(spec, settings);
+      let mark = performance.now();
+      let callsAt = 0;
+      let llmAt = 0;
+      const boundary = () => {
+        const now = performance.now();
+        if (d.turn > 0) turns.push({ ms: now - mark, calls: d.calls - callsAt, llmMs: d.llmMs - llmAt });
+        mark = now;
+        callsAt = d.calls;
+        llmAt = d.llmMs;
+      };
+      await d.open();
+      while (!d.done) {
+        boundary();
+        await d.policyStep();
+        if (d.done) break;
+        await d.simulatorStep();
+      }
       boundary();
-      await d.policyStep();
-      if (d.done) break;
-      await d.simulatorStep();
-    }
-    boundary();
-    await d.save(store);
-    calls += d.calls;
-  }));
+      await d.save(store);
+      calls += d.calls;
+    }),
+  );
   return { wallS: (performance.now() - started) / 1000, calls, turns };
 }
 
@@ -208,7 +245,13 @@ export interface ReferenceResult extends LoopResult {
  * advanced concurrently and counted at the mean of the last timed turn. `extrapolated` says whether
  * any of this happened. Nothing else runs while calls are being timed.
  */
-export async function runReference(specs: DialogueSpec[], settings: RolloutSettings, store: ArtifactStore, budgetS: number, sparse = false): Promise<ReferenceResult> {
+export async function runReference(
+  specs: DialogueSpec[],
+  settings: RolloutSettings,
+  store: ArtifactStore,
+  budgetS: number,
+  sparse = false,
+): Promise<ReferenceResult> {
   const dialogues = specs.map((spec) => new Dialogue(spec, settings));
   let measuredMs = 0;
   let estimatedMs = 0;
@@ -251,7 +294,11 @@ export async function runReference(specs: DialogueSpec[], settings: RolloutSetti
     estimatedMs += turnEstimatedMs;
     sequentialTotal += toSimulate.length;
     sequentialTimed += timed;
-    turns.push({ ms: batchMs + sequentialMs + turnEstimatedMs, calls: live.reduce((n, d) => n + d.calls, 0) - callsBefore, llmMs: 0 });
+    turns.push({
+      ms: batchMs + sequentialMs + turnEstimatedMs,
+      calls: live.reduce((n, d) => n + d.calls, 0) - callsBefore,
+      llmMs: 0,
+    });
   }
   t = performance.now();
   await Promise.all(dialogues.map((d) => d.save(store)));
@@ -265,4 +312,3 @@ export async function runReference(specs: DialogueSpec[], settings: RolloutSetti
     extrapolated: sequentialTimed < sequentialTotal,
   };
 }
-

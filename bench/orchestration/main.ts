@@ -112,13 +112,17 @@ const WAL_PRAGMAS = ['journal_mode=wal', 'synchronous=normal'];
 
 function numberList(text: string, name: string): number[] {
   const values = text.split(',').map((s) => Number(s.trim()));
-  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 0)) throw new Error(`--${name}: expected a comma-separated list of non-negative integers, got "${text}"`);
+  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 0))
+    throw new Error(`--${name}: expected a comma-separated list of non-negative integers, got "${text}"`);
   return values;
 }
 
 function parseWorkerOption(text: string): WorkersJob['workerOverrides'][number] {
   const match = /^(all|rollouts|policy|simulator)\.([A-Za-z][A-Za-z0-9]*)=(.*)$/.exec(text);
-  if (!match) throw new Error(`--worker-option ${text}: expected QUEUE.KEY=JSON with QUEUE one of all, rollouts, policy, simulator`);
+  if (!match)
+    throw new Error(
+      `--worker-option ${text}: expected QUEUE.KEY=JSON with QUEUE one of all, rollouts, policy, simulator`,
+    );
   let value: unknown;
   try {
     value = JSON.parse(match[3]!);
@@ -163,11 +167,20 @@ function parseOptions(argv: string[]): Options | null {
   const referenceBudgetS = Number(values['reference-budget'] ?? 3);
   if (!(referenceBudgetS > 0)) throw new Error('--reference-budget: a positive number of seconds');
   if (values.bundle !== 'full' && values.bundle !== 'rollout-only') throw new Error('--bundle: full or rollout-only');
-  if (values.db !== 'wal' && values.db !== 'file' && values.db !== 'memory') throw new Error('--db: wal, file or memory');
-  const variants = new Set((values.variants ?? '').split(',').map((s) => s.trim()).filter(Boolean));
-  for (const v of variants) if (!['attune', ...Object.keys(ALTERNATIVES), 'plain', 'reference'].includes(v)) throw new Error(`--variants: unknown variant "${v}"`);
+  if (values.db !== 'wal' && values.db !== 'file' && values.db !== 'memory')
+    throw new Error('--db: wal, file or memory');
+  const variants = new Set(
+    (values.variants ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  for (const v of variants)
+    if (!['attune', ...Object.keys(ALTERNATIVES), 'plain', 'reference'].includes(v))
+      throw new Error(`--variants: unknown variant "${v}"`);
   const workerProcesses = Number(values['worker-processes']);
-  if (!Number.isInteger(workerProcesses) || workerProcesses < 1 || workerProcesses > 16) throw new Error('--worker-processes: an integer from 1 to 16');
+  if (!Number.isInteger(workerProcesses) || workerProcesses < 1 || workerProcesses > 16)
+    throw new Error('--worker-processes: an integer from 1 to 16');
   const maxMinutes = Number(values['max-minutes']);
   if (!(maxMinutes > 0)) throw new Error('--max-minutes: a positive number');
   return {
@@ -191,10 +204,13 @@ function parseOptions(argv: string[]): Options | null {
 }
 
 function progress(msg: string, fields: Record<string, unknown> = {}): void {
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg, source: 'bench:orchestration', ...fields })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg, source: 'bench:orchestration', ...fields })}\n`,
+  );
 }
 
-const round = (value: number, digits = 2): number => (Number.isFinite(value) ? Math.round(value * 10 ** digits) / 10 ** digits : NaN);
+const round = (value: number, digits = 2): number =>
+  Number.isFinite(value) ? Math.round(value * 10 ** digits) / 10 ** digits : NaN;
 
 // ---------------------------------------------------------------------------------------------
 // Child processes
@@ -219,7 +235,10 @@ class Child {
       const text = chunk.toString();
       this.log = (this.log + text).slice(-4000);
       // The policy and simulator workers have no workflows; the SDK says so once per worker.
-      const kept = text.split('\n').filter((line) => !line.includes('No workflows registered, not polling for workflow tasks')).join('\n');
+      const kept = text
+        .split('\n')
+        .filter((line) => !line.includes('No workflows registered, not polling for workflow tasks'))
+        .join('\n');
       if (kept.trim()) process.stderr.write(kept.endsWith('\n') ? kept : `${kept}\n`);
     };
     proc.stdout?.on('data', pass);
@@ -228,7 +247,11 @@ class Child {
 
   static start(mode: 'workers' | 'loops', env: Record<string, string> = {}, profileDir: string | null = null): Child {
     const execArgv = [...process.execArgv, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])];
-    const child = fork(CHILD, [mode], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+    const child = fork(CHILD, [mode], {
+      env: { ...process.env, ...env },
+      execArgv,
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
     return new Child(child);
   }
 
@@ -239,7 +262,10 @@ class Child {
   /** Resolves with the first message that `match` accepts; rejects if the child exits or reports an error first, or on timeout. */
   next<T extends ToParent>(match: (m: ToParent) => m is T, timeoutMs: number): Promise<T> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`child ${this.pid}: no answer within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`child ${this.pid}: no answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       const onExit = (code: number | null) => {
         clearTimeout(timer);
         reject(new Error(`child ${this.pid} exited (${code}):\n${this.log.slice(-2000)}`));
@@ -304,7 +330,13 @@ interface AttuneResult {
 }
 
 /** The config of one concurrency level (one worker process serves all latencies of that level). */
-function configSetFor(concurrency: number, maxLatencyMs: number, fakeUrl: string, home: string, turns: number): string[] {
+function configSetFor(
+  concurrency: number,
+  maxLatencyMs: number,
+  fakeUrl: string,
+  home: string,
+  turns: number,
+): string[] {
   // Generous HTTP timeouts: at L = 0 and C = 256 a call can wait in the worker's event loop.
   const timeoutMs = Math.max(30_000, maxLatencyMs * 20);
   return [
@@ -324,18 +356,24 @@ function configSetFor(concurrency: number, maxLatencyMs: number, fakeUrl: string
 }
 
 function specsFor(scenarios: Scenario[], count: number, tag: string): DialogueSpec[] {
-  return Array.from({ length: count }, (_, i) => ({ rolloutId: `${tag}-${i}`, scenario: scenarios[i % scenarios.length]!, seed: i + 1 }));
+  return Array.from({ length: count }, (_, i) => ({
+    rolloutId: `${tag}-${i}`,
+    scenario: scenarios[i % scenarios.length]!,
+    seed: i + 1,
+  }));
 }
 
 async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!);
+      }
+    }),
+  );
   return out;
 }
 
@@ -354,8 +392,17 @@ const liveServers = new Map<BenchDevServer, Connection>();
 
 /** A fresh dev server (its CPU per call grows with the workflows it has stored, so levels must not inherit each other's) and the workers. */
 async function startStack(ctx: RunContext, home: string, configSet: string[]): Promise<AttuneStack> {
-  const server = await BenchDevServer.start({ home: join(home, 'temporal'), inMemory: ctx.options.db === 'memory', sqlitePragmas: ctx.options.sqlitePragmas, dynamicConfig: ctx.options.dynamicConfig });
-  progress('dev server up', { address: server.address, pid: server.pid, args: server.args.filter((a) => !a.startsWith('Attune')).join(' ') });
+  const server = await BenchDevServer.start({
+    home: join(home, 'temporal'),
+    inMemory: ctx.options.db === 'memory',
+    sqlitePragmas: ctx.options.sqlitePragmas,
+    dynamicConfig: ctx.options.dynamicConfig,
+  });
+  progress('dev server up', {
+    address: server.address,
+    pid: server.pid,
+    args: server.args.filter((a) => !a.startsWith('Attune')).join(' '),
+  });
   const connection = await Connection.connect({ address: server.address });
   liveServers.set(server, connection);
   const workers: Child[] = [];
@@ -378,7 +425,14 @@ const startedOnQueue = new Map<string, number>();
 
 /** The Attune LLM-I/O workers of one concurrency level, in a child process. */
 async function startWorkers(ctx: RunContext, server: BenchDevServer, configSet: string[]): Promise<Child> {
-  const job: WorkersJob = { address: server.address, namespace: 'default', configSet, bundleCodePath: ctx.bundleCodePath, bundleSourceMapPath: ctx.bundleSourceMapPath, workerOverrides: ctx.options.workerOverrides };
+  const job: WorkersJob = {
+    address: server.address,
+    namespace: 'default',
+    configSet,
+    bundleCodePath: ctx.bundleCodePath,
+    bundleSourceMapPath: ctx.bundleSourceMapPath,
+    workerOverrides: ctx.options.workerOverrides,
+  };
   const worker = Child.start('workers', { BENCH_WORKERS_JOB: JSON.stringify(job) }, ctx.options.profileDir);
   ctx.children.add(worker);
   try {
@@ -409,22 +463,37 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
   const config = loadConfig({ env: {}, set: configSet });
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   const queueKey = `${server.address}/${queues.rollouts}`;
-  const start = async (spec: DialogueSpec, maxTurns: number) => client.workflow.start<typeof rollout>('rollout', {
-    ...rolloutStartOptions(rolloutSettingsFromConfig(config)),
-    taskQueue: queues.rollouts,
-    workflowId: spec.rolloutId,
-    args: [{ rolloutId: spec.rolloutId, scenario: spec.scenario, settings: rolloutSettingsFromConfig(config, { maxTurns }), seed: spec.seed }],
-  });
+  const start = async (spec: DialogueSpec, maxTurns: number) =>
+    client.workflow.start<typeof rollout>('rollout', {
+      ...rolloutStartOptions(rolloutSettingsFromConfig(config)),
+      taskQueue: queues.rollouts,
+      workflowId: spec.rolloutId,
+      args: [
+        {
+          rolloutId: spec.rolloutId,
+          scenario: spec.scenario,
+          settings: rolloutSettingsFromConfig(config, { maxTurns }),
+          seed: spec.seed,
+        },
+      ],
+    });
   // Warm-up at L = 0: workflow bundle loaded, connections open, code paths JIT-compiled.
   ctx.fake.behaviour.latencyMs = 0;
-  const warm = await Promise.all(specsFor(ctx.scenarios, Math.min(cell.concurrency, 8), `${runTag}-warm`).map((s) => start(s, 2)));
+  const warm = await Promise.all(
+    specsFor(ctx.scenarios, Math.min(cell.concurrency, 8), `${runTag}-warm`).map((s) => start(s, 2)),
+  );
   startedOnQueue.set(queueKey, (startedOnQueue.get(queueKey) ?? 0) + warm.length);
   await Promise.all(warm.map((h) => h.result()));
 
   ctx.fake.behaviour.latencyMs = cell.latencyMs;
   for (const pid of pids) resetPeakRss(pid);
   resetPeakRss(server.pid);
-  const cpu0 = { worker: summed(pids, cpuSeconds), devServer: cpuSeconds(server.pid), parent: process.cpuUsage(), machine: systemBusySeconds() };
+  const cpu0 = {
+    worker: summed(pids, cpuSeconds),
+    devServer: cpuSeconds(server.pid),
+    parent: process.cpuUsage(),
+    machine: systemBusySeconds(),
+  };
   const calls0 = ctx.fake.count();
   const recorded0 = ctx.fake.calls.length;
   const connections0 = httpConnections;
@@ -434,11 +503,20 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
   const handles: WorkflowHandle<typeof rollout>[] = await Promise.all(specs.map((s) => start(s, ctx.options.turns)));
   startedOnQueue.set(queueKey, (startedOnQueue.get(queueKey) ?? 0) + handles.length);
   const expectedCalls = specs.length * (3 * ctx.options.turns - 1);
-  const summaries = await withTimeout((async () => {
-    await waitForDialogues(client, queues.rollouts, startedOnQueue.get(queueKey) ?? 0, () => ctx.fake.count() - calls0 >= expectedCalls);
-    // Only the transcript writes are left: the long polls see a few events each.
-    return Promise.all(handles.map((h) => h.result()));
-  })(), variantTimeoutMs(cell, ctx.options.turns), 'attune');
+  const summaries = await withTimeout(
+    (async () => {
+      await waitForDialogues(
+        client,
+        queues.rollouts,
+        startedOnQueue.get(queueKey) ?? 0,
+        () => ctx.fake.count() - calls0 >= expectedCalls,
+      );
+      // Only the transcript writes are left: the long polls see a few events each.
+      return Promise.all(handles.map((h) => h.result()));
+    })(),
+    variantTimeoutMs(cell, ctx.options.turns),
+    'attune',
+  );
   const waitedS = (performance.now() - t0) / 1000;
   const calls = ctx.fake.count() - calls0;
   const connections = httpConnections - connections0;
@@ -462,15 +540,24 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
     gaps: null,
   };
   const turnsDone = summaries.reduce((n, s) => n + s.turns, 0);
-  if (turnsDone !== cell.concurrency * ctx.options.turns) progress('warning: dialogues ended early', { turnsDone, expected: cell.concurrency * ctx.options.turns });
+  if (turnsDone !== cell.concurrency * ctx.options.turns)
+    progress('warning: dialogues ended early', { turnsDone, expected: cell.concurrency * ctx.options.turns });
   // Per-turn timings and the wall time from the workflow histories (server timestamps).
   result.timings = await mapLimit(handles, 16, async (h) => {
     const history = await h.fetchHistory();
     // BENCH_DUMP_HISTORY=DIR keeps the first history of each cell, for a closer look.
-    if (process.env.BENCH_DUMP_HISTORY && (h === handles[0] || h === handles[handles.length - 1])) writeFileSync(join(process.env.BENCH_DUMP_HISTORY, `${h.workflowId}.json`), JSON.stringify(history, null, 1));
+    if (process.env.BENCH_DUMP_HISTORY && (h === handles[0] || h === handles[handles.length - 1]))
+      writeFileSync(join(process.env.BENCH_DUMP_HISTORY, `${h.workflowId}.json`), JSON.stringify(history, null, 1));
     return historyTimings(history.events ?? []);
   });
-  result.gaps = dialogueGaps(ctx.fake.calls.slice(recorded0), specs.map((s) => s.seed), ctx.options.turns, cell.latencyMs, t0Epoch, result.timings);
+  result.gaps = dialogueGaps(
+    ctx.fake.calls.slice(recorded0),
+    specs.map((s) => s.seed),
+    ctx.options.turns,
+    cell.latencyMs,
+    t0Epoch,
+    result.timings,
+  );
   const lastClose = Math.max(...result.timings.map((t) => t.closedAtMs));
   result.wallS = Number.isFinite(lastClose) ? (lastClose - t0Epoch) / 1000 : waitedS;
   return result;
@@ -483,12 +570,21 @@ async function runAttune(ctx: RunContext, cell: Cell, stack: AttuneStack, runTag
  * long poll is woken by every new event of its workflow), work that a parent workflow awaiting its
  * children would not cause; so neither runs while the dialogues do.
  */
-async function waitForDialogues(client: Client, taskQueue: string, expected: number, callsDone: () => boolean): Promise<void> {
+async function waitForDialogues(
+  client: Client,
+  taskQueue: string,
+  expected: number,
+  callsDone: () => boolean,
+): Promise<void> {
   let nextCheck = Date.now() + 2000;
   while (!callsDone()) {
     if (Date.now() >= nextCheck) {
       const total = (await client.workflow.count(`TaskQueue = "${taskQueue}"`)).count;
-      if (total >= expected && (await client.workflow.count(`TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`)).count === 0) return;
+      if (
+        total >= expected &&
+        (await client.workflow.count(`TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`)).count === 0
+      )
+        return;
       nextCheck = Date.now() + 2000;
     }
     await new Promise((r) => setTimeout(r, 25));
@@ -496,7 +592,11 @@ async function waitForDialogues(client: Client, taskQueue: string, expected: num
 }
 
 async function runLoop(ctx: RunContext, job: LoopJob): Promise<LoopResult | ReferenceResult> {
-  const done = ctx.loops.next((m): m is Extract<ToParent, { kind: 'plain-done' | 'reference-done' }> => (m.kind === 'plain-done' || m.kind === 'reference-done') && m.id === job.id, 30 * 60_000);
+  const done = ctx.loops.next(
+    (m): m is Extract<ToParent, { kind: 'plain-done' | 'reference-done' }> =>
+      (m.kind === 'plain-done' || m.kind === 'reference-done') && m.id === job.id,
+    30 * 60_000,
+  );
   ctx.loops.send(job);
   return (await done).result;
 }
@@ -509,7 +609,9 @@ function variantTimeoutMs(cell: Cell, turns: number): number {
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms); });
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms);
+  });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -613,7 +715,13 @@ function addedLatencies(turns: TurnTiming[], latencyMs: number): number[] {
   return turns.map((t) => t.ms - latencyMs * t.calls);
 }
 
-async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { attune: AttuneStack | null; alternatives: AlternativeStacks }, configSet: string[]): Promise<Entry> {
+async function runCell(
+  ctx: RunContext,
+  cell: Cell,
+  index: number,
+  stacks: { attune: AttuneStack | null; alternatives: AlternativeStacks },
+  configSet: string[],
+): Promise<Entry> {
   const { options } = ctx;
   const tag = `l${cell.latencyMs}-c${cell.concurrency}-${index}`;
   const entry: Entry = {
@@ -622,13 +730,43 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
     latency_ms: cell.latencyMs,
     concurrency: cell.concurrency,
     turns: options.turns,
-    attune_s: null, plain_s: null, reference_s: null, attune_over_plain: null, attune_over_reference: null,
-    dialogues_per_s: null, calls_per_s: null, llm_calls: null, http_connections: null, plain_calls_per_s: null,
-    p50_ms: null, p95_ms: null, plain_p50_ms: null, plain_p95_ms: null, orchestration_p50_ms: null, orchestration_p95_ms: null, p50_ms_by_turn: null, gaps_ms: null, plain_gaps_ms: null,
-    worker_rss_mb: null, dev_server_rss_mb: null, cpu_s: {}, cpu_ms_per_call: null, plain_cpu_ms_per_call: null, breakdown_ms: null,
-    history_events_per_workflow: null, workflow_task_timeouts: null, workflow_task_failures: null, payload_kb_per_workflow: null,
-    reference_measured_s: null, reference_extrapolated: null, reference_sequential_measured_fraction: null,
-    dev_server: [options.db === 'memory' ? 'in-memory SQLite' : 'SQLite file', ...options.sqlitePragmas.map((p) => `pragma ${p}`), ...options.dynamicConfig].join(', '),
+    attune_s: null,
+    plain_s: null,
+    reference_s: null,
+    attune_over_plain: null,
+    attune_over_reference: null,
+    dialogues_per_s: null,
+    calls_per_s: null,
+    llm_calls: null,
+    http_connections: null,
+    plain_calls_per_s: null,
+    p50_ms: null,
+    p95_ms: null,
+    plain_p50_ms: null,
+    plain_p95_ms: null,
+    orchestration_p50_ms: null,
+    orchestration_p95_ms: null,
+    p50_ms_by_turn: null,
+    gaps_ms: null,
+    plain_gaps_ms: null,
+    worker_rss_mb: null,
+    dev_server_rss_mb: null,
+    cpu_s: {},
+    cpu_ms_per_call: null,
+    plain_cpu_ms_per_call: null,
+    breakdown_ms: null,
+    history_events_per_workflow: null,
+    workflow_task_timeouts: null,
+    workflow_task_failures: null,
+    payload_kb_per_workflow: null,
+    reference_measured_s: null,
+    reference_extrapolated: null,
+    reference_sequential_measured_fraction: null,
+    dev_server: [
+      options.db === 'memory' ? 'in-memory SQLite' : 'SQLite file',
+      ...options.sqlitePragmas.map((p) => `pragma ${p}`),
+      ...options.dynamicConfig,
+    ].join(', '),
     workflow_bundle: options.bundle,
     worker_processes: options.workerProcesses,
     worker_overrides: Object.fromEntries(options.workerOverrides.map((o) => [`${o.queue}.${o.key}`, o.value])),
@@ -671,7 +809,15 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
         workflow_task_dispatch: round(mean(wfts.map((w) => w.dispatchMs)), 1),
         workflow_task_run: round(mean(wfts.map((w) => w.runMs)), 1),
       },
-      p50_ms_by_turn: Array.from({ length: options.turns }, (_, k) => round(percentile(a.timings.map((t) => (t.turns[k] ? t.turns[k].ms - cell.latencyMs * t.turns[k].calls : NaN)), 50), 1)),
+      p50_ms_by_turn: Array.from({ length: options.turns }, (_, k) =>
+        round(
+          percentile(
+            a.timings.map((t) => (t.turns[k] ? t.turns[k].ms - cell.latencyMs * t.turns[k].calls : NaN)),
+            50,
+          ),
+          1,
+        ),
+      ),
       history_events_per_workflow: round(mean(a.timings.map((t) => t.events)), 1),
       workflow_task_timeouts: a.timings.reduce((n, t) => n + t.workflowTaskTimeouts, 0),
       workflow_task_failures: a.timings.reduce((n, t) => n + t.workflowTaskFailures, 0),
@@ -682,9 +828,23 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
     entry.cpu_s.attune_dev_server = a.cpu.devServer === null ? null : round(a.cpu.devServer, 2);
     entry.cpu_s.attune_fake_and_client = round(a.cpu.parent, 2);
     // CPU that other processes on the machine used meanwhile (this is a shared 2-core box).
-    entry.cpu_s.attune_other_processes = a.cpu.machine === null ? null : round(a.cpu.machine - (a.cpu.worker ?? 0) - (a.cpu.devServer ?? 0) - a.cpu.parent, 2);
+    entry.cpu_s.attune_other_processes =
+      a.cpu.machine === null
+        ? null
+        : round(a.cpu.machine - (a.cpu.worker ?? 0) - (a.cpu.devServer ?? 0) - a.cpu.parent, 2);
     entry.cpu_ms_per_call = round((((a.cpu.worker ?? 0) + (a.cpu.devServer ?? 0) + a.cpu.parent) * 1000) / a.calls, 2);
-    progress('attune: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.attune_s, calls_per_s: entry.calls_per_s, p50_ms: entry.p50_ms, p95_ms: entry.p95_ms, worker_rss_mb: entry.worker_rss_mb, dev_server_rss_mb: entry.dev_server_rss_mb, cpu_s: entry.cpu_s, gaps_ms: entry.gaps_ms });
+    progress('attune: done', {
+      latency_ms: cell.latencyMs,
+      concurrency: cell.concurrency,
+      wall_s: entry.attune_s,
+      calls_per_s: entry.calls_per_s,
+      p50_ms: entry.p50_ms,
+      p95_ms: entry.p95_ms,
+      worker_rss_mb: entry.worker_rss_mb,
+      dev_server_rss_mb: entry.dev_server_rss_mb,
+      cpu_s: entry.cpu_s,
+      gaps_ms: entry.gaps_ms,
+    });
   }
 
   for (const [variant, { key }] of Object.entries(ALTERNATIVES)) {
@@ -696,7 +856,10 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
       attune_worker: a.cpu.worker === null ? null : round(a.cpu.worker, 2),
       attune_dev_server: a.cpu.devServer === null ? null : round(a.cpu.devServer, 2),
       attune_fake_and_client: round(a.cpu.parent, 2),
-      attune_other_processes: a.cpu.machine === null ? null : round(a.cpu.machine - (a.cpu.worker ?? 0) - (a.cpu.devServer ?? 0) - a.cpu.parent, 2),
+      attune_other_processes:
+        a.cpu.machine === null
+          ? null
+          : round(a.cpu.machine - (a.cpu.worker ?? 0) - (a.cpu.devServer ?? 0) - a.cpu.parent, 2),
     };
     const variantEntry: VariantEntry = {
       attune_s: round(a.wallS, 3),
@@ -712,7 +875,15 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
       gaps_ms: a.gaps,
     };
     entry[key] = variantEntry;
-    progress(`${variant}: done`, { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: variantEntry.attune_s, calls_per_s: variantEntry.calls_per_s, repeated_calls: variantEntry.repeated_calls, cpu_s, gaps_ms: variantEntry.gaps_ms });
+    progress(`${variant}: done`, {
+      latency_ms: cell.latencyMs,
+      concurrency: cell.concurrency,
+      wall_s: variantEntry.attune_s,
+      calls_per_s: variantEntry.calls_per_s,
+      repeated_calls: variantEntry.repeated_calls,
+      cpu_s,
+      gaps_ms: variantEntry.gaps_ms,
+    });
   }
 
   if (options.variants.has('plain')) {
@@ -732,34 +903,68 @@ async function runCell(ctx: RunContext, cell: Cell, index: number, stacks: { att
       plain_calls_per_s: round(p.calls / p.wallS, 1),
       plain_p50_ms: round(percentile(added, 50), 1),
       plain_p95_ms: round(percentile(added, 95), 1),
-      plain_gaps_ms: dialogueGaps(ctx.fake.calls.slice(recorded0), specs.map((s) => s.seed), options.turns, cell.latencyMs, startedAtMs, null),
+      plain_gaps_ms: dialogueGaps(
+        ctx.fake.calls.slice(recorded0),
+        specs.map((s) => s.seed),
+        options.turns,
+        cell.latencyMs,
+        startedAtMs,
+        null,
+      ),
     });
     entry.cpu_s.plain_loop = loopCpu !== null && cpu0.loop !== null ? round(loopCpu - cpu0.loop, 2) : null;
     entry.cpu_s.plain_fake = round((parentCpu.user + parentCpu.system) / 1e6, 2);
-    if (machineCpu !== null && cpu0.machine !== null) entry.cpu_s.plain_other_processes = round(machineCpu - cpu0.machine - (entry.cpu_s.plain_loop ?? 0) - entry.cpu_s.plain_fake, 2);
+    if (machineCpu !== null && cpu0.machine !== null)
+      entry.cpu_s.plain_other_processes = round(
+        machineCpu - cpu0.machine - (entry.cpu_s.plain_loop ?? 0) - entry.cpu_s.plain_fake,
+        2,
+      );
     entry.plain_cpu_ms_per_call = round((((entry.cpu_s.plain_loop ?? 0) + entry.cpu_s.plain_fake) * 1000) / p.calls, 2);
-    if (entry.llm_calls !== null && entry.llm_calls !== p.calls) progress('warning: plain made a different number of calls', { attune: entry.llm_calls, plain: p.calls });
-    progress('plain: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.plain_s, calls_per_s: entry.plain_calls_per_s, gaps_ms: entry.plain_gaps_ms });
+    if (entry.llm_calls !== null && entry.llm_calls !== p.calls)
+      progress('warning: plain made a different number of calls', { attune: entry.llm_calls, plain: p.calls });
+    progress('plain: done', {
+      latency_ms: cell.latencyMs,
+      concurrency: cell.concurrency,
+      wall_s: entry.plain_s,
+      calls_per_s: entry.plain_calls_per_s,
+      gaps_ms: entry.plain_gaps_ms,
+    });
   }
 
   if (options.variants.has('reference')) {
     progress('reference: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
     ctx.fake.behaviour.latencyMs = cell.latencyMs;
-    const r = (await runLoop(ctx, { kind: 'reference', id: index * 10 + 2, configSet, maxTurns: options.turns, specs: specsFor(ctx.scenarios, cell.concurrency, `ref-${tag}`), budgetS: options.referenceBudgetS, sparse: cell.latencyMs >= 500 })) as ReferenceResult;
+    const r = (await runLoop(ctx, {
+      kind: 'reference',
+      id: index * 10 + 2,
+      configSet,
+      maxTurns: options.turns,
+      specs: specsFor(ctx.scenarios, cell.concurrency, `ref-${tag}`),
+      budgetS: options.referenceBudgetS,
+      sparse: cell.latencyMs >= 500,
+    })) as ReferenceResult;
     Object.assign(entry, {
       reference_s: round(r.wallS, 3),
       reference_measured_s: round(r.measuredS, 3),
       reference_extrapolated: r.extrapolated,
       reference_sequential_measured_fraction: round(r.sequentialMeasuredFraction, 4),
     });
-    progress('reference: done', { latency_ms: cell.latencyMs, concurrency: cell.concurrency, wall_s: entry.reference_s, measured_s: entry.reference_measured_s, extrapolated: r.extrapolated });
+    progress('reference: done', {
+      latency_ms: cell.latencyMs,
+      concurrency: cell.concurrency,
+      wall_s: entry.reference_s,
+      measured_s: entry.reference_measured_s,
+      extrapolated: r.extrapolated,
+    });
   }
 
   for (const variant of [entry.local, entry.turn, entry.turn_local]) {
     if (variant && entry.plain_s !== null) variant.attune_over_plain = round(variant.attune_s / entry.plain_s, 3);
   }
-  if (entry.attune_s !== null && entry.plain_s !== null) entry.attune_over_plain = round(entry.attune_s / entry.plain_s, 3);
-  if (entry.attune_s !== null && entry.reference_s !== null) entry.attune_over_reference = round(entry.attune_s / entry.reference_s, 4);
+  if (entry.attune_s !== null && entry.plain_s !== null)
+    entry.attune_over_plain = round(entry.attune_s / entry.plain_s, 3);
+  if (entry.attune_s !== null && entry.reference_s !== null)
+    entry.attune_over_reference = round(entry.attune_s / entry.reference_s, 4);
   return entry;
 }
 
@@ -772,14 +977,58 @@ function fmt(value: number | null | boolean, digits = 2): string {
 }
 
 function table(entries: Entry[]): string {
-  const header = ['L ms', 'C', 'attune s', 'plain s', 'ref s', 'att/(a)', 'att/(b)', 'dlg/s', 'calls/s', 'local s', 'loc/(a)', 'loc calls/s', 'turn s', 'turn/(a)', 'turn calls/s', 'turn-local s', 'tl/(a)', 'tl calls/s', 'p50 ms', 'p95 ms', 'orch p50', 'worker MB', 'server MB', 'others'];
+  const header = [
+    'L ms',
+    'C',
+    'attune s',
+    'plain s',
+    'ref s',
+    'att/(a)',
+    'att/(b)',
+    'dlg/s',
+    'calls/s',
+    'local s',
+    'loc/(a)',
+    'loc calls/s',
+    'turn s',
+    'turn/(a)',
+    'turn calls/s',
+    'turn-local s',
+    'tl/(a)',
+    'tl calls/s',
+    'p50 ms',
+    'p95 ms',
+    'orch p50',
+    'worker MB',
+    'server MB',
+    'others',
+  ];
   const rows = entries.map((e) => [
-    String(e.latency_ms), String(e.concurrency), fmt(e.attune_s), fmt(e.plain_s),
+    String(e.latency_ms),
+    String(e.concurrency),
+    fmt(e.attune_s),
+    fmt(e.plain_s),
     e.reference_s === null ? '-' : `${fmt(e.reference_s, 1)}${e.reference_extrapolated ? '*' : ''}`,
-    fmt(e.attune_over_plain, 3), fmt(e.attune_over_reference, 4), fmt(e.dialogues_per_s), fmt(e.calls_per_s, 0),
-    ...[e.local, e.turn, e.turn_local].flatMap((v) => [fmt(v?.attune_s ?? null), fmt(v?.attune_over_plain ?? null, 3), fmt(v?.calls_per_s ?? null, 0)]),
-    fmt(e.p50_ms, 1), fmt(e.p95_ms, 1), fmt(e.orchestration_p50_ms, 1), fmt(e.worker_rss_mb, 0), fmt(e.dev_server_rss_mb, 0),
-    fmt(e.cpu_s.attune_other_processes !== undefined && e.cpu_s.attune_other_processes !== null && e.attune_s ? e.cpu_s.attune_other_processes / e.attune_s : null, 2),
+    fmt(e.attune_over_plain, 3),
+    fmt(e.attune_over_reference, 4),
+    fmt(e.dialogues_per_s),
+    fmt(e.calls_per_s, 0),
+    ...[e.local, e.turn, e.turn_local].flatMap((v) => [
+      fmt(v?.attune_s ?? null),
+      fmt(v?.attune_over_plain ?? null, 3),
+      fmt(v?.calls_per_s ?? null, 0),
+    ]),
+    fmt(e.p50_ms, 1),
+    fmt(e.p95_ms, 1),
+    fmt(e.orchestration_p50_ms, 1),
+    fmt(e.worker_rss_mb, 0),
+    fmt(e.dev_server_rss_mb, 0),
+    fmt(
+      e.cpu_s.attune_other_processes !== undefined && e.cpu_s.attune_other_processes !== null && e.attune_s
+        ? e.cpu_s.attune_other_processes / e.attune_s
+        : null,
+      2,
+    ),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
@@ -789,7 +1038,11 @@ function table(entries: Entry[]): string {
     'att/(a) = attune / plain loop; att/(b) = attune / reference loop; p50/p95 = added latency per turn (turn wall - L x calls);',
     'orch p50 = turn wall - HTTP time measured by the activities; MB = peak RSS during the timed run;',
     'others = CPU cores other processes on the machine used during the attune run (0 = undisturbed).',
-    ...(entries.some((e) => e.reference_extrapolated) ? ['* reference partly extrapolated: sequential simulator calls timed up to --reference-budget per cell, the rest counted at the measured mean.'] : []),
+    ...(entries.some((e) => e.reference_extrapolated)
+      ? [
+          '* reference partly extrapolated: sequential simulator calls timed up to --reference-budget per cell, the rest counted at the measured mean.',
+        ]
+      : []),
   ];
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', ...notes].join('\n');
 }
@@ -806,7 +1059,9 @@ let httpConnections = 0;
 function tuneFakeServer(fake: FakeOpenAIServer, keepAliveMs: number): void {
   const server = (fake as unknown as { server: Server }).server;
   server.keepAliveTimeout = keepAliveMs;
-  server.on('connection', () => { httpConnections++; });
+  server.on('connection', () => {
+    httpConnections++;
+  });
 }
 
 async function main(): Promise<void> {
@@ -853,7 +1108,9 @@ async function main(): Promise<void> {
     const scenarios = requireScenarioLibrary(join(REPO_ROOT, 'scenarios', 'train')).filter((s) => s.firstMessage);
     if (scenarios.length === 0) throw new Error('no training scenario with a first message');
     progress('bundling workflows');
-    const bundle = await bundleWorkflows(opts.bundle === 'full' ? undefined : join(__dirname, 'rolloutOnlyWorkflows.ts'));
+    const bundle = await bundleWorkflows(
+      opts.bundle === 'full' ? undefined : join(__dirname, 'rolloutOnlyWorkflows.ts'),
+    );
     const bundleCodePath = join(workdir, 'workflow-bundle.js');
     const bundleSourceMapPath = join(workdir, 'workflow-bundle.js.map');
     writeFileSync(bundleCodePath, bundle.code);
@@ -863,16 +1120,37 @@ async function main(): Promise<void> {
     tuneFakeServer(fake, opts.keepAliveMs);
     loops = Child.start('loops', {}, opts.profileDir);
     await loops.next(isReady, 60_000);
-    const ctx: RunContext = { options: opts, fake, loops, scenarios, bundleCodePath, bundleSourceMapPath, children, workdir };
+    const ctx: RunContext = {
+      options: opts,
+      fake,
+      loops,
+      scenarios,
+      bundleCodePath,
+      bundleSourceMapPath,
+      children,
+      workdir,
+    };
 
     // Warm the loop process once (JIT, connection pool).
     if (opts.variants.has('plain') || opts.variants.has('reference')) {
       fake.behaviour.latencyMs = 0;
-      await runLoop(ctx, { kind: 'plain', id: 0, configSet: configSetFor(8, 0, fake.url, join(workdir, 'warm'), 2), maxTurns: 2, specs: specsFor(scenarios, 8, 'warm') });
+      await runLoop(ctx, {
+        kind: 'plain',
+        id: 0,
+        configSet: configSetFor(8, 0, fake.url, join(workdir, 'warm'), 2),
+        maxTurns: 2,
+        specs: specsFor(scenarios, 8, 'warm'),
+      });
     }
 
     const cellCount = opts.latencies.length * opts.concurrency.length;
-    progress('grid', { cells: cellCount, latencies: opts.latencies, concurrency: opts.concurrency, turns: opts.turns, variants: [...opts.variants] });
+    progress('grid', {
+      cells: cellCount,
+      latencies: opts.latencies,
+      concurrency: opts.concurrency,
+      turns: opts.turns,
+      variants: [...opts.variants],
+    });
     const entries: Entry[] = [];
     // Per concurrency level: a fresh dev server (its CPU per call grows with the workflows it has
     // stored, so cells must not inherit each other's) and one worker process (its peak RSS is reset
@@ -881,30 +1159,44 @@ async function main(): Promise<void> {
       const home = join(workdir, `c${concurrency}`);
       mkdirSync(home, { recursive: true });
       const configSet = configSetFor(concurrency, Math.max(...opts.latencies), fake.url, home, opts.turns);
-      const stacks: { attune: AttuneStack | null; alternatives: AlternativeStacks } = { attune: null, alternatives: {} };
+      const stacks: { attune: AttuneStack | null; alternatives: AlternativeStacks } = {
+        attune: null,
+        alternatives: {},
+      };
       try {
         // Both stacks stay up for the whole level; an idle dev server and worker use next to no CPU.
         if (opts.variants.has('attune')) stacks.attune = await startStack(ctx, join(home, 'activity'), configSet);
         for (const [variant, { key, set }] of Object.entries(ALTERNATIVES)) {
-          if (opts.variants.has(variant)) stacks.alternatives[key] = await startStack(ctx, join(home, key), [...configSet, ...set]);
+          if (opts.variants.has(variant))
+            stacks.alternatives[key] = await startStack(ctx, join(home, key), [...configSet, ...set]);
         }
         for (const latencyMs of opts.latencies) {
           entries.push(await runCell(ctx, { latencyMs, concurrency }, entries.length + 1, stacks, configSet));
-          progress('cell done', { cell: entries.length, of: cellCount, elapsed_s: Math.round((Date.now() - started) / 1000) });
+          progress('cell done', {
+            cell: entries.length,
+            of: cellCount,
+            elapsed_s: Math.round((Date.now() - started) / 1000),
+          });
         }
       } finally {
-        for (const stack of [stacks.attune, ...Object.values(stacks.alternatives)]) if (stack) await stopStack(ctx, stack);
+        for (const stack of [stacks.attune, ...Object.values(stacks.alternatives)])
+          if (stack) await stopStack(ctx, stack);
         rmSync(home, { recursive: true, force: true });
       }
     }
     entries.sort((a, b) => a.latency_ms - b.latency_ms || a.concurrency - b.concurrency);
     mkdirSync(dirname(opts.out), { recursive: true });
-    const kept = opts.update && existsSync(opts.out)
-      ? (JSON.parse(readFileSync(opts.out, 'utf8')) as Entry[]).filter((old) => !entries.some((e) => e.latency_ms === old.latency_ms && e.concurrency === old.concurrency))
-      : [];
+    const kept =
+      opts.update && existsSync(opts.out)
+        ? (JSON.parse(readFileSync(opts.out, 'utf8')) as Entry[]).filter(
+            (old) => !entries.some((e) => e.latency_ms === old.latency_ms && e.concurrency === old.concurrency),
+          )
+        : [];
     const all = [...kept, ...entries].sort((a, b) => a.latency_ms - b.latency_ms || a.concurrency - b.concurrency);
     writeFileSync(opts.out, `${JSON.stringify(all, null, 2)}\n`);
-    process.stdout.write(`\nOrchestration benchmark: ${opts.turns} turns per dialogue, ${cpus().length} CPUs, dev server: ${entries[0]?.dev_server ?? ''}\n\n${table(all)}\n\nwrote ${opts.out}${kept.length > 0 ? ` (${entries.length} cells measured now, ${kept.length} kept from before)` : ''} (${Math.round((Date.now() - started) / 1000)} s)\n`);
+    process.stdout.write(
+      `\nOrchestration benchmark: ${opts.turns} turns per dialogue, ${cpus().length} CPUs, dev server: ${entries[0]?.dev_server ?? ''}\n\n${table(all)}\n\nwrote ${opts.out}${kept.length > 0 ? ` (${entries.length} cells measured now, ${kept.length} kept from before)` : ''} (${Math.round((Date.now() - started) / 1000)} s)\n`,
+    );
   } finally {
     clearTimeout(watchdog);
     await loops?.stop().catch(() => undefined);
@@ -913,6 +1205,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -14,7 +14,15 @@ export interface WorkersJob {
 
 export type LoopJob =
   | { kind: 'plain'; id: number; configSet: string[]; maxTurns: number; specs: DialogueSpec[] }
-  | { kind: 'reference'; id: number; configSet: string[]; maxTurns: number; specs: DialogueSpec[]; budgetS: number; sparse: boolean };
+  | {
+      kind: 'reference';
+      id: number;
+      configSet: string[];
+      maxTurns: number;
+      specs: DialogueSpec[];
+      budgetS: number;
+      sparse: boolean;
+    };
 
 export type ToParent =
   | { kind: 'ready'; pid: number }

@@ -26,11 +26,23 @@ export interface DirectStep {
 }
 
 /** One dialogue, the same calls in the same order as src/workflows/rollout.ts, returning its optimizer samples. */
-async function dialogue(scenario: Scenario, settings: RolloutSettings, seed: number, rolloutId: string, group: string): Promise<TrainerSample[]> {
+async function dialogue(
+  scenario: Scenario,
+  settings: RolloutSettings,
+  seed: number,
+  rolloutId: string,
+  group: string,
+): Promise<TrainerSample[]> {
   const systemPrompt = settings.policySystemPrompt ?? defaultPolicySystemPrompt(scenario.language, settings.think);
   let openingText = scenario.firstMessage;
   if (!openingText) {
-    openingText = (await writeUserMessage({ endpoint: settings.simulator, messages: openingMessages(scenario, settings.initialEmotion), seed: callSeed(seed, 0, 'opening') })).text;
+    openingText = (
+      await writeUserMessage({
+        endpoint: settings.simulator,
+        messages: openingMessages(scenario, settings.initialEmotion),
+        seed: callSeed(seed, 0, 'opening'),
+      })
+    ).text;
   }
   const history: ChatMessage[] = [{ role: 'user', content: openingText }];
   const turns: { prompt: ChatMessage[]; completion: string }[] = [];
@@ -38,18 +50,31 @@ async function dialogue(scenario: Scenario, settings: RolloutSettings, seed: num
   let outcome: Outcome | null = null;
   for (let turn = 1; outcome === null; turn++) {
     const prompt = policyMessages(systemPrompt, history);
-    const policyTurn = await generatePolicyTurn({ endpoint: settings.policy, messages: prompt, think: settings.think, seed: callSeed(seed, turn, 'policy') });
+    const policyTurn = await generatePolicyTurn({
+      endpoint: settings.policy,
+      messages: prompt,
+      think: settings.think,
+      seed: callSeed(seed, turn, 'policy'),
+    });
     turns.push({ prompt, completion: policyTurn.raw });
     if (policyTurn.malformed) {
       outcome = 'malformed';
       break;
     }
-    const analysis = await analyzeAssistantReply({ endpoint: settings.simulator, messages: analysisMessages(scenario, history, policyTurn.reply, emotion), seed: callSeed(seed, turn, 'analysis') });
+    const analysis = await analyzeAssistantReply({
+      endpoint: settings.simulator,
+      messages: analysisMessages(scenario, history, policyTurn.reply, emotion),
+      seed: callSeed(seed, turn, 'analysis'),
+    });
     emotion = emotionAfterTurn(emotion, analysis.analysis.emotionChange);
     history.push({ role: 'assistant', content: policyTurn.reply });
     outcome = outcomeAfterAnalysis(emotion, turn, settings.maxTurns);
     if (outcome !== null) break;
-    const reply = await writeUserMessage({ endpoint: settings.simulator, messages: replyMessages(scenario, history, analysis.analysis, emotion, false), seed: callSeed(seed, turn, 'reply') });
+    const reply = await writeUserMessage({
+      endpoint: settings.simulator,
+      messages: replyMessages(scenario, history, analysis.analysis, emotion, false),
+      seed: callSeed(seed, turn, 'reply'),
+    });
     history.push({ role: 'user', content: reply.text });
     if (isGoodbye(reply.text, scenario.language)) outcome = 'goodbye';
   }
@@ -65,10 +90,20 @@ async function dialogue(scenario: Scenario, settings: RolloutSettings, seed: num
  */
 export async function runDirect(settings: TrainingSettings, steps: number): Promise<DirectStep[]> {
   const trainer = { url: settings.trainer.url, tokenEnv: settings.trainer.tokenEnv };
-  await trainerRequest(trainer, 'POST', '/v1/runs', {
-    run_id: settings.runName, base_model: settings.trainer.baseModel, algorithm: settings.algorithm,
-    lora: settings.trainer.lora, hyperparameters: settings.trainer.hyperparameters, seed: settings.seed,
-  }, 30 * 60_000);
+  await trainerRequest(
+    trainer,
+    'POST',
+    '/v1/runs',
+    {
+      run_id: settings.runName,
+      base_model: settings.trainer.baseModel,
+      algorithm: settings.algorithm,
+      lora: settings.trainer.lora,
+      hyperparameters: settings.trainer.hyperparameters,
+      seed: settings.seed,
+    },
+    30 * 60_000,
+  );
   const scenarios = new Map(loadScenarioLibrary(settings.scenarioDir).scenarios.map((s) => [s.id, s]));
   const ids = [...scenarios.keys()].sort();
   const base = settings.publish.policyBaseURL.replace(/\/$/, '');
@@ -77,27 +112,50 @@ export async function runDirect(settings: TrainingSettings, steps: number): Prom
   for (let step = 1; step <= steps; step++) {
     const t0 = performance.now();
     const chosen = scenariosForStep(ids, settings.seed, step, settings.scenariosPerStep).ids;
-    const rolloutSettings: RolloutSettings = { ...settings.rollout, policy: { ...settings.rollout.policy, model: version } };
+    const rolloutSettings: RolloutSettings = {
+      ...settings.rollout,
+      policy: { ...settings.rollout.policy, model: version },
+    };
     const planned: { scenario: Scenario; rolloutId: string; group: string; seed: number }[] = [];
     chosen.forEach((scenarioId, position) => {
       const group = `s${step}-${position}-${scenarioId}`;
       for (let k = 0; k < settings.samplesPerScenario; k++) {
-        planned.push({ scenario: scenarios.get(scenarioId)!, rolloutId: `${settings.runName}--s${step}--${position}-${scenarioId}--k${k}`, group, seed: stableHash(`${settings.seed}:${step}:${position}:${k}`) % 2_147_483_647 });
+        planned.push({
+          scenario: scenarios.get(scenarioId)!,
+          rolloutId: `${settings.runName}--s${step}--${position}-${scenarioId}--k${k}`,
+          group,
+          seed: stableHash(`${settings.seed}:${step}:${position}:${k}`) % 2_147_483_647,
+        });
       }
     });
-    const outcomes = await boundedFanOut(planned, settings.maxInFlight, (p) => dialogue(p.scenario, rolloutSettings, p.seed, p.rolloutId, p.group));
+    const outcomes = await boundedFanOut(planned, settings.maxInFlight, (p) =>
+      dialogue(p.scenario, rolloutSettings, p.seed, p.rolloutId, p.group),
+    );
     const samples = outcomes.flatMap((o) => {
       if (!o.ok) throw o.error;
       return o.value;
     });
     const t1 = performance.now();
-    await trainerRequest(trainer, 'POST', `/v1/runs/${encodeURIComponent(settings.runName)}/steps`, { step, samples }, 24 * 3600_000);
+    await trainerRequest(
+      trainer,
+      'POST',
+      `/v1/runs/${encodeURIComponent(settings.runName)}/steps`,
+      { step, samples },
+      24 * 3600_000,
+    );
     const t2 = performance.now();
     version = `${settings.runName}@${step}`;
     const models = (await (await fetch(`${base}/models`)).json()) as { data?: { id?: string }[] };
     if (!models.data?.some((m) => m.id === version)) throw new Error(`${base}/models does not list ${version}`);
     const t3 = performance.now();
-    out.push({ step, totalMs: t3 - t0, rolloutsMs: t1 - t0, optimizerMs: t2 - t1, publishMs: t3 - t2, samples: samples.length });
+    out.push({
+      step,
+      totalMs: t3 - t0,
+      rolloutsMs: t1 - t0,
+      optimizerMs: t2 - t1,
+      publishMs: t3 - t2,
+      samples: samples.length,
+    });
   }
   return out;
 }

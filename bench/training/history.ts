@@ -32,10 +32,18 @@ function timeMs(event: HistoryEvent): number {
 
 /** Scheduled -> completed of the (single) activity of that type in the execution. */
 function activitySpan(events: HistoryEvent[], type: string): { start: number; end: number } | null {
-  const scheduled = events.find((e) => Number(e.eventType) === EVENT.activityScheduled && e.activityTaskScheduledEventAttributes?.activityType?.name === type);
+  const scheduled = events.find(
+    (e) =>
+      Number(e.eventType) === EVENT.activityScheduled &&
+      e.activityTaskScheduledEventAttributes?.activityType?.name === type,
+  );
   if (!scheduled) return null;
   const id = Number(scheduled.eventId);
-  const done = events.find((e) => Number(e.eventType) === EVENT.activityCompleted && Number(e.activityTaskCompletedEventAttributes?.scheduledEventId) === id);
+  const done = events.find(
+    (e) =>
+      Number(e.eventType) === EVENT.activityCompleted &&
+      Number(e.activityTaskCompletedEventAttributes?.scheduledEventId) === id,
+  );
   return done ? { start: timeMs(scheduled), end: timeMs(done) } : null;
 }
 
@@ -53,7 +61,9 @@ export async function stepTimings(client: Client, workflowId: string, firstRunId
     const last: HistoryEvent | undefined = events[events.length - 1];
     runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
     const started = events.find((e) => Number(e.eventType) === EVENT.workflowStarted);
-    const ended = events.find((e) => Number(e.eventType) === EVENT.continuedAsNew || Number(e.eventType) === EVENT.workflowCompleted);
+    const ended = events.find(
+      (e) => Number(e.eventType) === EVENT.continuedAsNew || Number(e.eventType) === EVENT.workflowCompleted,
+    );
     const firstChild = events.find((e) => Number(e.eventType) === EVENT.childInitiated);
     const lastChild = events.filter((e) => Number(e.eventType) === EVENT.childCompleted).pop();
     if (!started || !ended || !firstChild || !lastChild) continue; // the final execution that only returns
@@ -65,7 +75,14 @@ export async function stepTimings(client: Client, workflowId: string, firstRunId
     const rolloutsMs = timeMs(lastChild) - timeMs(firstChild);
     const optimizerMs = optimizer ? optimizer.end - optimizer.start : 0;
     const publishMs = publish ? publish.end - publish.start : 0;
-    out.push({ step: out.length + 1, totalMs, rolloutsMs, optimizerMs, publishMs, otherMs: totalMs - rolloutsMs - optimizerMs - publishMs });
+    out.push({
+      step: out.length + 1,
+      totalMs,
+      rolloutsMs,
+      optimizerMs,
+      publishMs,
+      otherMs: totalMs - rolloutsMs - optimizerMs - publishMs,
+    });
   }
   return out;
 }

@@ -78,7 +78,10 @@ function meanOf<T extends object>(rows: T[], keys: (keyof T)[]): Record<string, 
 }
 
 async function measure(latencyMs: number): Promise<Cell> {
-  const rig = await createTrainingRig({ set: [...TINY_TRAINING('grpo', steps), ...extra], behaviour: { latencyMs, analysis: () => ({ emotionChange: 0 }) } });
+  const rig = await createTrainingRig({
+    set: [...TINY_TRAINING('grpo', steps), ...extra],
+    behaviour: { latencyMs, analysis: () => ({ emotionChange: 0 }) },
+  });
   try {
     const run = `bench-l${latencyMs}-${process.pid}`;
     await rig.startWorkers();
@@ -91,13 +94,24 @@ async function measure(latencyMs: number): Promise<Cell> {
     await rig.stopWorkers();
     process.stderr.write(`latency ${latencyMs} ms: direct, ${steps} steps...\n`);
     const directSteps = await runDirect(trainingSettingsFromConfig(rig.config, `${run}-direct`), steps);
-    const a = meanOf(attuneSteps, ['totalMs', 'rolloutsMs', 'optimizerMs', 'publishMs', 'otherMs']) as Cell['attune']['mean'];
+    const a = meanOf(attuneSteps, [
+      'totalMs',
+      'rolloutsMs',
+      'optimizerMs',
+      'publishMs',
+      'otherMs',
+    ]) as Cell['attune']['mean'];
     const d = meanOf(directSteps, ['totalMs', 'rolloutsMs', 'optimizerMs', 'publishMs']) as Cell['direct']['mean'];
     return {
       latencyMs,
       attune: { steps: attuneSteps, mean: a },
       direct: { steps: directSteps, mean: d },
-      overhead: { ratio: a.totalMs / d.totalMs, addedSecondsPerStep: (a.totalMs - d.totalMs) / 1000, rolloutsRatio: a.rolloutsMs / d.rolloutsMs, optimizerRatio: a.optimizerMs / d.optimizerMs },
+      overhead: {
+        ratio: a.totalMs / d.totalMs,
+        addedSecondsPerStep: (a.totalMs - d.totalMs) / 1000,
+        rolloutsRatio: a.rolloutsMs / d.rolloutsMs,
+        optimizerRatio: a.optimizerMs / d.optimizerMs,
+      },
     };
   } finally {
     await rig.close();
@@ -121,19 +135,38 @@ async function main(): Promise<void> {
   for (const c of cells) {
     const a = c.attune.mean;
     const d = c.direct.mean;
-    lines.push(`${`${c.latencyMs} ms`.padStart(7)} | ${s(a.totalMs).padStart(12)} ${s(a.rolloutsMs).padStart(9)} ${s(a.optimizerMs).padStart(10)} ${s(a.publishMs).padStart(8)} ${s(a.otherMs).padStart(6)} | ${s(d.totalMs).padStart(13)} ${s(d.rolloutsMs).padStart(9)} ${s(d.optimizerMs).padStart(10)} | ${c.overhead.ratio.toFixed(2).padStart(11)} ${c.overhead.addedSecondsPerStep.toFixed(2).padStart(9)}`);
+    lines.push(
+      `${`${c.latencyMs} ms`.padStart(7)} | ${s(a.totalMs).padStart(12)} ${s(a.rolloutsMs).padStart(9)} ${s(a.optimizerMs).padStart(10)} ${s(a.publishMs).padStart(8)} ${s(a.otherMs).padStart(6)} | ${s(d.totalMs).padStart(13)} ${s(d.rolloutsMs).padStart(9)} ${s(d.optimizerMs).padStart(10)} | ${c.overhead.ratio.toFixed(2).padStart(11)} ${c.overhead.addedSecondsPerStep.toFixed(2).padStart(9)}`,
+    );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
   mkdirSync(dirname(values.out), { recursive: true });
-  writeFileSync(values.out, `${JSON.stringify({
-    benchmark: 'training', time: new Date().toISOString(), cpus: cpus().length,
-    setup: { steps, scenariosPerStep: Number(values.scenarios), samplesPerScenario: Number(values.samples), maxTurns: Number(values.turns), maxInFlight: Number(values['in-flight']), policy: 'trainer tiny-random', simulator: 'fake OpenAI, emotionChange 0' },
-    cells,
-  }, null, 2)}\n`);
+  writeFileSync(
+    values.out,
+    `${JSON.stringify(
+      {
+        benchmark: 'training',
+        time: new Date().toISOString(),
+        cpus: cpus().length,
+        setup: {
+          steps,
+          scenariosPerStep: Number(values.scenarios),
+          samplesPerScenario: Number(values.samples),
+          maxTurns: Number(values.turns),
+          maxInFlight: Number(values['in-flight']),
+          policy: 'trainer tiny-random',
+          simulator: 'fake OpenAI, emotionChange 0',
+        },
+        cells,
+      },
+      null,
+      2,
+    )}\n`,
+  );
   process.stdout.write(`Wrote ${values.out}\n`);
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exitCode = 1;
 });

@@ -60,12 +60,18 @@ export function classifyLlmError(request: ChatRequest, error: unknown): Error {
     const status = error.status;
     const detail = error.message.replace(/\s+/g, ' ').slice(0, 500);
     if (status !== undefined && PERMANENT_STATUSES.has(status)) {
-      const hint = status === 401 || status === 403
-        ? ` (check ${request.endpoint.apiKeyEnv})`
-        : status === 404 ? ' (check the model name and base URL)' : '';
+      const hint =
+        status === 401 || status === 403
+          ? ` (check ${request.endpoint.apiKeyEnv})`
+          : status === 404
+            ? ' (check the model name and base URL)'
+            : '';
       return ApplicationFailure.nonRetryable(`${where}: HTTP ${status}${hint}: ${detail}`, 'LlmRequestRejected');
     }
-    return ApplicationFailure.retryable(`${where}: HTTP ${status ?? '?'}: ${detail}`, status === 429 ? 'LlmRateLimited' : 'LlmServerError');
+    return ApplicationFailure.retryable(
+      `${where}: HTTP ${status ?? '?'}: ${detail}`,
+      status === 429 ? 'LlmRateLimited' : 'LlmServerError',
+    );
   }
   return error instanceof Error ? error : new Error(String(error));
 }
@@ -97,11 +103,17 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatResponse
     throw classifyLlmError(request, error);
   }
   if (!responseSchema.check(completion)) {
-    throw ApplicationFailure.retryable(`${describe(request)}: response is not a chat completion: ${JSON.stringify(completion).slice(0, 300)}`, 'LlmBadResponse');
+    throw ApplicationFailure.retryable(
+      `${describe(request)}: response is not a chat completion: ${JSON.stringify(completion).slice(0, 300)}`,
+      'LlmBadResponse',
+    );
   }
   const content = completion.choices[0]?.message?.content;
   if (typeof content !== 'string') {
-    throw ApplicationFailure.retryable(`${describe(request)}: response has no message content: ${JSON.stringify(completion.choices[0] ?? null).slice(0, 300)}`, 'LlmBadResponse');
+    throw ApplicationFailure.retryable(
+      `${describe(request)}: response has no message content: ${JSON.stringify(completion.choices[0] ?? null).slice(0, 300)}`,
+      'LlmBadResponse',
+    );
   }
   return {
     content,

@@ -13,8 +13,26 @@ const usageSchema = z.object({ prompt: z.number(), completion: z.number() });
  * back in: details written by another version of this code are ignored rather than trusted.
  */
 const finishedCallsSchema = z.object({
-  policy: z.looseObject({ raw: z.string(), reply: z.string(), thinking: z.string().nullable(), malformed: z.boolean(), model: z.string(), latencyMs: z.number(), usage: usageSchema }).optional(),
-  analysis: z.looseObject({ analysis: analysisSchema, raw: z.string(), attempts: z.number(), latencyMs: z.number(), usage: usageSchema }).optional(),
+  policy: z
+    .looseObject({
+      raw: z.string(),
+      reply: z.string(),
+      thinking: z.string().nullable(),
+      malformed: z.boolean(),
+      model: z.string(),
+      latencyMs: z.number(),
+      usage: usageSchema,
+    })
+    .optional(),
+  analysis: z
+    .looseObject({
+      analysis: analysisSchema,
+      raw: z.string(),
+      attempts: z.number(),
+      latencyMs: z.number(),
+      usage: usageSchema,
+    })
+    .optional(),
   reply: z.looseObject({ text: z.string(), latencyMs: z.number(), usage: usageSchema }).optional(),
 });
 
@@ -29,7 +47,9 @@ function finishedCallsFrom(context: Context): FinishedCalls {
   if (details === undefined || details === null) return {};
   const parsed = finishedCallsSchema.safeParse(details);
   if (parsed.success) return parsed.data as FinishedCalls;
-  context.log.warn('ignoring heartbeat details this version cannot read; the turn starts again', { problem: parsed.error.issues[0]?.message });
+  context.log.warn('ignoring heartbeat details this version cannot read; the turn starts again', {
+    problem: parsed.error.issues[0]?.message,
+  });
   return {};
 }
 
@@ -54,13 +74,21 @@ export function createDialogueTurnActivities(calls: DialogueCalls) {
         record();
         return result;
       };
-      const keepAlive = resumable ? setInterval(record, (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3) : null;
+      const keepAlive = resumable
+        ? setInterval(record, (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3)
+        : null;
       try {
-        return await playTurn({
-          generatePolicyTurn: async (callInput) => recorded(finished.policy ??= await calls.generatePolicyTurn(callInput)),
-          analyzeAssistantReply: async (callInput) => recorded(finished.analysis ??= await calls.analyzeAssistantReply(callInput)),
-          writeUserMessage: async (callInput) => recorded(finished.reply ??= await calls.writeUserMessage(callInput)),
-        }, input);
+        return await playTurn(
+          {
+            generatePolicyTurn: async (callInput) =>
+              recorded((finished.policy ??= await calls.generatePolicyTurn(callInput))),
+            analyzeAssistantReply: async (callInput) =>
+              recorded((finished.analysis ??= await calls.analyzeAssistantReply(callInput))),
+            writeUserMessage: async (callInput) =>
+              recorded((finished.reply ??= await calls.writeUserMessage(callInput))),
+          },
+          input,
+        );
       } finally {
         if (keepAlive) clearInterval(keepAlive);
       }

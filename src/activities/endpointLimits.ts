@@ -50,7 +50,10 @@ export class EndpointGate {
 }
 
 /** The same activity functions, each call passing through `gate`. */
-export function gated<T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T, gate: EndpointGate): T {
+export function gated<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
+  activities: T,
+  gate: EndpointGate,
+): T {
   const out: Record<string, unknown> = {};
   for (const [name, fn] of Object.entries(activities)) {
     out[name] = (...args: never[]) => gate.run(() => fn(...args));

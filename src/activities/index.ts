@@ -15,7 +15,13 @@ export const simulatorActivities = { analyzeAssistantReply, writeUserMessage };
 
 /** Activities of the rollouts queue: small local I/O next to the workflows. */
 export function rolloutQueueActivities(store: ArtifactStore) {
-  return { ...createArtifactActivities(store), ...createEvaluationActivities(store), ...createRunBookkeepingActivities(store), loadScenario, latestPolicyVersion };
+  return {
+    ...createArtifactActivities(store),
+    ...createEvaluationActivities(store),
+    ...createRunBookkeepingActivities(store),
+    loadScenario,
+    latestPolicyVersion,
+  };
 }
 
 export interface EndpointGates {

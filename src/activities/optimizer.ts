@@ -31,17 +31,38 @@ export interface OptimizerStepInput {
   heartbeatEveryMs?: number;
 }
 
-const stepResponseSchema = z.object({
-  step: z.number().int(),
-  model: z.string(),
-  metrics: z.object({
-    loss: z.number(), policy_loss: z.number(), value_loss: z.number(), kl: z.number(), entropy: z.number(),
-    clip_fraction: z.number(), grad_norm: z.number(), reward_mean: z.number(), advantage_mean: z.number(),
-    tokens: z.number(), seconds: z.number(),
-  }).passthrough(),
-  checkpoint: z.object({ step: z.number(), path: z.string().nullable().optional(), export_path: z.string().nullable().optional(), export_format: z.string().nullable().optional() }).passthrough().nullable().optional(),
-  replayed: z.boolean().optional(),
-}).passthrough();
+const stepResponseSchema = z
+  .object({
+    step: z.number().int(),
+    model: z.string(),
+    metrics: z
+      .object({
+        loss: z.number(),
+        policy_loss: z.number(),
+        value_loss: z.number(),
+        kl: z.number(),
+        entropy: z.number(),
+        clip_fraction: z.number(),
+        grad_norm: z.number(),
+        reward_mean: z.number(),
+        advantage_mean: z.number(),
+        tokens: z.number(),
+        seconds: z.number(),
+      })
+      .passthrough(),
+    checkpoint: z
+      .object({
+        step: z.number(),
+        path: z.string().nullable().optional(),
+        export_path: z.string().nullable().optional(),
+        export_format: z.string().nullable().optional(),
+      })
+      .passthrough()
+      .nullable()
+      .optional(),
+    replayed: z.boolean().optional(),
+  })
+  .passthrough();
 
 export interface OptimizerStepResult {
   step: number;
@@ -56,7 +77,9 @@ function asFailure(error: unknown): unknown {
   if (!(error instanceof TrainerHttpError)) return error;
   // 4xx other than 408/429 will not get better by asking again.
   const permanent = error.status >= 400 && error.status < 500 && error.status !== 408 && error.status !== 429;
-  return permanent ? ApplicationFailure.nonRetryable(error.message, 'TrainerRejected') : ApplicationFailure.retryable(error.message, 'TrainerError');
+  return permanent
+    ? ApplicationFailure.nonRetryable(error.message, 'TrainerRejected')
+    : ApplicationFailure.retryable(error.message, 'TrainerError');
 }
 
 export function createOptimizerActivities(store: ArtifactStore) {
@@ -64,14 +87,20 @@ export function createOptimizerActivities(store: ArtifactStore) {
     /** Creates the trainer run, or confirms the existing one has the same config (the trainer answers 409 otherwise). */
     async ensureTrainerRun(input: EnsureRunInput): Promise<{ step: number }> {
       try {
-        const { json } = await trainerRequest(input.trainer, 'POST', '/v1/runs', {
-          run_id: input.runName,
-          base_model: input.baseModel,
-          algorithm: input.algorithm,
-          lora: input.lora,
-          hyperparameters: input.hyperparameters,
-          seed: input.seed,
-        }, 30 * 60_000);
+        const { json } = await trainerRequest(
+          input.trainer,
+          'POST',
+          '/v1/runs',
+          {
+            run_id: input.runName,
+            base_model: input.baseModel,
+            algorithm: input.algorithm,
+            lora: input.lora,
+            hyperparameters: input.hyperparameters,
+            seed: input.seed,
+          },
+          30 * 60_000,
+        );
         return { step: z.object({ step: z.number().int() }).passthrough().parse(json).step };
       } catch (error) {
         throw asFailure(error);
@@ -92,23 +121,54 @@ export function createOptimizerActivities(store: ArtifactStore) {
       }
       if (samples.length === 0) throw ApplicationFailure.nonRetryable(`step ${input.step} has no samples`, 'EmptyStep');
       ctx.heartbeat({ phase: 'posting', samples: samples.length });
-      log.info('optimizer step posting', { run: input.runName, step: input.step, samples: samples.length, attempt: ctx.info.attempt });
-      const beat = setInterval(() => ctx.heartbeat({ phase: 'training', samples: samples.length }), input.heartbeatEveryMs ?? 5000);
+      log.info('optimizer step posting', {
+        run: input.runName,
+        step: input.step,
+        samples: samples.length,
+        attempt: ctx.info.attempt,
+      });
+      const beat = setInterval(
+        () => ctx.heartbeat({ phase: 'training', samples: samples.length }),
+        input.heartbeatEveryMs ?? 5000,
+      );
       try {
-        const { json } = await trainerRequest(input.trainer, 'POST', `/v1/runs/${encodeURIComponent(input.runName)}/steps`, {
-          step: input.step,
-          samples,
-          ...(input.hyperparameters && Object.keys(input.hyperparameters).length > 0 ? { hyperparameters: input.hyperparameters } : {}),
-        }, 24 * 3600_000, ctx.cancellationSignal);
+        const { json } = await trainerRequest(
+          input.trainer,
+          'POST',
+          `/v1/runs/${encodeURIComponent(input.runName)}/steps`,
+          {
+            step: input.step,
+            samples,
+            ...(input.hyperparameters && Object.keys(input.hyperparameters).length > 0
+              ? { hyperparameters: input.hyperparameters }
+              : {}),
+          },
+          24 * 3600_000,
+          ctx.cancellationSignal,
+        );
         const parsed = stepResponseSchema.safeParse(json);
-        if (!parsed.success) throw ApplicationFailure.nonRetryable(`trainer step ${input.step}: unexpected response ${JSON.stringify(json).slice(0, 300)}`, 'TrainerBadResponse');
+        if (!parsed.success)
+          throw ApplicationFailure.nonRetryable(
+            `trainer step ${input.step}: unexpected response ${JSON.stringify(json).slice(0, 300)}`,
+            'TrainerBadResponse',
+          );
         const r = parsed.data;
         const metrics = r.metrics as unknown as TrainerStepMetrics;
-        return { step: r.step, version: r.model, metrics, exportPath: r.checkpoint?.export_path ?? null, replayed: r.replayed ?? false, samples: samples.length };
+        return {
+          step: r.step,
+          version: r.model,
+          metrics,
+          exportPath: r.checkpoint?.export_path ?? null,
+          replayed: r.replayed ?? false,
+          samples: samples.length,
+        };
       } catch (error) {
         if (error instanceof TrainerHttpError && error.status === 409) {
           const expected = (error.body as { error?: { expected_step?: number } } | null)?.error?.expected_step;
-          throw ApplicationFailure.nonRetryable(`${error.message}${expected !== undefined ? ` (trainer expects step ${expected})` : ''}`, 'TrainerStepConflict');
+          throw ApplicationFailure.nonRetryable(
+            `${error.message}${expected !== undefined ? ` (trainer expects step ${expected})` : ''}`,
+            'TrainerStepConflict',
+          );
         }
         throw asFailure(error);
       } finally {

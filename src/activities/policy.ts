@@ -5,7 +5,12 @@ import { chatCompletion } from './chatCompletion.js';
 
 /** One policy turn: a chat completion, then the think-then-say split. A malformed output is a result, not an error. */
 export async function generatePolicyTurn(input: PolicyTurnInput): Promise<PolicyTurnResult> {
-  const response = await chatCompletion({ endpoint: input.endpoint, role: 'policy', messages: input.messages, seed: input.seed });
+  const response = await chatCompletion({
+    endpoint: input.endpoint,
+    role: 'policy',
+    messages: input.messages,
+    seed: input.seed,
+  });
   const parsed = parsePolicyOutput(response.content, input.think);
   return {
     raw: response.content,

@@ -21,7 +21,14 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
   return {
     async listScenarioIds(dir: string): Promise<string[]> {
       const { scenarios, problems } = loadScenarioLibrary(dir);
-      if (problems.length > 0) throw ApplicationFailure.nonRetryable(`invalid scenarios in ${dir}: ${problems.slice(0, 3).map((p) => `${p.file}: ${p.message}`).join('; ')}`, 'InvalidScenarios');
+      if (problems.length > 0)
+        throw ApplicationFailure.nonRetryable(
+          `invalid scenarios in ${dir}: ${problems
+            .slice(0, 3)
+            .map((p) => `${p.file}: ${p.message}`)
+            .join('; ')}`,
+          'InvalidScenarios',
+        );
       return scenarios.map((s) => s.id).sort();
     },
 
@@ -34,11 +41,23 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
       const key = process.env[input.apiKeyEnv];
       const headers = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
       if (input.mode === 'vllm') {
-        if (!input.exportPath) throw ApplicationFailure.nonRetryable(`no adapter exported for ${input.version}: vLLM publishing needs a LoRA run`, 'NothingToPublish');
-        const response = await fetch(`${base}/load_lora_adapter`, { method: 'POST', headers, body: JSON.stringify({ lora_name: input.version, lora_path: input.exportPath }), signal: AbortSignal.timeout(600_000) });
+        if (!input.exportPath)
+          throw ApplicationFailure.nonRetryable(
+            `no adapter exported for ${input.version}: vLLM publishing needs a LoRA run`,
+            'NothingToPublish',
+          );
+        const response = await fetch(`${base}/load_lora_adapter`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ lora_name: input.version, lora_path: input.exportPath }),
+          signal: AbortSignal.timeout(600_000),
+        });
         const text = await response.text();
         if (!response.ok && !/already (been )?loaded/i.test(text)) {
-          throw ApplicationFailure.retryable(`vLLM ${base}/load_lora_adapter for ${input.version}: HTTP ${response.status}: ${text.slice(0, 300)}`, 'PublishFailed');
+          throw ApplicationFailure.retryable(
+            `vLLM ${base}/load_lora_adapter for ${input.version}: HTTP ${response.status}: ${text.slice(0, 300)}`,
+            'PublishFailed',
+          );
         }
       }
       const models = await fetch(`${base}/models`, { headers, signal: AbortSignal.timeout(60_000) });

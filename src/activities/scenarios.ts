@@ -16,6 +16,12 @@ export async function loadScenario(ref: ScenarioRef): Promise<Scenario> {
   const { scenarios, problems } = loadScenarioLibrary(ref.dir);
   const found = scenarios.find((s) => s.id === ref.id);
   if (found) return found;
-  const why = problems.length > 0 ? `; problems: ${problems.slice(0, 3).map((p) => `${p.file}: ${p.message}`).join('; ')}` : '';
+  const why =
+    problems.length > 0
+      ? `; problems: ${problems
+          .slice(0, 3)
+          .map((p) => `${p.file}: ${p.message}`)
+          .join('; ')}`
+      : '';
   throw ApplicationFailure.nonRetryable(`scenario "${ref.id}" not found in ${ref.dir}${why}`, 'ScenarioNotFound');
 }

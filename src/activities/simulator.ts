@@ -6,9 +6,15 @@ import type { SimulatorCallInput } from '../core/dialogueTurn.js';
 import type { AnalysisResult, UserMessageResult } from '../core/transcript.js';
 import { chatCompletion } from './chatCompletion.js';
 
-function responseFormatFor(mode: SimulatorCall['structuredOutput'], maxChars: number | undefined): OpenAI.Chat.Completions.ChatCompletionCreateParams['response_format'] | undefined {
+function responseFormatFor(
+  mode: SimulatorCall['structuredOutput'],
+  maxChars: number | undefined,
+): OpenAI.Chat.Completions.ChatCompletionCreateParams['response_format'] | undefined {
   if (mode === 'json_schema') {
-    return { type: 'json_schema', json_schema: { name: 'user_analysis', strict: true, schema: analysisJsonSchema(maxChars) } };
+    return {
+      type: 'json_schema',
+      json_schema: { name: 'user_analysis', strict: true, schema: analysisJsonSchema(maxChars) },
+    };
   }
   if (mode === 'json_object') return { type: 'json_object' };
   return undefined;
@@ -48,10 +54,22 @@ export async function analyzeAssistantReply(input: SimulatorCallInput): Promise<
 
 /** SAGE's second call (and the opening line for profiles without one): plain text in the user's voice. */
 export async function writeUserMessage(input: SimulatorCallInput): Promise<UserMessageResult> {
-  const response = await chatCompletion({ endpoint: input.endpoint, role: 'simulator', messages: input.messages, seed: input.seed });
-  const text = response.content.trim().replace(/^(?:user|you|你)\s*[:：]\s*/i, '').replace(/^"([\s\S]*)"$/, '$1').trim();
+  const response = await chatCompletion({
+    endpoint: input.endpoint,
+    role: 'simulator',
+    messages: input.messages,
+    seed: input.seed,
+  });
+  const text = response.content
+    .trim()
+    .replace(/^(?:user|you|你)\s*[:：]\s*/i, '')
+    .replace(/^"([\s\S]*)"$/, '$1')
+    .trim();
   if (text.length === 0) {
-    throw ApplicationFailure.retryable(`simulator endpoint ${input.endpoint.baseURL} (model "${input.endpoint.model}") returned an empty user message`, 'EmptySimulatorOutput');
+    throw ApplicationFailure.retryable(
+      `simulator endpoint ${input.endpoint.baseURL} (model "${input.endpoint.model}") returned an empty user message`,
+      'EmptySimulatorOutput',
+    );
   }
   return { text, latencyMs: response.latencyMs, usage: response.usage };
 }

@@ -13,14 +13,25 @@ export type TrainerRunState = z.infer<typeof runStateSchema>;
 const errorBodySchema = z.object({ error: z.object({ message: z.string() }).passthrough() }).passthrough();
 
 export class TrainerHttpError extends Error {
-  constructor(readonly status: number, message: string, readonly body: unknown) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly body: unknown,
+  ) {
     super(message);
     this.name = 'TrainerHttpError';
   }
 }
 
 /** JSON over HTTP to the trainer service, with its errors turned into messages that name the call. */
-export async function trainerRequest(endpoint: TrainerEndpoint, method: 'GET' | 'POST', path: string, body?: unknown, timeoutMs = 60_000, signal?: AbortSignal): Promise<{ status: number; json: unknown }> {
+export async function trainerRequest(
+  endpoint: TrainerEndpoint,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  timeoutMs = 60_000,
+  signal?: AbortSignal,
+): Promise<{ status: number; json: unknown }> {
   const token = process.env[endpoint.tokenEnv];
   const url = `${endpoint.url.replace(/\/$/, '')}${path}`;
   let response: Response;
@@ -32,7 +43,10 @@ export async function trainerRequest(endpoint: TrainerEndpoint, method: 'GET' | 
       signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
-    throw ApplicationFailure.retryable(`trainer ${method} ${url}: unreachable (${(error as Error).message})`, 'TrainerUnreachable');
+    throw ApplicationFailure.retryable(
+      `trainer ${method} ${url}: unreachable (${(error as Error).message})`,
+      'TrainerUnreachable',
+    );
   }
   const text = await response.text();
   let json: unknown = null;
@@ -53,7 +67,11 @@ export async function getTrainerRun(endpoint: TrainerEndpoint, runId: string): P
   try {
     const { json } = await trainerRequest(endpoint, 'GET', `/v1/runs/${encodeURIComponent(runId)}`);
     const parsed = runStateSchema.safeParse(json);
-    if (!parsed.success) throw ApplicationFailure.nonRetryable(`trainer GET /v1/runs/${runId}: unexpected body ${JSON.stringify(json).slice(0, 300)}`, 'TrainerBadResponse');
+    if (!parsed.success)
+      throw ApplicationFailure.nonRetryable(
+        `trainer GET /v1/runs/${runId}: unexpected body ${JSON.stringify(json).slice(0, 300)}`,
+        'TrainerBadResponse',
+      );
     return parsed.data;
   } catch (error) {
     if (error instanceof TrainerHttpError && error.status === 404) return null;
@@ -69,6 +87,7 @@ export async function getTrainerRun(endpoint: TrainerEndpoint, runId: string): P
 /** `run@step` of the run's last applied step: what a scheduled evaluation of a run evaluates. */
 export async function latestPolicyVersion(input: { trainer: TrainerEndpoint; runName: string }): Promise<string> {
   const state = await getTrainerRun(input.trainer, input.runName);
-  if (!state) throw ApplicationFailure.nonRetryable(`trainer ${input.trainer.url} has no run "${input.runName}"`, 'UnknownRun');
+  if (!state)
+    throw ApplicationFailure.nonRetryable(`trainer ${input.trainer.url} has no run "${input.runName}"`, 'UnknownRun');
   return `${input.runName}@${state.step}`;
 }

@@ -29,7 +29,10 @@ export class FileArtifactStore implements ArtifactStore {
   }
 
   private pathOf(key: string): string {
-    if (!/^[A-Za-z0-9._@=-]+(\/[A-Za-z0-9._@=-]+)*$/.test(key) || key.split('/').some((part) => part === '..' || part === '.')) {
+    if (
+      !/^[A-Za-z0-9._@=-]+(\/[A-Za-z0-9._@=-]+)*$/.test(key) ||
+      key.split('/').some((part) => part === '..' || part === '.')
+    ) {
       throw new Error(`invalid artifact key "${key}"`);
     }
     return join(this.root, ...key.split('/'));

@@ -14,7 +14,10 @@ export function artifactsDir(config: AttuneConfig): string {
   return resolve(config.artifacts.dir ?? join(config.home, 'artifacts'));
 }
 
-export function commandContext(values: { config?: string | undefined; set?: string[] | undefined }, component: string): CommandContext {
+export function commandContext(
+  values: { config?: string | undefined; set?: string[] | undefined },
+  component: string,
+): CommandContext {
   const config = loadConfig({ ...(values.config ? { file: values.config } : {}), set: values.set ?? [] });
   return { config, log: createLogger({ component }), store: new FileArtifactStore(artifactsDir(config)) };
 }

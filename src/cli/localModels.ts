@@ -38,7 +38,12 @@ export async function ensureLocalModels(config: AttuneConfig, log: Logger): Prom
   if (wanted.length === 0 || (await answers(wanted[0]!))) return { url: null, close: async () => {} };
   const modelPath = config.localLlm.modelPath ?? findSmolLm2Gguf(REPO_ROOT);
   log.info('starting the local model server', { port, modelPath, parallel: config.localLlm.parallel });
-  const server = await startLocalLlmServer({ modelPath, port, parallel: config.localLlm.parallel, modelName: 'smollm2-135m-instruct' });
+  const server = await startLocalLlmServer({
+    modelPath,
+    port,
+    parallel: config.localLlm.parallel,
+    modelName: 'smollm2-135m-instruct',
+  });
   log.info('local model server ready', { url: server.url, loadMs: server.loadMs });
   return { url: server.url, close: () => server.close() };
 }

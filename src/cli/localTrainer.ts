@@ -29,9 +29,20 @@ export async function ensureLocalTrainer(config: AttuneConfig, log: Logger): Pro
     throw new Error(`trainer ${config.trainer.url} (trainer.url) does not answer /health`);
   }
   const python = join(REPO_ROOT, '.venv', 'bin', 'python');
-  if (!existsSync(python)) throw new Error('the trainer is not installed: run `npm run setup` (or bash trainer/install.sh)');
+  if (!existsSync(python))
+    throw new Error('the trainer is not installed: run `npm run setup` (or bash trainer/install.sh)');
   const stateDir = resolve(config.home, 'trainer');
-  const args = ['-m', 'attune_trainer', 'serve', '--host', url.hostname, '--port', url.port || '80', '--state-dir', stateDir];
+  const args = [
+    '-m',
+    'attune_trainer',
+    'serve',
+    '--host',
+    url.hostname,
+    '--port',
+    url.port || '80',
+    '--state-dir',
+    stateDir,
+  ];
   log.info('starting the local trainer service', { url: config.trainer.url, stateDir });
   const child: ChildProcess = spawn(python, args, { stdio: ['ignore', 'ignore', 'pipe'], env: process.env });
   let tail = '';
@@ -40,7 +51,9 @@ export async function ensureLocalTrainer(config: AttuneConfig, log: Logger): Pro
   });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   let dead = false;
-  void exited.then(() => { dead = true; });
+  void exited.then(() => {
+    dead = true;
+  });
   const deadline = Date.now() + 180_000;
   while (!(await healthy(config.trainer.url))) {
     if (dead) throw new Error(`the trainer service exited during start-up:\n${tail}`);

@@ -19,14 +19,20 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
   rollout: { run: rolloutCommand, summary: 'run one dialogue and print its transcript' },
   scenarios: { run: scenariosCommand, summary: 'validate, list and import scenarios' },
   report: { run: reportCommand, summary: 'write an HTML report (and PNG charts) of a run or an evaluation' },
-  demo: { run: demoCommand, summary: 'the embedded default: train, evaluate and report on local models (npm run demo)' },
+  demo: {
+    run: demoCommand,
+    summary: 'the embedded default: train, evaluate and report on local models (npm run demo)',
+  },
   train: { run: trainCommand, summary: 'start (or attach to) an RLVER training run and follow it' },
   status: { run: runControlCommand('status'), summary: 'step, phase, rollouts, last metrics and ETA of a run' },
   pause: { run: runControlCommand('pause'), summary: 'pause a run (in-flight rollouts finish)' },
   resume: { run: runControlCommand('resume'), summary: 'resume a paused or blocked run' },
   stop: { run: runControlCommand('stop'), summary: 'stop a run after its current step' },
   set: { run: runControlCommand('set'), summary: 'change hyperparameters of a live run (validated)' },
-  schedule: { run: scheduleCommand, summary: 'nightly evaluations as Temporal Schedules: create|list|pause|unpause|delete|trigger' },
+  schedule: {
+    run: scheduleCommand,
+    summary: 'nightly evaluations as Temporal Schedules: create|list|pause|unpause|delete|trigger',
+  },
   eval: { run: evalCommand, summary: 'run the Sentient benchmark (SAGE protocol); eval compare A B' },
 };
 

@@ -1,5 +1,11 @@
 import type { Worker } from '@temporalio/worker';
-import { connectTemporal, connectWorkerSide, optimizerWorkerPolling, rolloutWorkersPolling, type TemporalHandle } from '../temporal/connect.js';
+import {
+  connectTemporal,
+  connectWorkerSide,
+  optimizerWorkerPolling,
+  rolloutWorkersPolling,
+  type TemporalHandle,
+} from '../temporal/connect.js';
 import { installTemporalLogging } from '../temporal/runtimeLogging.js';
 import { createLlmIoWorkers } from '../workers/llmIoWorkers.js';
 import { runWorkers, shutdownWorkers } from '../workers/runWorkers.js';
@@ -14,14 +20,20 @@ import { ensureLocalTrainer } from './localTrainer.js';
  * `attune dev`, or an embedded one), workers (in this process when none poll), and the local
  * model server when an endpoint points at it. Everything started here stops when `fn` returns.
  */
-export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: TemporalHandle) => Promise<T>, options: { optimizer?: boolean } = {}): Promise<T> {
+export async function withRuntime<T>(
+  ctx: CommandContext,
+  fn: (temporal: TemporalHandle) => Promise<T>,
+  options: { optimizer?: boolean } = {},
+): Promise<T> {
   const { config, log } = ctx;
   installTemporalLogging();
   const models = await ensureLocalModels(config, log);
-  const trainer = options.optimizer ? await ensureLocalTrainer(config, log).catch(async (error: unknown) => {
-    await models.close();
-    throw error;
-  }) : null;
+  const trainer = options.optimizer
+    ? await ensureLocalTrainer(config, log).catch(async (error: unknown) => {
+        await models.close();
+        throw error;
+      })
+    : null;
   let temporal: TemporalHandle | null = null;
   let workers: Worker[] = [];
   let running: Promise<void> | null = null;
@@ -47,7 +59,9 @@ export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: Tempora
     if (options.optimizer && !(await optimizerWorkerPolling(temporal, config))) {
       log.info('no optimizer worker polling: starting one in this process');
       const connection = await connectWorkerSide(temporal);
-      workers.push(await createOptimizerWorker({ connection, namespace: temporal.namespace, config, store: ctx.store }));
+      workers.push(
+        await createOptimizerWorker({ connection, namespace: temporal.namespace, config, store: ctx.store }),
+      );
     }
     if (workers.length > 0) running = runWorkers(workers);
     return await fn(temporal);
@@ -58,5 +72,7 @@ export async function withRuntime<T>(ctx: CommandContext, fn: (temporal: Tempora
 }
 
 export function workflowUiUrl(temporal: TemporalHandle, workflowId: string): string | null {
-  return temporal.uiUrl ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows/${encodeURIComponent(workflowId)}` : null;
+  return temporal.uiUrl
+    ? `${temporal.uiUrl}/namespaces/${temporal.namespace}/workflows/${encodeURIComponent(workflowId)}`
+    : null;
 }

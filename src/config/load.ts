@@ -31,7 +31,8 @@ function setPath(tree: Tree, dotted: string, value: unknown): void {
   for (const key of keys.slice(0, -1)) {
     const next = node[key];
     if (next === undefined || next === null) node[key] = {};
-    else if (typeof next !== 'object' || Array.isArray(next)) throw new ConfigError(`cannot set ${dotted}: ${key} is not a section`);
+    else if (typeof next !== 'object' || Array.isArray(next))
+      throw new ConfigError(`cannot set ${dotted}: ${key} is not a section`);
     node = node[key] as Tree;
   }
   node[keys[keys.length - 1] as string] = value;
@@ -43,7 +44,8 @@ export function parseSetOption(option: string): [string, unknown] {
   if (eq <= 0) throw new ConfigError(`--set ${option}: expected key=value`);
   const key = option.slice(0, eq).trim();
   const raw = option.slice(eq + 1);
-  if (!/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$/.test(key)) throw new ConfigError(`--set ${option}: bad key "${key}"`);
+  if (!/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$/.test(key))
+    throw new ConfigError(`--set ${option}: bad key "${key}"`);
   let value: unknown;
   try {
     value = raw === '' ? '' : parseYaml(raw);
@@ -69,7 +71,8 @@ export function readYamlFile(file: string): Tree {
   }
   const value: unknown = doc.toJS();
   if (value === null || value === undefined) return {};
-  if (typeof value !== 'object' || Array.isArray(value)) throw new ConfigError(`${file}: the top level must be a mapping`);
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new ConfigError(`${file}: the top level must be a mapping`);
   return value as Tree;
 }
 
@@ -88,7 +91,11 @@ export function loadConfig(options: LoadConfigOptions = {}): AttuneConfig {
   const result = configSchema.safeParse(tree);
   if (!result.success) {
     const where = options.file ?? 'configuration';
-    throw new ConfigError(`${where}: invalid configuration\n${describeIssues(result.error).map((l) => `  - ${l}`).join('\n')}`);
+    throw new ConfigError(
+      `${where}: invalid configuration\n${describeIssues(result.error)
+        .map((l) => `  - ${l}`)
+        .join('\n')}`,
+    );
   }
   return result.data;
 }

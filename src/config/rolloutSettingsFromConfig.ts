@@ -6,18 +6,25 @@ import { taskQueuesFor } from './taskQueues.js';
 const LOCAL_ANALYSIS_MAX_CHARS = 120;
 
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
-export function rolloutSettingsFromConfig(config: AttuneConfig, overrides: Partial<Pick<RolloutSettings, 'initialEmotion' | 'maxTurns' | 'think'>> & { policyModel?: string } = {}): RolloutSettings {
+export function rolloutSettingsFromConfig(
+  config: AttuneConfig,
+  overrides: Partial<Pick<RolloutSettings, 'initialEmotion' | 'maxTurns' | 'think'>> & { policyModel?: string } = {},
+): RolloutSettings {
   const { policy, simulator, rollout } = config;
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   // A 135M model writes until its token limit unless the schema stops it.
   const localUrl = `http://127.0.0.1:${config.localLlm.port}/v1`;
-  const analysisMaxChars = simulator.analysisMaxChars ?? ([localUrl, LOCAL_LLM_URL].includes(simulator.baseURL) ? LOCAL_ANALYSIS_MAX_CHARS : undefined);
+  const analysisMaxChars =
+    simulator.analysisMaxChars ??
+    ([localUrl, LOCAL_LLM_URL].includes(simulator.baseURL) ? LOCAL_ANALYSIS_MAX_CHARS : undefined);
   return rolloutSettingsSchema.parse({
     artifactsTaskQueue: queues.rollouts,
     turnsTaskQueue: queues.turns,
     llmCalls: rollout.llmCalls,
     activityPer: rollout.activityPer,
-    workflowTaskTimeoutMs: rollout.workflowTaskTimeoutMs ?? (rollout.llmCalls === 'local' ? LIMITS.localCallsWorkflowTaskTimeoutMs : undefined),
+    workflowTaskTimeoutMs:
+      rollout.workflowTaskTimeoutMs ??
+      (rollout.llmCalls === 'local' ? LIMITS.localCallsWorkflowTaskTimeoutMs : undefined),
     initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,
     maxTurns: overrides.maxTurns ?? rollout.maxTurns,
     think: overrides.think ?? rollout.think,

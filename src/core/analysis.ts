@@ -42,7 +42,16 @@ export const ANALYSIS_JSON_SCHEMA = {
 } as const;
 
 const KEY_ALIASES: Record<keyof Analysis, string[]> = {
-  assistantIntent: ['assistantintent', 'assistant_intent', 'intent', 'assistantmeaning', 'meaning', '助手意图', '对方意图', '意图'],
+  assistantIntent: [
+    'assistantintent',
+    'assistant_intent',
+    'intent',
+    'assistantmeaning',
+    'meaning',
+    '助手意图',
+    '对方意图',
+    '意图',
+  ],
   goalFit: ['goalfit', 'goal_fit', 'fit', 'goalalignment', '目标契合', '契合度', '是否契合'],
   innerThoughts: ['innerthoughts', 'inner_thoughts', 'thoughts', 'innerthought', '内心想法', '内心独白', '想法'],
   emotionChange: ['emotionchange', 'emotion_change', 'change', 'delta', 'emotiondelta', '情绪变化', '情绪变化值'],

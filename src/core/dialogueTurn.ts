@@ -54,7 +54,11 @@ export type TurnPhase = 'policy' | 'analysis' | 'reply';
  * emotion moves), and unless the dialogue ends there, writes its next message. The same code runs
  * in the workflow (each call an activity) and inside a turn activity, so both give the same transcript.
  */
-export async function playTurn(calls: DialogueCalls, input: TurnInput, onPhase: (phase: TurnPhase) => void = () => {}): Promise<PlayedTurn> {
+export async function playTurn(
+  calls: DialogueCalls,
+  input: TurnInput,
+  onPhase: (phase: TurnPhase) => void = () => {},
+): Promise<PlayedTurn> {
   const { settings, scenario, history, turn, seed } = input;
   onPhase('policy');
   const promptMessages = policyMessages(input.systemPrompt, history);

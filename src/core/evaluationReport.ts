@@ -4,7 +4,18 @@ import { emptyTotals, type RolloutSummary, type TokenTotals } from './transcript
 
 /** One scenario of an evaluation: a finished dialogue, or a dialogue that failed (excluded from the score). */
 export type EvaluationEntry =
-  | { status: 'ok'; scenarioId: string; goalType: GoalType; personality: Personality; finalEmotion: number; outcome: Outcome; turns: number; emotions: number[]; tokens: TokenTotals; artifact: string }
+  | {
+      status: 'ok';
+      scenarioId: string;
+      goalType: GoalType;
+      personality: Personality;
+      finalEmotion: number;
+      outcome: Outcome;
+      turns: number;
+      emotions: number[];
+      tokens: TokenTotals;
+      artifact: string;
+    }
   | { status: 'failed'; scenarioId: string; goalType: GoalType; personality: Personality; error: string };
 
 export interface ScoreGroup {
@@ -75,7 +86,9 @@ export function scoreGroup(entries: EvaluationEntry[]): ScoreGroup {
 function groupBy(entries: EvaluationEntry[], key: (e: EvaluationEntry) => string): Record<string, ScoreGroup> {
   const groups = new Map<string, EvaluationEntry[]>();
   for (const entry of entries) groups.set(key(entry), [...(groups.get(key(entry)) ?? []), entry]);
-  return Object.fromEntries([...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, scoreGroup(v)]));
+  return Object.fromEntries(
+    [...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, scoreGroup(v)]),
+  );
 }
 
 export function entryFromSummary(summary: RolloutSummary): EvaluationEntry {
@@ -94,7 +107,22 @@ export function entryFromSummary(summary: RolloutSummary): EvaluationEntry {
 }
 
 /** The Sentient-score arithmetic: pure, so it is tested against hand-made results. */
-export function buildEvaluationReport(base: Omit<EvaluationReport, 'kind' | 'version' | 'score' | 'success' | 'failure' | 'count' | 'failed' | 'meanTurns' | 'tokens' | 'byGoalType' | 'byPersonality'>): EvaluationReport {
+export function buildEvaluationReport(
+  base: Omit<
+    EvaluationReport,
+    | 'kind'
+    | 'version'
+    | 'score'
+    | 'success'
+    | 'failure'
+    | 'count'
+    | 'failed'
+    | 'meanTurns'
+    | 'tokens'
+    | 'byGoalType'
+    | 'byPersonality'
+  >,
+): EvaluationReport {
   const overall = scoreGroup(base.results);
   const tokens = emptyTotals();
   for (const entry of base.results) {

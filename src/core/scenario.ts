@@ -21,17 +21,19 @@ export type Personality = z.infer<typeof personalitySchema>;
 
 const text = z.string().trim().min(1, 'must not be empty');
 
-export const personaSchema = z.strictObject({
-  name: text.optional(),
-  age: z.number().int().min(1).max(120).optional(),
-  occupation: text.optional(),
-  habits: text.optional(),
-  speakingStyle: text.optional(),
-  /** Free-text profile, used by imported SAGE records whose persona is one paragraph. */
-  description: text.optional(),
-}).refine((p) => p.name !== undefined || p.description !== undefined, {
-  message: 'persona needs a name or a description',
-});
+export const personaSchema = z
+  .strictObject({
+    name: text.optional(),
+    age: z.number().int().min(1).max(120).optional(),
+    occupation: text.optional(),
+    habits: text.optional(),
+    speakingStyle: text.optional(),
+    /** Free-text profile, used by imported SAGE records whose persona is one paragraph. */
+    description: text.optional(),
+  })
+  .refine((p) => p.name !== undefined || p.description !== undefined, {
+    message: 'persona needs a name or a description',
+  });
 
 export const reactionsSchema = z.strictObject({
   highEmotion: text,
@@ -54,12 +56,14 @@ export const scenarioSchema = z.strictObject({
   firstMessage: text.optional(),
   reactions: reactionsSchema.optional(),
   /** Where an imported scenario came from, with the original record kept verbatim. */
-  source: z.strictObject({
-    format: z.string(),
-    file: z.string().optional(),
-    line: z.number().int().optional(),
-    record: z.record(z.string(), z.unknown()),
-  }).optional(),
+  source: z
+    .strictObject({
+      format: z.string(),
+      file: z.string().optional(),
+      line: z.number().int().optional(),
+      record: z.record(z.string(), z.unknown()),
+    })
+    .optional(),
 });
 export type Scenario = z.infer<typeof scenarioSchema>;
 

@@ -12,13 +12,16 @@ export function outcomeAfterAnalysis(emotion: number, turn: number, maxTurns: nu
   return null;
 }
 
-const GOODBYE_EN = /\b(good\s?bye|bye(?:\s?bye)?|farewell|see (?:you|ya)(?: later| around)?|take care|talk (?:to you )?later|gotta go|i(?:'m| am) (?:going to )?(?:leave|log off|head out)|i(?:'m| am) done (?:here|talking))\b/i;
+const GOODBYE_EN =
+  /\b(good\s?bye|bye(?:\s?bye)?|farewell|see (?:you|ya)(?: later| around)?|take care|talk (?:to you )?later|gotta go|i(?:'m| am) (?:going to )?(?:leave|log off|head out)|i(?:'m| am) done (?:here|talking))\b/i;
 const GOODBYE_ZH = /(再见|拜拜|回头聊|下次聊|先这样吧|不聊了|我先走了|告辞|晚安)/;
 
 /** True when a simulated user's message takes leave of the conversation, in English or Chinese. */
 export function isGoodbye(message: string, language: 'en' | 'zh'): boolean {
   // Both patterns are checked: bilingual users switch language, and a Chinese profile may answer in English.
-  return language === 'zh' ? GOODBYE_ZH.test(message) || GOODBYE_EN.test(message) : GOODBYE_EN.test(message) || GOODBYE_ZH.test(message);
+  return language === 'zh'
+    ? GOODBYE_ZH.test(message) || GOODBYE_EN.test(message)
+    : GOODBYE_EN.test(message) || GOODBYE_ZH.test(message);
 }
 
 /** Reward = final emotion / 100; a malformed policy output scores 0. */

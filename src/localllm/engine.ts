@@ -10,7 +10,12 @@ import { randomInt } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import type {
-  ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel,
+  ChatHistoryItem,
+  ChatWrapper,
+  Llama,
+  LlamaContext,
+  LlamaContextSequence,
+  LlamaModel,
 } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import type { Logger } from '../log.js';
 import { GrammarCache, type OutputConstraint } from './grammar.js';
@@ -27,7 +32,10 @@ export interface EngineOptions {
   logger: Logger;
 }
 
-export interface GenerationMessage { role: 'system' | 'user' | 'assistant'; content: string }
+export interface GenerationMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
 
 export interface GenerationRequest {
   messages: GenerationMessage[];
@@ -49,8 +57,16 @@ export interface GenerationRequest {
   n: number;
 }
 
-export interface GenerationChoice { content: string; finishReason: 'stop' | 'length'; completionTokens: number }
-export interface GenerationResult { choices: GenerationChoice[]; promptTokens: number; warnings: string[] }
+export interface GenerationChoice {
+  content: string;
+  finishReason: 'stop' | 'length';
+  completionTokens: number;
+}
+export interface GenerationResult {
+  choices: GenerationChoice[];
+  promptTokens: number;
+  warnings: string[];
+}
 
 /**
  * On this project's 2-core machines one thread decodes SmolLM2-135M faster than two
@@ -73,7 +89,12 @@ class AbortError extends Error {
 
 /** Free sequences and the requests waiting for one, first come first served. */
 class SequencePool {
-  private readonly waiters: Array<{ resolve: (s: LlamaContextSequence) => void; reject: (e: Error) => void; signal: AbortSignal; onAbort: () => void }> = [];
+  private readonly waiters: Array<{
+    resolve: (s: LlamaContextSequence) => void;
+    reject: (e: Error) => void;
+    signal: AbortSignal;
+    onAbort: () => void;
+  }> = [];
 
   constructor(private readonly free: LlamaContextSequence[]) {}
 
@@ -87,7 +108,9 @@ class SequencePool {
     if (ready) return Promise.resolve(ready);
     return new Promise((resolve, reject) => {
       const waiter = {
-        resolve, reject, signal,
+        resolve,
+        reject,
+        signal,
         // A client that gave up while queued leaves the queue at once.
         onAbort: () => {
           const at = this.waiters.indexOf(waiter);
@@ -137,10 +160,12 @@ export class LocalLlmEngine {
   static async load(options: EngineOptions): Promise<LocalLlmEngine> {
     const started = performance.now();
     const parallel = options.parallel ?? 2;
-    if (!Number.isInteger(parallel) || parallel < 1) throw new Error(`parallel must be a positive integer, got ${parallel}`);
+    if (!Number.isInteger(parallel) || parallel < 1)
+      throw new Error(`parallel must be a positive integer, got ${parallel}`);
     // More threads than cores makes llama.cpp's spinning threads fight each other (10x slower here).
     const threads = Math.min(options.threads ?? DEFAULT_THREADS, availableParallelism());
-    if (!Number.isInteger(threads) || threads < 1) throw new Error(`threads must be a positive integer, got ${options.threads}`);
+    if (!Number.isInteger(threads) || threads < 1)
+      throw new Error(`threads must be a positive integer, got ${options.threads}`);
     // node-llama-cpp is ESM-only; this project compiles to CommonJS, so it is loaded dynamically.
     const lib: NodeLlamaCpp = await import('node-llama-cpp');
     const { logger } = options;
@@ -157,7 +182,8 @@ export class LocalLlmEngine {
       logger: (level, message) => {
         const text = message.trim();
         if (text === '') return;
-        if (level === lib.LlamaLogLevel.error || level === lib.LlamaLogLevel.fatal) logger.error('llama.cpp', { detail: text });
+        if (level === lib.LlamaLogLevel.error || level === lib.LlamaLogLevel.fatal)
+          logger.error('llama.cpp', { detail: text });
         else logger.debug('llama.cpp', { level, detail: text });
       },
     });
@@ -175,7 +201,9 @@ export class LocalLlmEngine {
       try {
         chatWrapper = lib.resolveChatWrapper(model, { type: 'jinjaTemplate', warningLogs: false });
       } catch (error) {
-        logger.warn('chat template unusable, guessing one', { error: error instanceof Error ? error.message : String(error) });
+        logger.warn('chat template unusable, guessing one', {
+          error: error instanceof Error ? error.message : String(error),
+        });
       }
       chatWrapper ??= lib.resolveChatWrapper(model, { type: 'auto', warningLogs: false });
       if (!chatWrapper) throw new Error(`no chat template could be resolved for ${options.modelPath}`);
@@ -206,9 +234,9 @@ export class LocalLlmEngine {
   }
 
   private history(messages: GenerationMessage[]): ChatHistoryItem[] {
-    const items: ChatHistoryItem[] = messages.map((m): ChatHistoryItem => (
-      m.role === 'assistant' ? { type: 'model', response: [m.content] } : { type: m.role, text: m.content }
-    ));
+    const items: ChatHistoryItem[] = messages.map((m): ChatHistoryItem =>
+      m.role === 'assistant' ? { type: 'model', response: [m.content] } : { type: m.role, text: m.content },
+    );
     // The slot the model fills in: the template's generation prompt.
     items.push({ type: 'model', response: [] });
     return items;
@@ -227,23 +255,40 @@ export class LocalLlmEngine {
     const promptTokens = this.countPromptTokens(history);
     const room = this.contextSize - promptTokens;
     if (room < 1 || (request.maxTokens !== undefined && request.maxTokens > room)) {
-      throw new HttpError(400,
-        `This model's maximum context length is ${this.contextSize} tokens. However, you requested ${promptTokens + (request.maxTokens ?? 1)} tokens `
-        + `(${promptTokens} in the messages, ${request.maxTokens ?? 1} in the completion). Please reduce the length of the messages or completion.`,
-        'messages', 'context_length_exceeded');
+      throw new HttpError(
+        400,
+        `This model's maximum context length is ${this.contextSize} tokens. However, you requested ${promptTokens + (request.maxTokens ?? 1)} tokens ` +
+          `(${promptTokens} in the messages, ${request.maxTokens ?? 1} in the completion). Please reduce the length of the messages or completion.`,
+        'messages',
+        'context_length_exceeded',
+      );
     }
     // Capping at the room left keeps generation inside the context: no context shift, no unbounded runs.
     const maxTokens = request.maxTokens ?? room;
     const baseSeed = request.seed ?? randomInt(0, 2 ** 32);
-    const choices = await Promise.all(Array.from({ length: request.n }, (_, i) => this.generateOne(request, history, maxTokens,
-      // llama.cpp seeds are uint32; node-llama-cpp's own fallback (the current second) would give every request in the same second the same sample.
-      Number(BigInt.asUintN(32, BigInt(baseSeed) + BigInt(i))), resolved?.grammar, signal)));
+    const choices = await Promise.all(
+      Array.from({ length: request.n }, (_, i) =>
+        this.generateOne(
+          request,
+          history,
+          maxTokens,
+          // llama.cpp seeds are uint32; node-llama-cpp's own fallback (the current second) would give every request in the same second the same sample.
+          Number(BigInt.asUintN(32, BigInt(baseSeed) + BigInt(i))),
+          resolved?.grammar,
+          signal,
+        ),
+      ),
+    );
     return { choices, promptTokens, warnings: resolved?.warnings ?? [] };
   }
 
   private async generateOne(
-    request: GenerationRequest, history: ChatHistoryItem[], maxTokens: number, seed: number,
-    grammar: import('node-llama-cpp', { with: { 'resolution-mode': 'import' } }).LlamaGrammar | undefined, signal: AbortSignal,
+    request: GenerationRequest,
+    history: ChatHistoryItem[],
+    maxTokens: number,
+    seed: number,
+    grammar: import('node-llama-cpp', { with: { 'resolution-mode': 'import' } }).LlamaGrammar | undefined,
+    signal: AbortSignal,
   ): Promise<GenerationChoice> {
     const sequence = await this.pool.acquire(signal);
     this.active++;
@@ -264,7 +309,9 @@ export class LocalLlmEngine {
           minP: request.minP,
           seed,
           // node-llama-cpp applies a 1.1 repeat penalty by default; OpenAI applies none unless asked.
-          repeatPenalty: penalised ? { penalty: 1, presencePenalty: request.presencePenalty, frequencyPenalty: request.frequencyPenalty } : false,
+          repeatPenalty: penalised
+            ? { penalty: 1, presencePenalty: request.presencePenalty, frequencyPenalty: request.frequencyPenalty }
+            : false,
           ...(request.stop.length > 0 ? { customStopTriggers: request.stop } : {}),
           ...(grammar ? { grammar } : {}),
         });

@@ -4,11 +4,12 @@ import { translateJsonSchema, UnsupportedSchemaError } from './jsonSchema.js';
 
 /** What the request's `response_format` asks of decoding. */
 export type OutputConstraint =
-  | { kind: 'text' }
-  | { kind: 'json_object' }
-  | { kind: 'json_schema'; schema: unknown; strict: boolean };
+  { kind: 'text' } | { kind: 'json_object' } | { kind: 'json_schema'; schema: unknown; strict: boolean };
 
-export interface ResolvedGrammar { grammar: LlamaGrammar; warnings: string[] }
+export interface ResolvedGrammar {
+  grammar: LlamaGrammar;
+  warnings: string[];
+}
 
 /** `json_object` means "some JSON object"; node-llama-cpp's schema form bounds whitespace, unlike llama.cpp's json.gbnf. */
 const ANY_OBJECT_SCHEMA = { type: 'object', additionalProperties: true };
@@ -22,7 +23,10 @@ const JSON_GRAMMAR_END = '\n'.repeat(4);
 export class GrammarCache {
   private readonly entries = new Map<string, Promise<ResolvedGrammar>>();
 
-  constructor(private readonly llama: Llama, private readonly capacity = 64) {}
+  constructor(
+    private readonly llama: Llama,
+    private readonly capacity = 64,
+  ) {}
 
   get size(): number {
     return this.entries.size;
@@ -31,7 +35,8 @@ export class GrammarCache {
   /** null for plain text. Rejects with UnsupportedSchemaError when the schema cannot be enforced. */
   async get(constraint: OutputConstraint): Promise<ResolvedGrammar | null> {
     if (constraint.kind === 'text') return null;
-    const key = constraint.kind === 'json_object' ? 'json_object' : JSON.stringify([constraint.strict, constraint.schema]);
+    const key =
+      constraint.kind === 'json_object' ? 'json_object' : JSON.stringify([constraint.strict, constraint.schema]);
     let entry = this.entries.get(key);
     if (entry) {
       // Refresh recency.
@@ -59,7 +64,11 @@ export class GrammarCache {
     try {
       base = await this.llama.createGrammarForJsonSchema(translated.schema as never);
     } catch (error) {
-      throw new UnsupportedSchemaError('', 'schema', `node-llama-cpp could not build a grammar: ${error instanceof Error ? error.message : String(error)}`);
+      throw new UnsupportedSchemaError(
+        '',
+        'schema',
+        `node-llama-cpp could not build a grammar: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     if (translated.ranges.length === 0) return { grammar: base, warnings: translated.warnings };
     // Integer ranges: node-llama-cpp rendered each as a quoted placeholder literal; put our rule in its place.
@@ -67,7 +76,8 @@ export class GrammarCache {
     const rules: string[] = [];
     translated.ranges.forEach((range, i) => {
       const literal = JSON.stringify(JSON.stringify(range.placeholder));
-      if (!text.includes(literal)) throw new Error(`internal: placeholder ${range.placeholder} not found in the generated grammar`);
+      if (!text.includes(literal))
+        throw new Error(`internal: placeholder ${range.placeholder} not found in the generated grammar`);
       const name = `attune-int-range-${i}`;
       text = text.split(literal).join(name);
       rules.push(`${name} ::= ${integerRangeGbnf(range.lo, range.hi)}`);

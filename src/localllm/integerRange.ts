@@ -8,7 +8,8 @@
  */
 
 /** One position in a pattern: a fixed string, or one digit in [from, to]. */
-export type RangeAtom = { kind: 'literal'; text: string } | { kind: 'digits'; from: number; to: number; repeat: number };
+export type RangeAtom =
+  { kind: 'literal'; text: string } | { kind: 'digits'; from: number; to: number; repeat: number };
 /** One alternative: atoms matched in sequence. */
 export type RangePattern = RangeAtom[];
 
@@ -78,20 +79,28 @@ function gbnfLiteral(text: string): string {
 /** GBNF body (alternatives) for the range; callers wrap it in a rule. */
 export function integerRangeGbnf(lo: bigint, hi: bigint): string {
   return integerRangePatterns(lo, hi)
-    .map((pattern) => pattern.map((atom) => {
-      if (atom.kind === 'literal') return gbnfLiteral(atom.text);
-      const cls = atom.from === atom.to ? gbnfLiteral(String(atom.from)) : `[${atom.from}-${atom.to}]`;
-      return atom.repeat === 1 ? cls : `${cls}{${atom.repeat}}`;
-    }).join(' '))
+    .map((pattern) =>
+      pattern
+        .map((atom) => {
+          if (atom.kind === 'literal') return gbnfLiteral(atom.text);
+          const cls = atom.from === atom.to ? gbnfLiteral(String(atom.from)) : `[${atom.from}-${atom.to}]`;
+          return atom.repeat === 1 ? cls : `${cls}{${atom.repeat}}`;
+        })
+        .join(' '),
+    )
     .join(' | ');
 }
 
 /** The same patterns as a JavaScript RegExp, so tests can check the construction exhaustively. */
 export function integerRangeRegExp(lo: bigint, hi: bigint): RegExp {
-  const alternatives = integerRangePatterns(lo, hi).map((pattern) => pattern.map((atom) => {
-    if (atom.kind === 'literal') return atom.text.replace(/-/g, '\\-');
-    const cls = `[${atom.from}-${atom.to}]`;
-    return atom.repeat === 1 ? cls : `${cls}{${atom.repeat}}`;
-  }).join(''));
+  const alternatives = integerRangePatterns(lo, hi).map((pattern) =>
+    pattern
+      .map((atom) => {
+        if (atom.kind === 'literal') return atom.text.replace(/-/g, '\\-');
+        const cls = `[${atom.from}-${atom.to}]`;
+        return atom.repeat === 1 ? cls : `${cls}{${atom.repeat}}`;
+      })
+      .join(''),
+  );
   return new RegExp(`^(?:${alternatives.join('|')})$`);
 }

@@ -11,14 +11,22 @@
 import { MAX_SAFE } from './integerRange.js';
 
 export class UnsupportedSchemaError extends Error {
-  constructor(readonly path: string, readonly keyword: string, detail: string) {
+  constructor(
+    readonly path: string,
+    readonly keyword: string,
+    detail: string,
+  ) {
     super(`response_format.json_schema.schema${path}: ${detail}`);
     this.name = 'UnsupportedSchemaError';
   }
 }
 
 /** An integer range the grammar builder must splice in where the placeholder literal stands. */
-export interface IntegerRange { placeholder: string; lo: bigint; hi: bigint }
+export interface IntegerRange {
+  placeholder: string;
+  lo: bigint;
+  hi: bigint;
+}
 
 export interface TranslatedSchema {
   /** Schema in node-llama-cpp's GbnfJsonSchema dialect (typed loosely: it is built at run time). */
@@ -32,19 +40,44 @@ type Json = Record<string, unknown>;
 
 /** Keywords that never constrain the value. */
 const ANNOTATIONS = new Set([
-  'title', 'description', 'default', 'examples', '$schema', '$id', '$comment', '$anchor', 'readOnly', 'writeOnly', 'deprecated',
-  'contentMediaType', 'contentEncoding', 'required', // `required`: node-llama-cpp always emits every property, which satisfies any `required`.
-  '$defs', 'definitions', 'nullable', 'strict',
+  'title',
+  'description',
+  'default',
+  'examples',
+  '$schema',
+  '$id',
+  '$comment',
+  '$anchor',
+  'readOnly',
+  'writeOnly',
+  'deprecated',
+  'contentMediaType',
+  'contentEncoding',
+  'required', // `required`: node-llama-cpp always emits every property, which satisfies any `required`.
+  '$defs',
+  'definitions',
+  'nullable',
+  'strict',
 ]);
 const STRING_FORMATS = new Set(['date-time', 'date', 'time']);
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 const ANY_JSON: Json = {
-  oneOf: [{ type: ['string', 'number', 'boolean', 'null'] }, { type: 'object', additionalProperties: true }, { type: 'array' }],
+  oneOf: [
+    { type: ['string', 'number', 'boolean', 'null'] },
+    { type: 'object', additionalProperties: true },
+    { type: 'array' },
+  ],
 };
 
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 const isPrimitive = (value: unknown) => value === null || ['string', 'number', 'boolean'].includes(typeof value);
-const pathOf = (base: string, key: string | number) => (typeof key === 'number' ? `${base}[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`);
+const pathOf = (base: string, key: string | number) =>
+  typeof key === 'number'
+    ? `${base}[${key}]`
+    : /^[A-Za-z_$][\w$]*$/.test(key)
+      ? `${base}.${key}`
+      : `${base}[${JSON.stringify(key)}]`;
 
 class Translator {
   readonly ranges: IntegerRange[] = [];
@@ -53,7 +86,12 @@ class Translator {
 
   /** Strict: the caller was promised adherence, so refuse. Otherwise keep going without the keyword. */
   private unsupported(path: string, keyword: string, detail: string): void {
-    if (this.strict) throw new UnsupportedSchemaError(path, keyword, `${detail} (not enforceable by the local grammar; drop it or send strict: false)`);
+    if (this.strict)
+      throw new UnsupportedSchemaError(
+        path,
+        keyword,
+        `${detail} (not enforceable by the local grammar; drop it or send strict: false)`,
+      );
     this.warnings.push(`${path || '(root)'}: ignored "${keyword}": ${detail}`);
   }
 
@@ -70,37 +108,46 @@ class Translator {
     if (typeof node.$ref === 'string') {
       for (const k of keys) if (k !== '$ref') this.unsupported(path, k, 'keywords beside "$ref" are not applied');
       const match = /^#\/(?:\$defs|definitions)\/([^/]+)$/.exec(node.$ref);
-      if (!match) this.malformed(path, '$ref', `only local references "#/$defs/NAME" are supported, got "${node.$ref}"`);
+      if (!match)
+        this.malformed(path, '$ref', `only local references "#/$defs/NAME" are supported, got "${node.$ref}"`);
       return { $ref: `#/$defs/${match[1]}` };
     }
     for (const combinator of ['anyOf', 'oneOf'] as const) {
       if (node[combinator] === undefined) continue;
       const branches = node[combinator];
-      if (!Array.isArray(branches) || branches.length === 0) this.malformed(path, combinator, `"${combinator}" must be a non-empty array`);
-      for (const k of keys) if (k !== combinator) this.unsupported(path, k, `keywords beside "${combinator}" are not applied`);
+      if (!Array.isArray(branches) || branches.length === 0)
+        this.malformed(path, combinator, `"${combinator}" must be a non-empty array`);
+      for (const k of keys)
+        if (k !== combinator) this.unsupported(path, k, `keywords beside "${combinator}" are not applied`);
       return { oneOf: branches.map((b, i) => this.translate(b, pathOf(`${path}.${combinator}`, i))) };
     }
     if (node.allOf !== undefined) {
-      if (Array.isArray(node.allOf) && node.allOf.length === 1 && keys.length === 1) return this.translate(node.allOf[0], `${path}.allOf[0]`);
+      if (Array.isArray(node.allOf) && node.allOf.length === 1 && keys.length === 1)
+        return this.translate(node.allOf[0], `${path}.allOf[0]`);
       this.unsupported(path, 'allOf', '"allOf" is supported only as the single keyword with a single sub-schema');
     }
     for (const k of ['not', 'if', 'then', 'else', 'dependentSchemas', 'dependencies']) {
       if (node[k] !== undefined) this.unsupported(path, k, `"${k}" is not supported`);
     }
     if (node.const !== undefined) {
-      if (!isPrimitive(node.const)) this.malformed(path, 'const', 'only string, number, boolean or null constants are supported');
+      if (!isPrimitive(node.const))
+        this.malformed(path, 'const', 'only string, number, boolean or null constants are supported');
       return { const: node.const };
     }
     if (node.enum !== undefined) {
-      if (!Array.isArray(node.enum) || node.enum.length === 0) this.malformed(path, 'enum', '"enum" must be a non-empty array');
-      if (!node.enum.every(isPrimitive)) this.malformed(path, 'enum', 'only string, number, boolean or null enum values are supported');
+      if (!Array.isArray(node.enum) || node.enum.length === 0)
+        this.malformed(path, 'enum', '"enum" must be a non-empty array');
+      if (!node.enum.every(isPrimitive))
+        this.malformed(path, 'enum', 'only string, number, boolean or null enum values are supported');
       return { enum: node.enum };
     }
 
     let types: string[];
     if (typeof node.type === 'string') types = [node.type];
-    else if (Array.isArray(node.type) && node.type.length > 0 && node.type.every((t) => typeof t === 'string')) types = [...new Set(node.type as string[])];
-    else if (node.type !== undefined) this.malformed(path, 'type', '"type" must be a string or a non-empty array of strings');
+    else if (Array.isArray(node.type) && node.type.length > 0 && node.type.every((t) => typeof t === 'string'))
+      types = [...new Set(node.type as string[])];
+    else if (node.type !== undefined)
+      this.malformed(path, 'type', '"type" must be a string or a non-empty array of strings');
     else if (node.properties !== undefined || node.additionalProperties !== undefined) types = ['object'];
     else if (node.items !== undefined || node.prefixItems !== undefined) types = ['array'];
     else {
@@ -117,12 +164,18 @@ class Translator {
 
   private typed(node: Json, type: string, path: string): Json {
     switch (type) {
-      case 'string': return this.string(node, path);
-      case 'integer': return this.integer(node, path);
-      case 'number': return this.number(node, path);
-      case 'object': return this.object(node, path);
-      case 'array': return this.array(node, path);
-      default: return { type };
+      case 'string':
+        return this.string(node, path);
+      case 'integer':
+        return this.integer(node, path);
+      case 'number':
+        return this.number(node, path);
+      case 'object':
+        return this.object(node, path);
+      case 'array':
+        return this.array(node, path);
+      default:
+        return { type };
     }
   }
 
@@ -130,7 +183,8 @@ class Translator {
     if (node.pattern !== undefined) this.unsupported(path, 'pattern', '"pattern" is not supported');
     if (node.format !== undefined) {
       if (typeof node.format === 'string' && STRING_FORMATS.has(node.format)) {
-        if (node.minLength !== undefined || node.maxLength !== undefined) this.unsupported(path, 'minLength', 'length bounds beside "format" are not applied');
+        if (node.minLength !== undefined || node.maxLength !== undefined)
+          this.unsupported(path, 'minLength', 'length bounds beside "format" are not applied');
         return { type: 'string', format: node.format };
       }
       this.unsupported(path, 'format', `format "${String(node.format)}" is not supported (only date-time, date, time)`);
@@ -138,7 +192,8 @@ class Translator {
     const out: Json = { type: 'string' };
     for (const k of ['minLength', 'maxLength'] as const) {
       if (node[k] === undefined) continue;
-      if (!Number.isInteger(node[k]) || (node[k] as number) < 0) this.malformed(path, k, `"${k}" must be a non-negative integer`);
+      if (!Number.isInteger(node[k]) || (node[k] as number) < 0)
+        this.malformed(path, k, `"${k}" must be a non-negative integer`);
       out[k] = node[k];
     }
     return out;
@@ -146,13 +201,15 @@ class Translator {
 
   private number(node: Json, path: string): Json {
     for (const k of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf']) {
-      if (node[k] !== undefined) this.unsupported(path, k, `"${k}" on a non-integer number is not supported (use type "integer")`);
+      if (node[k] !== undefined)
+        this.unsupported(path, k, `"${k}" on a non-integer number is not supported (use type "integer")`);
     }
     return { type: 'number' };
   }
 
   private integer(node: Json, path: string): Json {
-    if (node.multipleOf !== undefined && node.multipleOf !== 1) this.unsupported(path, 'multipleOf', '"multipleOf" is not supported');
+    if (node.multipleOf !== undefined && node.multipleOf !== 1)
+      this.unsupported(path, 'multipleOf', '"multipleOf" is not supported');
     const bound = (k: string): number | undefined => {
       const v = node[k];
       if (v === undefined || typeof v === 'boolean') return undefined;
@@ -161,13 +218,19 @@ class Translator {
     };
     let lo: bigint | undefined;
     let hi: bigint | undefined;
-    const raise = (v: bigint) => { lo = lo === undefined || v > lo ? v : lo; };
-    const lower = (v: bigint) => { hi = hi === undefined || v < hi ? v : hi; };
+    const raise = (v: bigint) => {
+      lo = lo === undefined || v > lo ? v : lo;
+    };
+    const lower = (v: bigint) => {
+      hi = hi === undefined || v < hi ? v : hi;
+    };
     const minimum = bound('minimum');
     const maximum = bound('maximum');
     // Draft 4 spells exclusivity as booleans beside minimum/maximum; later drafts as numbers.
-    if (minimum !== undefined) raise(node.exclusiveMinimum === true ? BigInt(Math.floor(minimum)) + 1n : BigInt(Math.ceil(minimum)));
-    if (maximum !== undefined) lower(node.exclusiveMaximum === true ? BigInt(Math.ceil(maximum)) - 1n : BigInt(Math.floor(maximum)));
+    if (minimum !== undefined)
+      raise(node.exclusiveMinimum === true ? BigInt(Math.floor(minimum)) + 1n : BigInt(Math.ceil(minimum)));
+    if (maximum !== undefined)
+      lower(node.exclusiveMaximum === true ? BigInt(Math.ceil(maximum)) - 1n : BigInt(Math.floor(maximum)));
     const exMin = bound('exclusiveMinimum');
     const exMax = bound('exclusiveMaximum');
     if (exMin !== undefined) raise(BigInt(Math.floor(exMin)) + 1n);
@@ -194,7 +257,8 @@ class Translator {
     if (node.properties !== undefined) {
       if (!isObject(node.properties)) this.malformed(path, 'properties', '"properties" must be an object');
       const props: Json = {};
-      for (const [key, sub] of Object.entries(node.properties)) props[key] = this.translate(sub, pathOf(`${path}.properties`, key));
+      for (const [key, sub] of Object.entries(node.properties))
+        props[key] = this.translate(sub, pathOf(`${path}.properties`, key));
       out.properties = props;
     }
     const extra = node.additionalProperties;
@@ -227,8 +291,10 @@ class Translator {
     }
     for (const k of ['minItems', 'maxItems'] as const) {
       if (node[k] === undefined) continue;
-      if (!Number.isInteger(node[k]) || (node[k] as number) < 0) this.malformed(path, k, `"${k}" must be a non-negative integer`);
-      if (k === 'maxItems' && out.maxItems !== undefined) out.maxItems = Math.min(out.maxItems as number, node[k] as number);
+      if (!Number.isInteger(node[k]) || (node[k] as number) < 0)
+        this.malformed(path, k, `"${k}" must be a non-negative integer`);
+      if (k === 'maxItems' && out.maxItems !== undefined)
+        out.maxItems = Math.min(out.maxItems as number, node[k] as number);
       else out[k] = node[k];
     }
     return out;

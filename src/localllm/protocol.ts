@@ -55,7 +55,13 @@ export interface OpenAiError {
 }
 
 export class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly param: string | null = null, readonly code: string | null = null, readonly type = status >= 500 ? 'server_error' : 'invalid_request_error') {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+    readonly type = status >= 500 ? 'server_error' : 'invalid_request_error',
+  ) {
     super(message);
     this.name = 'HttpError';
   }
@@ -77,14 +83,22 @@ export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest
   const result = chatCompletionRequestSchema.safeParse(body);
   if (result.success) {
     if (result.data.stream === true) {
-      throw new HttpError(400, 'stream: true is not supported by the local server; omit "stream" or send false', 'stream', 'unsupported_parameter');
+      throw new HttpError(
+        400,
+        'stream: true is not supported by the local server; omit "stream" or send false',
+        'stream',
+        'unsupported_parameter',
+      );
     }
     return result.data;
   }
   const issues = result.error.issues;
   const first = issues[0];
   const param = first ? formatPath(first.path) || null : null;
-  const details = issues.slice(0, 5).map((issue) => `${formatPath(issue.path) || '(body)'}: ${issue.message}`).join('; ');
+  const details = issues
+    .slice(0, 5)
+    .map((issue) => `${formatPath(issue.path) || '(body)'}: ${issue.message}`)
+    .join('; ');
   return failInvalid(param, `Invalid request: ${details}`);
 }
 

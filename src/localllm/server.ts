@@ -10,7 +10,11 @@ import { isAbortError, LocalLlmEngine, type GenerationMessage } from './engine.j
 import type { OutputConstraint } from './grammar.js';
 import { UnsupportedSchemaError } from './jsonSchema.js';
 import {
-  contentText, HttpError, parseChatCompletionRequest, type ChatCompletionRequest, type ChatCompletionResponse,
+  contentText,
+  HttpError,
+  parseChatCompletionRequest,
+  type ChatCompletionRequest,
+  type ChatCompletionResponse,
 } from './protocol.js';
 
 export interface LocalLlmServerOptions {
@@ -76,7 +80,10 @@ function constraintOf(request: ChatCompletionRequest): OutputConstraint {
 }
 
 function messagesOf(request: ChatCompletionRequest): GenerationMessage[] {
-  return request.messages.map((m) => ({ role: m.role === 'developer' ? 'system' : m.role, content: contentText(m.content) }));
+  return request.messages.map((m) => ({
+    role: m.role === 'developer' ? 'system' : m.role,
+    content: contentText(m.content),
+  }));
 }
 
 export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<LocalLlmServer> {
@@ -90,8 +97,12 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
   });
   const modelName = opts.modelName ?? engine.modelName;
   logger.info('model loaded', {
-    modelPath: opts.modelPath, chatTemplate: engine.chatTemplate, contextSize: engine.contextSize,
-    parallel: engine.parallel, threads: engine.threads, ...engine.loadTimings,
+    modelPath: opts.modelPath,
+    chatTemplate: engine.chatTemplate,
+    contextSize: engine.contextSize,
+    parallel: engine.parallel,
+    threads: engine.threads,
+    ...engine.loadTimings,
   });
   const startedAt = Math.floor(Date.now() / 1000);
   /** Every in-flight request's abort, so close() can stop generation instead of waiting it out. */
@@ -106,31 +117,41 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
     try {
       body = JSON.parse(raw);
     } catch {
-      throw new HttpError(400, 'We could not parse the JSON body of your request. The body must be a JSON object.', null, 'invalid_json');
+      throw new HttpError(
+        400,
+        'We could not parse the JSON body of your request. The body must be a JSON object.',
+        null,
+        'invalid_json',
+      );
     }
     const request = parseChatCompletionRequest(body);
     const abort = new AbortController();
     inFlight.add(abort);
     // 'close' before the response finished means the client went away: stop spending CPU on it.
-    const onClose = () => { if (!res.writableFinished) abort.abort(); };
+    const onClose = () => {
+      if (!res.writableFinished) abort.abort();
+    };
     res.on('close', onClose);
     const started = performance.now();
     try {
       const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;
-      const result = await engine.generate({
-        messages: messagesOf(request),
-        temperature: request.temperature ?? 1,
-        topP: request.top_p ?? 1,
-        topK: Math.max(0, request.top_k ?? 0),
-        minP: request.min_p ?? 0,
-        maxTokens,
-        seed: request.seed ?? undefined,
-        stop: (typeof request.stop === 'string' ? [request.stop] : request.stop ?? []).filter((s) => s !== ''),
-        presencePenalty: request.presence_penalty ?? 0,
-        frequencyPenalty: request.frequency_penalty ?? 0,
-        constraint: constraintOf(request),
-        n: request.n ?? 1,
-      }, abort.signal);
+      const result = await engine.generate(
+        {
+          messages: messagesOf(request),
+          temperature: request.temperature ?? 1,
+          topP: request.top_p ?? 1,
+          topK: Math.max(0, request.top_k ?? 0),
+          minP: request.min_p ?? 0,
+          maxTokens,
+          seed: request.seed ?? undefined,
+          stop: (typeof request.stop === 'string' ? [request.stop] : (request.stop ?? [])).filter((s) => s !== ''),
+          presencePenalty: request.presence_penalty ?? 0,
+          frequencyPenalty: request.frequency_penalty ?? 0,
+          constraint: constraintOf(request),
+          n: request.n ?? 1,
+        },
+        abort.signal,
+      );
       for (const warning of result.warnings) {
         if (warned.has(warning)) continue;
         warned.add(warning);
@@ -149,12 +170,19 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
           logprobs: null,
           finish_reason: choice.finishReason,
         })),
-        usage: { prompt_tokens: result.promptTokens, completion_tokens: completionTokens, total_tokens: result.promptTokens + completionTokens },
+        usage: {
+          prompt_tokens: result.promptTokens,
+          completion_tokens: completionTokens,
+          total_tokens: result.promptTokens + completionTokens,
+        },
       };
       const ms = performance.now() - started;
       logger.debug('completion', {
-        promptTokens: result.promptTokens, completionTokens, ms: Math.round(ms),
-        finish: result.choices.map((c) => c.finishReason), format: request.response_format?.type ?? 'text',
+        promptTokens: result.promptTokens,
+        completionTokens,
+        ms: Math.round(ms),
+        finish: result.choices.map((c) => c.finishReason),
+        format: request.response_format?.type ?? 'text',
       });
       sendJson(res, 200, response);
     } finally {
@@ -167,13 +195,25 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
     const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     if (path === '/health' || path === '/v1/health') {
-      if (method !== 'GET') throw new HttpError(405, `Method ${method} not allowed on ${path}`, null, 'method_not_allowed');
-      sendJson(res, 200, { status: 'ok', model: modelName, parallel: engine.parallel, threads: engine.threads, contextSize: engine.contextSize, ...engine.stats() });
+      if (method !== 'GET')
+        throw new HttpError(405, `Method ${method} not allowed on ${path}`, null, 'method_not_allowed');
+      sendJson(res, 200, {
+        status: 'ok',
+        model: modelName,
+        parallel: engine.parallel,
+        threads: engine.threads,
+        contextSize: engine.contextSize,
+        ...engine.stats(),
+      });
       return;
     }
     if (path === '/v1/models') {
-      if (method !== 'GET') throw new HttpError(405, `Method ${method} not allowed on ${path}`, null, 'method_not_allowed');
-      sendJson(res, 200, { object: 'list', data: [{ id: modelName, object: 'model', created: startedAt, owned_by: 'attune-localllm' }] });
+      if (method !== 'GET')
+        throw new HttpError(405, `Method ${method} not allowed on ${path}`, null, 'method_not_allowed');
+      sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: modelName, object: 'model', created: startedAt, owned_by: 'attune-localllm' }],
+      });
       return;
     }
     if (path.startsWith('/v1/models/') && method === 'GET') {
@@ -183,7 +223,8 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
       return;
     }
     if (path === '/v1/chat/completions') {
-      if (method !== 'POST') throw new HttpError(405, `Method ${method} not allowed on ${path}; use POST`, null, 'method_not_allowed');
+      if (method !== 'POST')
+        throw new HttpError(405, `Method ${method} not allowed on ${path}; use POST`, null, 'method_not_allowed');
       await chatCompletions(req, res);
       return;
     }
@@ -204,8 +245,15 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
         sendJson(res, error.status, error.toBody());
         return;
       }
-      logger.error('request failed', { url: req.url, error: error instanceof Error ? error.stack ?? error.message : String(error) });
-      sendJson(res, 500, new HttpError(500, `internal error: ${error instanceof Error ? error.message : String(error)}`).toBody());
+      logger.error('request failed', {
+        url: req.url,
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      });
+      sendJson(
+        res,
+        500,
+        new HttpError(500, `internal error: ${error instanceof Error ? error.message : String(error)}`).toBody(),
+      );
     });
     handlers.add(handled);
     void handled.finally(() => handlers.delete(handled));

@@ -87,7 +87,12 @@ export function niceTicks(min: number, max: number, count = 5, integer = false):
 export function tickFormat(ticks: number[]): (value: number) => string {
   const step = ticks.length > 1 ? Math.abs((ticks[1] ?? 0) - (ticks[0] ?? 0)) : Math.abs(ticks[0] ?? 1);
   let digits = 0;
-  while (digits < 6 && step > 0 && Math.abs(Math.round(step * 10 ** digits) - step * 10 ** digits) > 1e-6 * 10 ** digits) digits++;
+  while (
+    digits < 6 &&
+    step > 0 &&
+    Math.abs(Math.round(step * 10 ** digits) - step * 10 ** digits) > 1e-6 * 10 ** digits
+  )
+    digits++;
   const huge = ticks.some((t) => Math.abs(t) >= 1e5);
   return (value) => (huge ? value.toExponential(1) : value.toFixed(digits));
 }
@@ -137,7 +142,12 @@ function attrsOf(attrs: Record<string, string> | undefined): string {
 export function lineChart(options: LineChartOptions): SafeHtml {
   const width = options.width ?? 720;
   const height = options.height ?? 300;
-  const margin = { left: options.yLabel ? 58 : 46, right: options.bands?.some((b) => b.label) ? 30 : 18, top: 14, bottom: options.xLabel ? 44 : 28 };
+  const margin = {
+    left: options.yLabel ? 58 : 46,
+    right: options.bands?.some((b) => b.label) ? 30 : 18,
+    top: 14,
+    bottom: options.xLabel ? 44 : 28,
+  };
   const plot = { left: margin.left, top: margin.top, right: width - margin.right, bottom: height - margin.bottom };
 
   const xs = options.series.flatMap((s) => s.points.map((p) => p.x));
@@ -152,43 +162,70 @@ export function lineChart(options: LineChartOptions): SafeHtml {
   const sx = (x: number) => plot.left + ((x - x0) / (x1 - x0)) * (plot.right - plot.left);
   const sy = (y: number) => plot.bottom - ((y - y0) / (y1 - y0)) * (plot.bottom - plot.top);
 
-  const xTicks = niceTicks(x0, x1, Math.max(2, Math.min(10, Math.floor((plot.right - plot.left) / 70))), options.integerX).filter((t) => t >= x0 - 1e-9 && t <= x1 + 1e-9);
-  const yTicks = niceTicks(y0, y1, Math.max(2, Math.floor((plot.bottom - plot.top) / 48))).filter((t) => t >= y0 - 1e-9 && t <= y1 + 1e-9);
+  const xTicks = niceTicks(
+    x0,
+    x1,
+    Math.max(2, Math.min(10, Math.floor((plot.right - plot.left) / 70))),
+    options.integerX,
+  ).filter((t) => t >= x0 - 1e-9 && t <= x1 + 1e-9);
+  const yTicks = niceTicks(y0, y1, Math.max(2, Math.floor((plot.bottom - plot.top) / 48))).filter(
+    (t) => t >= y0 - 1e-9 && t <= y1 + 1e-9,
+  );
   const yFormat = options.yFormat ?? tickFormat(yTicks);
   const xFormat = tickFormat(xTicks);
 
   const parts: string[] = [];
   const clipId = `clip-${Math.abs(hashString(options.ariaLabel + width + height)).toString(36)}`;
-  parts.push(`<defs><clipPath id="${clipId}"><rect x="${plot.left}" y="${plot.top - 3}" width="${plot.right - plot.left}" height="${plot.bottom - plot.top + 6}"/></clipPath></defs>`);
+  parts.push(
+    `<defs><clipPath id="${clipId}"><rect x="${plot.left}" y="${plot.top - 3}" width="${plot.right - plot.left}" height="${plot.bottom - plot.top + 6}"/></clipPath></defs>`,
+  );
 
   for (const band of options.bands ?? []) {
     const top = sy(Math.min(y1, Math.max(band.from, band.to)));
     const bottom = sy(Math.max(y0, Math.min(band.from, band.to)));
     if (bottom - top <= 0) continue;
-    parts.push(`<rect class="yband" x="${plot.left}" y="${top.toFixed(1)}" width="${plot.right - plot.left}" height="${(bottom - top).toFixed(1)}" fill="${escapeHtml(band.color)}"/>`);
+    parts.push(
+      `<rect class="yband" x="${plot.left}" y="${top.toFixed(1)}" width="${plot.right - plot.left}" height="${(bottom - top).toFixed(1)}" fill="${escapeHtml(band.color)}"/>`,
+    );
     if (band.label && bottom - top >= FONT) {
-      parts.push(`<text class="yband-label" x="${plot.right + 8}" y="${((top + bottom) / 2 + 4).toFixed(1)}" text-anchor="start">${escapeHtml(band.label)}</text>`);
+      parts.push(
+        `<text class="yband-label" x="${plot.right + 8}" y="${((top + bottom) / 2 + 4).toFixed(1)}" text-anchor="start">${escapeHtml(band.label)}</text>`,
+      );
     }
   }
   for (const t of yTicks) {
     const y = sy(t).toFixed(1);
     parts.push(`<line class="grid" x1="${plot.left}" x2="${plot.right}" y1="${y}" y2="${y}"/>`);
-    parts.push(`<text class="tick" x="${plot.left - 8}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end">${escapeHtml(yFormat(t))}</text>`);
+    parts.push(
+      `<text class="tick" x="${plot.left - 8}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end">${escapeHtml(yFormat(t))}</text>`,
+    );
   }
   for (const t of xTicks) {
     const x = sx(t).toFixed(1);
     parts.push(`<line class="tick-mark" x1="${x}" x2="${x}" y1="${plot.bottom}" y2="${plot.bottom + 5}"/>`);
-    parts.push(`<text class="tick" x="${x}" y="${plot.bottom + 18}" text-anchor="middle">${escapeHtml(xFormat(t))}</text>`);
+    parts.push(
+      `<text class="tick" x="${x}" y="${plot.bottom + 18}" text-anchor="middle">${escapeHtml(xFormat(t))}</text>`,
+    );
   }
   parts.push(`<line class="axis" x1="${plot.left}" x2="${plot.right}" y1="${plot.bottom}" y2="${plot.bottom}"/>`);
-  if (options.xLabel) parts.push(`<text class="axis-label" x="${((plot.left + plot.right) / 2).toFixed(1)}" y="${height - 8}" text-anchor="middle">${escapeHtml(options.xLabel)}</text>`);
-  if (options.yLabel) parts.push(`<text class="axis-label" transform="translate(14 ${((plot.top + plot.bottom) / 2).toFixed(1)}) rotate(-90)" text-anchor="middle">${escapeHtml(options.yLabel)}</text>`);
+  if (options.xLabel)
+    parts.push(
+      `<text class="axis-label" x="${((plot.left + plot.right) / 2).toFixed(1)}" y="${height - 8}" text-anchor="middle">${escapeHtml(options.xLabel)}</text>`,
+    );
+  if (options.yLabel)
+    parts.push(
+      `<text class="axis-label" transform="translate(14 ${((plot.top + plot.bottom) / 2).toFixed(1)}) rotate(-90)" text-anchor="middle">${escapeHtml(options.yLabel)}</text>`,
+    );
 
   for (const ref of options.refLines ?? []) {
     if (ref.y < y0 || ref.y > y1) continue;
     const y = sy(ref.y).toFixed(1);
-    parts.push(`<line class="ref" x1="${plot.left}" x2="${plot.right}" y1="${y}" y2="${y}" stroke="${escapeHtml(ref.color)}"/>`);
-    parts.push(`<text class="ref-label" x="${plot.left + 6}" y="${(sy(ref.y) - 5).toFixed(1)}" fill="${escapeHtml(ref.color)}">${escapeHtml(ref.label)}</text>`);
+    parts.push(
+      `<line class="ref" x1="${plot.left}" x2="${plot.right}" y1="${y}" y2="${y}" stroke="${escapeHtml(ref.color)}"/>`,
+    );
+    parts.push(
+      `<text class="ref-label" x="${plot.left + 6}" y="${(sy(ref.y) - 5).toFixed(1)}" fill="${escapeHtml(ref.color)}">${escapeHtml(ref.label)}</text>`,
+    );
   }
 
   parts.push(`<g class="series-layer" clip-path="url(#${clipId})">`);
@@ -197,15 +234,23 @@ export function lineChart(options: LineChartOptions): SafeHtml {
     const group: string[] = [];
     if (s.band && s.band.length > 0) {
       const upper = s.band.map((b, i) => `${i === 0 ? 'M' : 'L'}${sx(b.x).toFixed(1)},${sy(b.hi).toFixed(1)}`).join('');
-      const lower = [...s.band].reverse().map((b) => `L${sx(b.x).toFixed(1)},${sy(b.lo).toFixed(1)}`).join('');
+      const lower = [...s.band]
+        .reverse()
+        .map((b) => `L${sx(b.x).toFixed(1)},${sy(b.lo).toFixed(1)}`)
+        .join('');
       group.push(`<path class="band" d="${upper}${lower}Z" fill="${color}" fill-opacity="0.14" stroke="none"/>`);
     }
     const d = linePath(s.points, sx, sy);
     if (s.title) group.push(`<title>${escapeHtml(s.title)}</title>`);
     if (d) {
       if (s.hitArea) group.push(`<path class="hit" d="${d}" fill="none" stroke="transparent" stroke-width="12"/>`);
-      if (s.halo) group.push(`<path class="halo" d="${d}" fill="none" stroke="#fff" stroke-opacity="0.9" stroke-width="${(s.width ?? 2) + 3}" stroke-linejoin="round" stroke-linecap="round"/>`);
-      group.push(`<path class="line" d="${d}" fill="none" stroke="${color}" stroke-width="${s.width ?? 2}" stroke-linejoin="round" stroke-linecap="round"${s.dashed ? ' stroke-dasharray="6 4"' : ''}${s.opacity !== undefined ? ` stroke-opacity="${s.opacity}"` : ''}/>`);
+      if (s.halo)
+        group.push(
+          `<path class="halo" d="${d}" fill="none" stroke="#fff" stroke-opacity="0.9" stroke-width="${(s.width ?? 2) + 3}" stroke-linejoin="round" stroke-linecap="round"/>`,
+        );
+      group.push(
+        `<path class="line" d="${d}" fill="none" stroke="${color}" stroke-width="${s.width ?? 2}" stroke-linejoin="round" stroke-linecap="round"${s.dashed ? ' stroke-dasharray="6 4"' : ''}${s.opacity !== undefined ? ` stroke-opacity="${s.opacity}"` : ''}/>`,
+      );
     }
     const valid = s.points.filter((p) => isValue(p.y));
     const markers = s.markers ?? valid.length <= 40;
@@ -214,15 +259,21 @@ export function lineChart(options: LineChartOptions): SafeHtml {
       if (!isValue(p.y)) continue;
       const lonely = !isValue(s.points[i - 1]?.y ?? null) && !isValue(s.points[i + 1]?.y ?? null);
       if (!markers && !lonely) continue;
-      group.push(`<circle class="marker" cx="${sx(p.x).toFixed(1)}" cy="${sy(p.y).toFixed(1)}" r="${markers ? 3 : 2.5}" fill="${color}"${s.opacity !== undefined ? ` fill-opacity="${s.opacity}"` : ''}><title>${escapeHtml(`${s.name}: ${fmt(p.x)}, ${fmt(p.y)}`)}</title></circle>`);
+      group.push(
+        `<circle class="marker" cx="${sx(p.x).toFixed(1)}" cy="${sy(p.y).toFixed(1)}" r="${markers ? 3 : 2.5}" fill="${color}"${s.opacity !== undefined ? ` fill-opacity="${s.opacity}"` : ''}><title>${escapeHtml(`${s.name}: ${fmt(p.x)}, ${fmt(p.y)}`)}</title></circle>`,
+      );
     }
-    parts.push(`<g class="series${s.className ? ` ${escapeHtml(s.className)}` : ''}" data-name="${escapeHtml(s.name)}"${attrsOf(s.attrs)}>${group.join('')}</g>`);
+    parts.push(
+      `<g class="series${s.className ? ` ${escapeHtml(s.className)}` : ''}" data-name="${escapeHtml(s.name)}"${attrsOf(s.attrs)}>${group.join('')}</g>`,
+    );
   }
   parts.push('</g>');
 
   let hover = '';
   if (options.hover) {
-    const allX = [...new Set(options.series.filter((s) => !s.noHover).flatMap((s) => s.points.map((p) => p.x)))].sort((a, b) => a - b);
+    const allX = [...new Set(options.series.filter((s) => !s.noHover).flatMap((s) => s.points.map((p) => p.x)))].sort(
+      (a, b) => a - b,
+    );
     const data = {
       vb: [width, height],
       plot: [plot.left, plot.top, plot.right, plot.bottom],
@@ -231,15 +282,26 @@ export function lineChart(options: LineChartOptions): SafeHtml {
       xs: allX,
       xl: options.xLabel ?? 'x',
       d: options.hoverDigits ?? 3,
-      series: options.series.filter((s) => !s.noHover).map((s) => {
-        const byX = new Map(s.points.map((p) => [p.x, p.y]));
-        return { n: s.name, c: s.color, ys: allX.map((x) => { const y = byX.get(x); return isValue(y ?? null) ? y : null; }) };
-      }),
+      series: options.series
+        .filter((s) => !s.noHover)
+        .map((s) => {
+          const byX = new Map(s.points.map((p) => [p.x, p.y]));
+          return {
+            n: s.name,
+            c: s.color,
+            ys: allX.map((x) => {
+              const y = byX.get(x);
+              return isValue(y ?? null) ? y : null;
+            }),
+          };
+        }),
     };
     hover = ` data-hover="${escapeHtml(JSON.stringify(data))}"`;
   }
 
-  return raw(`<svg class="chart${options.className ? ` ${escapeHtml(options.className)}` : ''}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.ariaLabel)}" font-size="${FONT}"${hover}>${parts.join('')}</svg>`);
+  return raw(
+    `<svg class="chart${options.className ? ` ${escapeHtml(options.className)}` : ''}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.ariaLabel)}" font-size="${FONT}"${hover}>${parts.join('')}</svg>`,
+  );
 }
 
 function padX([lo, hi]: [number, number]): [number, number] {
@@ -296,29 +358,56 @@ export function barChart(options: BarChartOptions): SafeHtml {
     const barH = rowHeight - 16;
     const w = Math.max(0, scale(row.value) - left);
     parts.push(`<g class="bar-row"><title>${escapeHtml(row.title ?? `${row.label}: ${format(row.value)}`)}</title>`);
-    parts.push(`<text class="bar-label" x="${left - 10}" y="${(barY + barH / 2 + 4).toFixed(1)}" text-anchor="end">${escapeHtml(row.label)}</text>`);
-    parts.push(`<rect class="bar-track" x="${left}" y="${barY}" width="${(right - left).toFixed(1)}" height="${barH}" rx="4"/>`);
-    parts.push(`<rect class="bar" x="${left}" y="${barY}" width="${w.toFixed(1)}" height="${barH}" rx="4" fill="${escapeHtml(row.color)}"/>`);
-    parts.push(`<text class="bar-value" x="${(left + w + 6).toFixed(1)}" y="${(barY + barH / 2 + 4).toFixed(1)}">${escapeHtml(format(row.value))}</text>`);
-    if (row.note) parts.push(`<text class="bar-note" x="${right + 44}" y="${(barY + barH / 2 + 4).toFixed(1)}">${escapeHtml(row.note)}</text>`);
+    parts.push(
+      `<text class="bar-label" x="${left - 10}" y="${(barY + barH / 2 + 4).toFixed(1)}" text-anchor="end">${escapeHtml(row.label)}</text>`,
+    );
+    parts.push(
+      `<rect class="bar-track" x="${left}" y="${barY}" width="${(right - left).toFixed(1)}" height="${barH}" rx="4"/>`,
+    );
+    parts.push(
+      `<rect class="bar" x="${left}" y="${barY}" width="${w.toFixed(1)}" height="${barH}" rx="4" fill="${escapeHtml(row.color)}"/>`,
+    );
+    parts.push(
+      `<text class="bar-value" x="${(left + w + 6).toFixed(1)}" y="${(barY + barH / 2 + 4).toFixed(1)}">${escapeHtml(format(row.value))}</text>`,
+    );
+    if (row.note)
+      parts.push(
+        `<text class="bar-note" x="${right + 44}" y="${(barY + barH / 2 + 4).toFixed(1)}">${escapeHtml(row.note)}</text>`,
+      );
     parts.push('</g>');
   });
   if (options.ref && options.ref.value >= 0 && options.ref.value <= max) {
     const x = scale(options.ref.value).toFixed(1);
     parts.push(`<line class="ref" x1="${x}" x2="${x}" y1="${top - 4}" y2="${height - 20}"/>`);
-    parts.push(`<text class="ref-label" x="${x}" y="${top - 8}" text-anchor="middle">${escapeHtml(options.ref.label)}</text>`);
+    parts.push(
+      `<text class="ref-label" x="${x}" y="${top - 8}" text-anchor="middle">${escapeHtml(options.ref.label)}</text>`,
+    );
   }
-  return raw(`<svg class="chart bars" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.ariaLabel)}" font-size="${FONT}">${parts.join('')}</svg>`);
+  return raw(
+    `<svg class="chart bars" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.ariaLabel)}" font-size="${FONT}">${parts.join('')}</svg>`,
+  );
 }
 
 /** A tiny line for tables and headers: emotion 0..100 over turns. */
-export function sparkline(values: number[], options: { width?: number; height?: number; min?: number; max?: number; color?: string; title?: string; baseline?: number } = {}): SafeHtml {
+export function sparkline(
+  values: number[],
+  options: {
+    width?: number;
+    height?: number;
+    min?: number;
+    max?: number;
+    color?: string;
+    title?: string;
+    baseline?: number;
+  } = {},
+): SafeHtml {
   const width = options.width ?? 96;
   const height = options.height ?? 24;
   const min = options.min ?? 0;
   const max = options.max ?? 100;
   const finite = values.filter((v) => Number.isFinite(v));
-  if (finite.length === 0) return html`<svg class="spark" width="${width}" height="${height}" aria-hidden="true"></svg>`;
+  if (finite.length === 0)
+    return html`<svg class="spark" width="${width}" height="${height}" aria-hidden="true"></svg>`;
   const n = Math.max(1, finite.length - 1);
   const sx = (i: number) => 2 + (i / n) * (width - 4);
   const sy = (v: number) => height - 2 - ((Math.max(min, Math.min(max, v)) - min) / (max - min || 1)) * (height - 4);
@@ -326,5 +415,7 @@ export function sparkline(values: number[], options: { width?: number; height?: 
   const last = finite[finite.length - 1] ?? 0;
   const color = escapeHtml(options.color ?? '#1f2937');
   const base = options.baseline ?? finite[0] ?? 0;
-  return raw(`<svg class="spark" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.title ?? finite.join(', '))}"><line x1="2" x2="${width - 2}" y1="${sy(base).toFixed(1)}" y2="${sy(base).toFixed(1)}" class="spark-base"/><path d="${d}" fill="none" stroke="${color}" stroke-width="1.6" stroke-linejoin="round"/><circle cx="${sx(finite.length - 1).toFixed(1)}" cy="${sy(last).toFixed(1)}" r="2.4" fill="${color}"/></svg>`);
+  return raw(
+    `<svg class="spark" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.title ?? finite.join(', '))}"><line x1="2" x2="${width - 2}" y1="${sy(base).toFixed(1)}" y2="${sy(base).toFixed(1)}" class="spark-base"/><path d="${d}" fill="none" stroke="${color}" stroke-width="1.6" stroke-linejoin="round"/><circle cx="${sx(finite.length - 1).toFixed(1)}" cy="${sy(last).toFixed(1)}" r="2.4" fill="${color}"/></svg>`,
+  );
 }

@@ -50,7 +50,13 @@ export function text(value: string | null | undefined): SafeHtml {
 
 /** A value usable in an HTML id / URL fragment, unique within `taken`. */
 export function uniqueSlug(value: string, taken: Set<string>, prefix = 'd-'): string {
-  const base = `${prefix}${value.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 60) || 'x'}`;
+  const base = `${prefix}${
+    value
+      .toLowerCase()
+      .replace(/[^a-z0-9_-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 60) || 'x'
+  }`;
   let slug = base;
   for (let n = 2; taken.has(slug); n++) slug = `${base}-${n}`;
   taken.add(slug);
@@ -62,7 +68,10 @@ export function formatNumber(value: number | null | undefined, digits = 2): stri
   if (Number.isInteger(value) && Math.abs(value) < 1e6) return String(value);
   const abs = Math.abs(value);
   if (abs !== 0 && (abs < 10 ** -digits || abs >= 1e6)) return value.toExponential(1);
-  return value.toFixed(digits).replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, '');
+  return value
+    .toFixed(digits)
+    .replace(/(\.\d*?)0+$/, '$1')
+    .replace(/\.$/, '');
 }
 
 export function formatPercent(value: number | null | undefined, digits = 0): string {

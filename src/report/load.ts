@@ -53,14 +53,20 @@ export async function readArtifactText(store: ArtifactStore, key: string): Promi
 }
 
 function isEvaluation(value: unknown): value is EvaluationReport {
-  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'attune.evaluation' && Array.isArray((value as { results?: unknown }).results);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === 'attune.evaluation' &&
+    Array.isArray((value as { results?: unknown }).results)
+  );
 }
 
 export async function loadEvaluation(store: ArtifactStore, evalId: string): Promise<LoadedEvaluation | null> {
   const key = evaluationKey(evalId);
   if (!(await exists(store, key))) return null;
   const report = await store.getJson<unknown>(key);
-  if (!isEvaluation(report)) throw new Error(`${store.locate(key)} is not an evaluation report (kind "attune.evaluation")`);
+  if (!isEvaluation(report))
+    throw new Error(`${store.locate(key)} is not an evaluation report (kind "attune.evaluation")`);
   const notes: string[] = [];
   const transcripts = new Map<string, Transcript>();
   const keys = [...new Set(report.results.flatMap((r) => (r.status === 'ok' ? [r.artifact] : [])))];
@@ -82,7 +88,12 @@ export function parseRunMetrics(text: string, run: string): { steps: StepMetrics
     if (line.trim() === '') return;
     try {
       const value = JSON.parse(line) as StepMetricsRecord;
-      if (typeof value !== 'object' || value === null || typeof value.step !== 'number' || typeof value.reward !== 'object') {
+      if (
+        typeof value !== 'object' ||
+        value === null ||
+        typeof value.step !== 'number' ||
+        typeof value.reward !== 'object'
+      ) {
         notes.push(`${runMetricsKey(run)} line ${i + 1}: not a step record`);
         return;
       }
@@ -95,7 +106,10 @@ export function parseRunMetrics(text: string, run: string): { steps: StepMetrics
 }
 
 /** Every stored evaluation whose runName is `run`. */
-export async function evaluationsOfRun(store: ArtifactStore, run: string): Promise<{ evaluations: EvaluationReport[]; notes: string[] }> {
+export async function evaluationsOfRun(
+  store: ArtifactStore,
+  run: string,
+): Promise<{ evaluations: EvaluationReport[]; notes: string[] }> {
   const keys = (await store.list('evaluations')).filter((k) => k.endsWith('/evaluation.json'));
   const notes: string[] = [];
   const all = await mapLimit(keys, 16, async (key) => {

@@ -355,19 +355,24 @@ export interface PageOptions {
 /** A complete, self-contained HTML document. */
 export function renderPage(options: PageOptions): string {
   const csp = `default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-${sha256(SCRIPT)}'; img-src data:; base-uri 'none'; form-action 'none'`;
-  return `<!DOCTYPE html>\n${html`<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="generator" content="attune report">
-<title>${options.title}</title>
-<style>${raw(CSS)}</style>
-</head>
-<body>
-${options.body}
-<script>${raw(SCRIPT)}</script>
-</body>
-</html>
-`.value}`;
+  return `<!DOCTYPE html>\n${
+    html`<html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta http-equiv="Content-Security-Policy" content="${csp}" />
+        <meta name="generator" content="attune report" />
+        <title>${options.title}</title>
+        <style>
+          ${raw(CSS)}
+        </style>
+      </head>
+      <body>
+        ${options.body}
+        <script>
+          ${raw(SCRIPT)};
+        </script>
+      </body>
+    </html> `.value
+  }`;
 }

@@ -9,12 +9,26 @@ import { renderRunPage } from './runPage.js';
 export const DEFAULT_CHROMIUM = '/usr/bin/chromium';
 
 /** Flags for headless Chromium on a machine without network, GPU or sandbox support. */
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
-export const CHROMIUM_HINT = 'PNG charts need Chromium: install it with `apt-get install chromium` (or scripts/install-chromium.sh), or set CHROMIUM_PATH';
+export const CHROMIUM_HINT =
+  'PNG charts need Chromium: install it with `apt-get install chromium` (or scripts/install-chromium.sh), or set CHROMIUM_PATH';
 
 export class ReportTargetNotFoundError extends Error {
-  constructor(readonly target: string, readonly triedKeys: string[], where: string) {
+  constructor(
+    readonly target: string,
+    readonly triedKeys: string[],
+    where: string,
+  ) {
     super(`no evaluation or run named "${target}": tried ${triedKeys.join(' and ')} in ${where}`);
     this.name = 'ReportTargetNotFoundError';
   }
@@ -73,11 +87,17 @@ export async function renderPngs(htmlFile: string, outDir: string, chromiumPath:
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
   try {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 2, reducedMotion: 'reduce' });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      deviceScaleFactor: 2,
+      reducedMotion: 'reduce',
+    });
     await context.route(/^(?!file:)/, (route) => route.abort());
     const page = await context.newPage();
     await page.goto(pathToFileURL(htmlFile).href, { waitUntil: 'load' });
-    const names = await page.locator('[data-png]').evaluateAll((els) => els.map((el) => el.getAttribute('data-png') ?? ''));
+    const names = await page
+      .locator('[data-png]')
+      .evaluateAll((els) => els.map((el) => el.getAttribute('data-png') ?? ''));
     const files: string[] = [];
     for (const [i, name] of names.entries()) {
       if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) continue;
@@ -95,7 +115,8 @@ export async function renderPngs(htmlFile: string, outDir: string, chromiumPath:
 /** Writes `index.html` (and PNGs of the main charts) for an evaluation id or a run name. */
 export async function writeReport(options: WriteReportOptions): Promise<ReportResult> {
   const { store, target } = options;
-  if (target.trim() === '' || target === '.' || target === '..') throw new Error(`"${target}" is not an evaluation id or a run name`);
+  if (target.trim() === '' || target === '.' || target === '..')
+    throw new Error(`"${target}" is not an evaluation id or a run name`);
   const outDir = resolve(options.outDir);
   const generatedAt = options.generatedAt ?? new Date().toISOString();
   const warnings: string[] = [];
@@ -106,13 +127,25 @@ export async function writeReport(options: WriteReportOptions): Promise<ReportRe
   if (evaluation) {
     kind = 'evaluation';
     warnings.push(...evaluation.notes);
-    page = renderEvaluationPage({ report: evaluation.report, transcripts: evaluation.transcripts, notes: evaluation.notes, generatedAt });
+    page = renderEvaluationPage({
+      report: evaluation.report,
+      transcripts: evaluation.transcripts,
+      notes: evaluation.notes,
+      generatedAt,
+    });
   } else {
     const run = await loadRun(store, target);
-    if (!run) throw new ReportTargetNotFoundError(target, [evaluationKey(target), runMetricsKey(target)], storeLocation(store));
+    if (!run)
+      throw new ReportTargetNotFoundError(target, [evaluationKey(target), runMetricsKey(target)], storeLocation(store));
     kind = 'run';
     warnings.push(...run.notes);
-    page = renderRunPage({ run: run.run, steps: run.steps, evaluations: run.evaluations, notes: run.notes, generatedAt });
+    page = renderRunPage({
+      run: run.run,
+      steps: run.steps,
+      evaluations: run.evaluations,
+      notes: run.notes,
+      generatedAt,
+    });
   }
 
   await mkdir(outDir, { recursive: true });
@@ -128,7 +161,9 @@ export async function writeReport(options: WriteReportOptions): Promise<ReportRe
       try {
         pngs = await renderPngs(html, outDir, chromiumPath);
       } catch (error) {
-        warnings.push(`no PNG charts: Chromium (${chromiumPath}) failed: ${(error as Error).message.split('\n')[0]}. ${CHROMIUM_HINT}`);
+        warnings.push(
+          `no PNG charts: Chromium (${chromiumPath}) failed: ${(error as Error).message.split('\n')[0]}. ${CHROMIUM_HINT}`,
+        );
       }
     }
   }

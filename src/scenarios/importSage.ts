@@ -2,15 +2,17 @@ import { z } from 'zod';
 import { describeIssues, scenarioSchema, type Personality, type Scenario } from '../core/scenario.js';
 
 /** One line of the public SAGE / RLVER profile files. Extra fields are kept in `source.record`. */
-const sageRecordSchema = z.object({
-  id: z.union([z.string().min(1), z.number()]),
-  player: z.string().min(1),
-  scene: z.string().min(1),
-  main_cha: z.union([z.string(), z.array(z.string())]).optional(),
-  cha_group: z.union([z.string(), z.array(z.string())]).optional(),
-  task: z.string().min(1),
-  first_talk: z.string().optional(),
-}).passthrough();
+const sageRecordSchema = z
+  .object({
+    id: z.union([z.string().min(1), z.number()]),
+    player: z.string().min(1),
+    scene: z.string().min(1),
+    main_cha: z.union([z.string(), z.array(z.string())]).optional(),
+    cha_group: z.union([z.string(), z.array(z.string())]).optional(),
+    task: z.string().min(1),
+    first_talk: z.string().optional(),
+  })
+  .passthrough();
 
 export interface ImportProblem {
   line: number;
@@ -43,7 +45,10 @@ function hasCjk(text: string): boolean {
 }
 
 function idFor(prefix: string, raw: string | number): string {
-  const cleaned = String(raw).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '');
+  const cleaned = String(raw)
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   return `${prefix}-${cleaned || 'x'}`;
 }
 
@@ -78,7 +83,10 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
       problems.push({ line, message: `duplicate id ${JSON.stringify(r.id)}` });
       return;
     }
-    const traits = asText(r.main_cha).split(/[、,，;；\s]+/).map((t) => t.trim()).filter(Boolean);
+    const traits = asText(r.main_cha)
+      .split(/[、,，;；\s]+/)
+      .map((t) => t.trim())
+      .filter(Boolean);
     const group = asText(r.cha_group);
     const candidate = {
       id,
@@ -91,7 +99,12 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
       traits,
       goalType: 'other',
       ...(r.first_talk && r.first_talk.trim() !== '' ? { firstMessage: r.first_talk } : {}),
-      source: { format: 'sage', ...(options.file ? { file: options.file } : {}), line, record: value as Record<string, unknown> },
+      source: {
+        format: 'sage',
+        ...(options.file ? { file: options.file } : {}),
+        line,
+        record: value as Record<string, unknown>,
+      },
     };
     const parsed = scenarioSchema.safeParse(candidate);
     if (!parsed.success) {

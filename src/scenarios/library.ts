@@ -40,7 +40,8 @@ export function loadScenarioFile(file: string): { scenario?: Scenario; problems:
     }
   } else {
     const doc = parseDocument(text);
-    if (doc.errors.length > 0) return { problems: doc.errors.map((e) => ({ file, message: `YAML syntax error: ${e.message}` })) };
+    if (doc.errors.length > 0)
+      return { problems: doc.errors.map((e) => ({ file, message: `YAML syntax error: ${e.message}` })) };
     value = doc.toJS();
   }
   const parsed = scenarioSchema.safeParse(value);
@@ -48,7 +49,8 @@ export function loadScenarioFile(file: string): { scenario?: Scenario; problems:
     return {
       problems: parsed.error.issues.map((issue, i) => {
         const line = describeIssues(parsed.error)[i] ?? issue.message;
-        const field = issue.code === 'unrecognized_keys' ? [...issue.path, ...issue.keys].join('.') : issue.path.join('.');
+        const field =
+          issue.code === 'unrecognized_keys' ? [...issue.path, ...issue.keys].join('.') : issue.path.join('.');
         return { file, ...(field ? { field } : {}), message: line };
       }),
     };
@@ -74,7 +76,11 @@ export function loadScenarioLibrary(dir: string): LoadedLibrary {
     if (!result.scenario) continue;
     const earlier = files.get(result.scenario.id);
     if (earlier) {
-      problems.push({ file, field: 'id', message: `id: "${result.scenario.id}" is also used by ${relative(process.cwd(), earlier)}` });
+      problems.push({
+        file,
+        field: 'id',
+        message: `id: "${result.scenario.id}" is also used by ${relative(process.cwd(), earlier)}`,
+      });
       continue;
     }
     files.set(result.scenario.id, file);

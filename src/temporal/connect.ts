@@ -24,7 +24,11 @@ export function devServerAddress(config: AttuneConfig): string {
  * The configured Temporal server; without TEMPORAL_ADDRESS, the dev server of `attune dev` if it
  * is up, else an embedded dev server started for this process (state in `<home>/temporal`).
  */
-export async function connectTemporal(config: AttuneConfig, log: Logger, options: { startIfMissing: boolean; headless?: boolean } = { startIfMissing: true }): Promise<TemporalHandle> {
+export async function connectTemporal(
+  config: AttuneConfig,
+  log: Logger,
+  options: { startIfMissing: boolean; headless?: boolean } = { startIfMissing: true },
+): Promise<TemporalHandle> {
   const namespace = config.temporal.namespace;
   let address = config.temporal.address;
   let embedded: DevServer | null = null;
@@ -78,7 +82,11 @@ export async function connectWorkerSide(handle: TemporalHandle): Promise<NativeC
 const LIVE_POLLER_WINDOW_MS = 70_000;
 
 async function livePollers(handle: TemporalHandle, name: string, taskQueueType: 1 | 2): Promise<number> {
-  const response = await handle.client.workflowService.describeTaskQueue({ namespace: handle.namespace, taskQueue: { name, kind: 1 }, taskQueueType });
+  const response = await handle.client.workflowService.describeTaskQueue({
+    namespace: handle.namespace,
+    taskQueue: { name, kind: 1 },
+    taskQueueType,
+  });
   const now = Date.now();
   return (response.pollers ?? []).filter((p) => {
     const seconds = Number(p.lastAccessTime?.seconds ?? 0);
@@ -91,7 +99,11 @@ export async function rolloutWorkersPolling(handle: TemporalHandle, config: Attu
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   const pollers = (name: string, taskQueueType: 1 | 2) => livePollers(handle, name, taskQueueType);
   // Workflow queue (type 1) and the LLM activity queues (type 2) the rollouts will use need a poller.
-  const activityQueues = [queues.policy, queues.simulator, ...(config.rollout.activityPer === 'turn' ? [queues.turns] : [])];
+  const activityQueues = [
+    queues.policy,
+    queues.simulator,
+    ...(config.rollout.activityPer === 'turn' ? [queues.turns] : []),
+  ];
   const counts = await Promise.all([pollers(queues.rollouts, 1), ...activityQueues.map((name) => pollers(name, 2))]);
   return counts.every((n) => n > 0);
 }

@@ -53,7 +53,7 @@ export async function temporalReachable(address: string, timeoutMs = 1500): Prom
   try {
     const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
     try {
-      await connection.workflowService.getSystemInfo({}, );
+      await connection.workflowService.getSystemInfo({});
       return true;
     } finally {
       await connection.close();
@@ -70,10 +70,17 @@ export async function temporalReachable(address: string, timeoutMs = 1500): Prom
  * process, not of the machine), and one partition per task queue, since a single node gains nothing
  * from spreading pollers over the default four and pays for forwarding tasks between them.
  */
-export const DEV_SERVER_SQLITE_TUNING = ['--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal'];
+export const DEV_SERVER_SQLITE_TUNING = [
+  '--sqlite-pragma',
+  'journal_mode=wal',
+  '--sqlite-pragma',
+  'synchronous=normal',
+];
 export const DEV_SERVER_QUEUE_TUNING = [
-  '--dynamic-config-value', 'matching.numTaskqueueReadPartitions=1',
-  '--dynamic-config-value', 'matching.numTaskqueueWritePartitions=1',
+  '--dynamic-config-value',
+  'matching.numTaskqueueReadPartitions=1',
+  '--dynamic-config-value',
+  'matching.numTaskqueueWritePartitions=1',
 ];
 
 /** The head of the output (where the error or panic message is) and, if it is long, its last lines. */
@@ -118,12 +125,18 @@ export class DevServer {
     if (this.child) throw new Error('dev server already running');
     mkdirSync(this.options.home, { recursive: true });
     const args = [
-      'server', 'start-dev',
-      '--ip', '127.0.0.1',
-      '--port', String(this.options.port),
-      '--db-filename', this.dbFile,
-      '--namespace', this.options.namespace,
-      '--log-level', this.options.logLevel,
+      'server',
+      'start-dev',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(this.options.port),
+      '--db-filename',
+      this.dbFile,
+      '--namespace',
+      this.options.namespace,
+      '--log-level',
+      this.options.logLevel,
       ...DEV_SERVER_SQLITE_TUNING,
       ...DEV_SERVER_QUEUE_TUNING,
       ...devServerSearchAttributeArgs(),
@@ -140,14 +153,18 @@ export class DevServer {
     this.exited = new Promise((resolveExit) => child.once('exit', (code) => resolveExit(code)));
     const deadline = Date.now() + this.options.readyTimeoutMs;
     let dead = false;
-    void this.exited.then(() => { dead = true; });
+    void this.exited.then(() => {
+      dead = true;
+    });
     while (Date.now() < deadline) {
       if (dead) throw new Error(`Temporal dev server exited during start-up:\n${startupOutput(this.output)}`);
       if (await temporalReachable(this.address, 1000)) return;
       await new Promise((r) => setTimeout(r, 200));
     }
     await this.stop();
-    throw new Error(`Temporal dev server did not answer at ${this.address} within ${this.options.readyTimeoutMs} ms:\n${startupOutput(this.output)}`);
+    throw new Error(
+      `Temporal dev server did not answer at ${this.address} within ${this.options.readyTimeoutMs} ms:\n${startupOutput(this.output)}`,
+    );
   }
 
   /** Graceful stop (SIGTERM), or SIGKILL to simulate a crash. */

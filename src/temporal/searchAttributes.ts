@@ -16,6 +16,14 @@ export const ALL_SEARCH_ATTRIBUTES = Object.values(SEARCH_ATTRIBUTES);
 
 /** `temporal server start-dev --search-attribute` takes Name=Type with these type names. */
 export function devServerSearchAttributeArgs(): string[] {
-  const names: Record<string, string> = { KEYWORD: 'Keyword', INT: 'Int', DOUBLE: 'Double', TEXT: 'Text', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' };
+  const names: Record<string, string> = {
+    KEYWORD: 'Keyword',
+    INT: 'Int',
+    DOUBLE: 'Double',
+    TEXT: 'Text',
+    BOOL: 'Bool',
+    DATETIME: 'Datetime',
+    KEYWORD_LIST: 'KeywordList',
+  };
   return ALL_SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=${names[key.type] ?? 'Keyword'}`]);
 }

@@ -1,6 +1,13 @@
 import { NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ArtifactStore } from '../artifacts/store.js';
-import { dialogueTurnActivities, endpointGates, gatedLlmCalls, policyActivities, rolloutQueueActivities, simulatorActivities } from '../activities/index.js';
+import {
+  dialogueTurnActivities,
+  endpointGates,
+  gatedLlmCalls,
+  policyActivities,
+  rolloutQueueActivities,
+  simulatorActivities,
+} from '../activities/index.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS } from '../config/limits.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
@@ -30,7 +37,9 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     shutdownGraceTime: LIMITS.shutdownGraceTimeMs,
     ...(options.identity ? { identity: options.identity } : {}),
   };
-  const workflowSource = options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions };
+  const workflowSource = options.workflowBundle
+    ? { workflowBundle: options.workflowBundle }
+    : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions };
   // With local activities a workflow task stays open while its LLM call runs, so the rollout
   // worker needs a task slot (and a local-activity slot) for every call it may have in flight.
   // A turn activity holds its slot while it waits for either endpoint, hence the sum here too.
@@ -47,7 +56,9 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
       ...gatedLlmCalls(gates),
       ...turnActivities,
     },
-    maxConcurrentWorkflowTaskExecutions: local ? Math.max(LIMITS.maxConcurrentWorkflowTasks, callsInFlight) : LIMITS.maxConcurrentWorkflowTasks,
+    maxConcurrentWorkflowTaskExecutions: local
+      ? Math.max(LIMITS.maxConcurrentWorkflowTasks, callsInFlight)
+      : LIMITS.maxConcurrentWorkflowTasks,
     maxConcurrentLocalActivityExecutions: callsInFlight,
     ...(local ? { nonStickyToStickyPollRatio: LIMITS.localCallsNonStickyPollRatio } : {}),
     maxCachedWorkflows: LIMITS.maxCachedWorkflows,
@@ -58,14 +69,18 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     taskQueue: queues.policy,
     activities: policyActivities,
     maxConcurrentActivityTaskExecutions: config.policy.maxConcurrency,
-    ...(config.policy.requestsPerSecond !== undefined ? { maxTaskQueueActivitiesPerSecond: config.policy.requestsPerSecond } : {}),
+    ...(config.policy.requestsPerSecond !== undefined
+      ? { maxTaskQueueActivitiesPerSecond: config.policy.requestsPerSecond }
+      : {}),
   });
   const simulator = await Worker.create({
     ...common,
     taskQueue: queues.simulator,
     activities: simulatorActivities,
     maxConcurrentActivityTaskExecutions: config.simulator.maxConcurrency,
-    ...(config.simulator.requestsPerSecond !== undefined ? { maxTaskQueueActivitiesPerSecond: config.simulator.requestsPerSecond } : {}),
+    ...(config.simulator.requestsPerSecond !== undefined
+      ? { maxTaskQueueActivitiesPerSecond: config.simulator.requestsPerSecond }
+      : {}),
   });
   const turns = await Worker.create({
     ...common,

@@ -1,6 +1,11 @@
 import { executeChild, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { RolloutQueueActivities } from '../activities/index.js';
-import { buildEvaluationReport, entryFromSummary, type EvaluationEntry, type EvaluationReport } from '../core/evaluationReport.js';
+import {
+  buildEvaluationReport,
+  entryFromSummary,
+  type EvaluationEntry,
+  type EvaluationReport,
+} from '../core/evaluationReport.js';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
 import type { GoalType, Personality } from '../core/scenario.js';
@@ -32,7 +37,10 @@ export interface EvaluationInput {
 }
 
 /** What an evaluation returns to its parent: the headline numbers; the report stays in the artifact store. */
-export type EvaluationSummary = Pick<EvaluationReport, 'evalId' | 'score' | 'success' | 'failure' | 'count' | 'failed' | 'meanTurns' | 'policyModel'> & { artifact: string };
+export type EvaluationSummary = Pick<
+  EvaluationReport,
+  'evalId' | 'score' | 'success' | 'failure' | 'count' | 'failed' | 'meanTurns' | 'policyModel'
+> & { artifact: string };
 
 /**
  * A benchmark over a set of scenarios: one rollout child per scenario with bounded concurrency.
@@ -55,22 +63,30 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
       ...rolloutStartOptions(input.settings),
       workflowId: rolloutId,
       taskQueue: workflowInfo().taskQueue,
-      args: [{
-        rolloutId,
-        scenarioRef: { dir: input.scenarioDir, id: scenario.id },
-        settings: input.settings,
-        // Per-scenario seeds: the same evaluation id and seed reproduce the same requests.
-        seed: (input.seed + stableHash(scenario.id)) % 2_147_483_647,
-        runName: input.runName ?? input.evalId,
-        step: input.step ?? null,
-      }],
+      args: [
+        {
+          rolloutId,
+          scenarioRef: { dir: input.scenarioDir, id: scenario.id },
+          settings: input.settings,
+          // Per-scenario seeds: the same evaluation id and seed reproduce the same requests.
+          seed: (input.seed + stableHash(scenario.id)) % 2_147_483_647,
+          runName: input.runName ?? input.evalId,
+          step: input.step ?? null,
+        },
+      ],
     });
   });
   const results: EvaluationEntry[] = outcomes.map((outcome, i) => {
     const scenario = input.scenarios[i]!;
     return outcome.ok
       ? entryFromSummary(outcome.value)
-      : { status: 'failed', scenarioId: scenario.id, goalType: scenario.goalType, personality: scenario.personality, error: failureMessage(outcome.error) };
+      : {
+          status: 'failed',
+          scenarioId: scenario.id,
+          goalType: scenario.goalType,
+          personality: scenario.personality,
+          error: failureMessage(outcome.error),
+        };
   });
   const report = buildEvaluationReport({
     evalId: input.evalId,

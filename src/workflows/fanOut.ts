@@ -2,7 +2,11 @@
  * Runs `work` over `items` with at most `limit` in flight, in item order, keeping every
  * result (or error). Deterministic: uses only promises, no timers.
  */
-export async function boundedFanOut<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<({ ok: true; value: R } | { ok: false; error: unknown })[]> {
+export async function boundedFanOut<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T, index: number) => Promise<R>,
+): Promise<({ ok: true; value: R } | { ok: false; error: unknown })[]> {
   const results: ({ ok: true; value: R } | { ok: false; error: unknown })[] = new Array(items.length);
   let next = 0;
   const lane = async (): Promise<void> => {

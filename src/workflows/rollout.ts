@@ -1,5 +1,18 @@
-import { ApplicationFailure, defineQuery, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import type { ArtifactActivities, DialogueTurnActivities, PolicyActivities, SimulatorActivities } from '../activities/index.js';
+import {
+  ApplicationFailure,
+  defineQuery,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type {
+  ArtifactActivities,
+  DialogueTurnActivities,
+  PolicyActivities,
+  SimulatorActivities,
+} from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
 import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput, type TurnPhase } from '../core/dialogueTurn.js';
 import { openingMessages } from '../core/prompts/simulator.js';
@@ -8,7 +21,14 @@ import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettin
 import type { Scenario } from '../core/scenario.js';
 import { callSeed } from '../core/seeds.js';
 import { rewardFor, type Outcome } from '../core/termination.js';
-import { emptyTotals, type ChatMessage, type RolloutSummary, type TokenTotals, type Transcript, type TranscriptTurn } from '../core/transcript.js';
+import {
+  emptyTotals,
+  type ChatMessage,
+  type RolloutSummary,
+  type TokenTotals,
+  type Transcript,
+  type TranscriptTurn,
+} from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
@@ -69,7 +89,8 @@ function turnRetry(settings: RolloutSettings): RetryPolicySettings {
     initialIntervalMs: Math.min(a.initialIntervalMs, b.initialIntervalMs),
     backoffCoefficient: Math.max(a.backoffCoefficient, b.backoffCoefficient),
     maximumIntervalMs: Math.max(a.maximumIntervalMs, b.maximumIntervalMs),
-    maximumAttempts: a.maximumAttempts === 0 || b.maximumAttempts === 0 ? 0 : Math.max(a.maximumAttempts, b.maximumAttempts),
+    maximumAttempts:
+      a.maximumAttempts === 0 || b.maximumAttempts === 0 ? 0 : Math.max(a.maximumAttempts, b.maximumAttempts),
   };
 }
 
@@ -80,9 +101,16 @@ function turnActivityProxy(settings: RolloutSettings, local: boolean) {
     retry: retryOptions(turnRetry(settings)),
   };
   if (local) return proxyLocalActivities<DialogueTurnActivities>(options);
-  if (!settings.turnsTaskQueue) throw ApplicationFailure.nonRetryable('rollout settings with activityPer=turn need turnsTaskQueue', 'BadRolloutInput');
+  if (!settings.turnsTaskQueue)
+    throw ApplicationFailure.nonRetryable(
+      'rollout settings with activityPer=turn need turnsTaskQueue',
+      'BadRolloutInput',
+    );
   // A dead worker is noticed as soon as a dead worker's single call would be (or within a minute).
-  const heartbeatTimeout = Math.min(LIMITS.turnHeartbeatTimeoutMs, activityTimeoutFor(Math.min(settings.policy.timeoutMs, settings.simulator.timeoutMs)));
+  const heartbeatTimeout = Math.min(
+    LIMITS.turnHeartbeatTimeoutMs,
+    activityTimeoutFor(Math.min(settings.policy.timeoutMs, settings.simulator.timeoutMs)),
+  );
   return proxyActivities<DialogueTurnActivities>({ ...options, taskQueue: settings.turnsTaskQueue, heartbeatTimeout });
 }
 
@@ -118,7 +146,10 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   };
   // A local call may first wait for its endpoint's slot in the worker, and that wait counts against
   // a local activity's timeout; the HTTP timeout inside still bounds the call itself.
-  const localOptions = <T extends { startToCloseTimeout: number }>(options: T): T => ({ ...options, startToCloseTimeout: Math.max(options.startToCloseTimeout, LIMITS.localLlmCallTimeoutMs) });
+  const localOptions = <T extends { startToCloseTimeout: number }>(options: T): T => ({
+    ...options,
+    startToCloseTimeout: Math.max(options.startToCloseTimeout, LIMITS.localLlmCallTimeoutMs),
+  });
   const policy = local
     ? proxyLocalActivities<PolicyActivities>(localOptions(policyOptions))
     : proxyActivities<PolicyActivities>({ ...policyOptions, taskQueue: settings.policy.taskQueue });
@@ -135,16 +166,23 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   // With local LLM calls the scenario load and the transcript write run as local activities too:
   // the rollout worker hosts them anyway, and each saves a dialogue two server round trips (the
   // patch keeps rollouts started before this change replaying their artifact activities).
-  const artifacts = local && patched(LOCAL_ARTIFACT_ACTIVITIES_PATCH)
-    ? proxyLocalActivities<ArtifactActivities>(artifactOptions)
-    : proxyActivities<ArtifactActivities>({ ...artifactOptions, taskQueue: settings.artifactsTaskQueue });
+  const artifacts =
+    local && patched(LOCAL_ARTIFACT_ACTIVITIES_PATCH)
+      ? proxyLocalActivities<ArtifactActivities>(artifactOptions)
+      : proxyActivities<ArtifactActivities>({ ...artifactOptions, taskQueue: settings.artifactsTaskQueue });
 
   let scenario: Scenario;
   if (input.scenario) scenario = input.scenario;
   else if (input.scenarioRef) scenario = await artifacts.loadScenario(input.scenarioRef);
   else throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
 
-  const progress: RolloutProgress = { turn: 0, emotion: settings.initialEmotion, emotions: [settings.initialEmotion], outcome: null, phase: 'opening' };
+  const progress: RolloutProgress = {
+    turn: 0,
+    emotion: settings.initialEmotion,
+    emotions: [settings.initialEmotion],
+    outcome: null,
+    phase: 'opening',
+  };
   setHandler(rolloutProgressQuery, () => progress);
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.kind, value: 'rollout' },
@@ -158,7 +196,12 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
 
   let opening: Transcript['opening'];
   if (scenario.firstMessage) {
-    opening = { text: scenario.firstMessage, writtenBySimulator: false, latencyMs: 0, usage: { prompt: 0, completion: 0 } };
+    opening = {
+      text: scenario.firstMessage,
+      writtenBySimulator: false,
+      latencyMs: 0,
+      usage: { prompt: 0, completion: 0 },
+    };
   } else {
     const written = await simulator.writeUserMessage({
       endpoint: settings.simulator,
@@ -258,4 +301,3 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     artifact,
   };
 }
-

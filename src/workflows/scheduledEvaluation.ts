@@ -30,6 +30,8 @@ export async function scheduledEvaluation(input: ScheduledEvaluationInput): Prom
   return executeChild(evaluation, {
     workflowId: evalId,
     taskQueue: workflowInfo().taskQueue,
-    args: [{ ...input.evaluation, evalId, settings, step, runName: input.run?.name ?? input.evaluation.runName ?? null }],
+    args: [
+      { ...input.evaluation, evalId, settings, step, runName: input.run?.name ?? input.evaluation.runName ?? null },
+    ],
   });
 }

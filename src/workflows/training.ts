@@ -1,6 +1,14 @@
 import {
-  allHandlersFinished, condition, continueAsNew, defineQuery, defineUpdate, executeChild, proxyActivities,
-  setHandler, upsertSearchAttributes, workflowInfo,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineUpdate,
+  executeChild,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { OptimizerQueueActivities, RolloutQueueActivities } from '../activities/index.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
@@ -17,7 +25,17 @@ import { evaluation } from './evaluation.js';
 import { boundedFanOut, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
 
-export type TrainingPhase = 'starting' | 'rollouts' | 'waiting-for-operator' | 'paused' | 'optimizing' | 'publishing' | 'evaluating' | 'recording' | 'done' | 'stopped';
+export type TrainingPhase =
+  | 'starting'
+  | 'rollouts'
+  | 'waiting-for-operator'
+  | 'paused'
+  | 'optimizing'
+  | 'publishing'
+  | 'evaluating'
+  | 'recording'
+  | 'done'
+  | 'stopped';
 
 /** Small state carried across continue-as-new: never transcripts. */
 export interface TrainingState {
@@ -91,8 +109,14 @@ function stats(values: number[]) {
 export async function training(input: TrainingInput): Promise<TrainingResult> {
   const settings = input.settings;
   const state: TrainingState = input.state ?? {
-    step: 1, version: settings.publish.baseVersion, initialized: false, paused: false, stopRequested: false,
-    live: {}, stepDurationsMs: [], lastMetrics: null,
+    step: 1,
+    version: settings.publish.baseVersion,
+    initialized: false,
+    paused: false,
+    stopRequested: false,
+    live: {},
+    stepDurationsMs: [],
+    lastMetrics: null,
   };
   const steps = () => state.live.steps ?? settings.steps;
   const maxInFlight = () => state.live.maxInFlight ?? settings.maxInFlight;
@@ -110,7 +134,11 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     startToCloseTimeout: settings.trainer.stepTimeoutMs,
     heartbeatTimeout: settings.trainer.heartbeatTimeoutMs,
     // The trainer may be restarting: keep asking; its exactly-once contract makes that safe.
-    retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', nonRetryableErrorTypes: ['TrainerRejected', 'TrainerStepConflict', 'EmptyStep', 'TrainerBadResponse'] },
+    retry: {
+      initialInterval: '2 seconds',
+      maximumInterval: '1 minute',
+      nonRetryableErrorTypes: ['TrainerRejected', 'TrainerStepConflict', 'EmptyStep', 'TrainerBadResponse'],
+    },
   });
 
   let phase: TrainingPhase = 'starting';
@@ -121,9 +149,19 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     const remaining = Math.max(0, steps() - state.step + (phase === 'done' || phase === 'stopped' ? 0 : 1));
     const perStep = state.stepDurationsMs.length > 0 ? mean(state.stepDurationsMs) : null;
     return {
-      runName: settings.runName, algorithm: settings.algorithm, step: state.step, steps: steps(), phase,
-      paused: state.paused, stopRequested: state.stopRequested, version: state.version, rollouts: { ...progress },
-      blockedReason, lastMetrics: state.lastMetrics, etaMs: perStep === null ? null : Math.round(perStep * remaining), live: state.live,
+      runName: settings.runName,
+      algorithm: settings.algorithm,
+      step: state.step,
+      steps: steps(),
+      phase,
+      paused: state.paused,
+      stopRequested: state.stopRequested,
+      version: state.version,
+      rollouts: { ...progress },
+      blockedReason,
+      lastMetrics: state.lastMetrics,
+      etaMs: perStep === null ? null : Math.round(perStep * remaining),
+      live: state.live,
     };
   };
   setHandler(trainingStatusQuery, status);
@@ -140,15 +178,20 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     state.stopRequested = true;
     return status();
   });
-  setHandler(setUpdate, (pairs) => {
-    state.live = { ...state.live, ...parseLiveSet(pairs) };
-    return state.live;
-  }, {
-    validator: (pairs) => {
-      const change = parseLiveSet(pairs);
-      if (change.steps !== undefined && change.steps < state.step - 1) throw new Error(`steps: ${change.steps} is below the ${state.step - 1} steps already applied`);
+  setHandler(
+    setUpdate,
+    (pairs) => {
+      state.live = { ...state.live, ...parseLiveSet(pairs) };
+      return state.live;
     },
-  });
+    {
+      validator: (pairs) => {
+        const change = parseLiveSet(pairs);
+        if (change.steps !== undefined && change.steps < state.step - 1)
+          throw new Error(`steps: ${change.steps} is below the ${state.step - 1} steps already applied`);
+      },
+    },
+  );
 
   const setPhase = (next: TrainingPhase) => {
     phase = next;
@@ -162,14 +205,24 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
 
   const finish = (stopped: boolean): TrainingResult => {
     setPhase(stopped ? 'stopped' : 'done');
-    return { runName: settings.runName, stepsApplied: state.step - 1, stopped, version: state.version, lastMetrics: state.lastMetrics };
+    return {
+      runName: settings.runName,
+      stepsApplied: state.step - 1,
+      stopped,
+      version: state.version,
+      lastMetrics: state.lastMetrics,
+    };
   };
 
   if (!state.initialized) {
     await optimizer.ensureTrainerRun({
       trainer: { url: settings.trainer.url, tokenEnv: settings.trainer.tokenEnv },
-      runName: settings.runName, algorithm: settings.algorithm, baseModel: settings.trainer.baseModel,
-      lora: settings.trainer.lora, hyperparameters: settings.trainer.hyperparameters, seed: settings.seed,
+      runName: settings.runName,
+      algorithm: settings.algorithm,
+      baseModel: settings.trainer.baseModel,
+      lora: settings.trainer.lora,
+      hyperparameters: settings.trainer.hyperparameters,
+      seed: settings.seed,
     });
     state.initialized = true;
   }
@@ -192,13 +245,23 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     ...settings.rollout,
     policy: { ...settings.rollout.policy, model: state.version, ...(temperature !== undefined ? { temperature } : {}) },
   };
-  interface Planned { rolloutId: string; scenarioId: string; group: string; seed: number }
+  interface Planned {
+    rolloutId: string;
+    scenarioId: string;
+    group: string;
+    seed: number;
+  }
   const planned: Planned[] = [];
   chosen.forEach((scenarioId, position) => {
     // The same scenario can appear twice in a step that spans an epoch boundary: position keeps groups apart.
     const group = `s${step}-${position}-${scenarioId}`;
     for (let k = 0; k < settings.samplesPerScenario; k++) {
-      planned.push({ rolloutId: `${settings.runName}--s${step}--${position}-${scenarioId}--k${k}`, scenarioId, group, seed: stableHash(`${settings.seed}:${step}:${position}:${k}`) % 2_147_483_647 });
+      planned.push({
+        rolloutId: `${settings.runName}--s${step}--${position}-${scenarioId}--k${k}`,
+        scenarioId,
+        group,
+        seed: stableHash(`${settings.seed}:${step}:${position}:${k}`) % 2_147_483_647,
+      });
     }
   });
   progress.total = planned.length;
@@ -215,7 +278,16 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
           ...rolloutStartOptions(rolloutSettings),
           workflowId: attempt === 0 ? p.rolloutId : `${p.rolloutId}--a${attempt}`,
           taskQueue: workflowInfo().taskQueue,
-          args: [{ rolloutId: attempt === 0 ? p.rolloutId : `${p.rolloutId}--a${attempt}`, scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId }, settings: rolloutSettings, seed: p.seed + attempt, runName: settings.runName, step }],
+          args: [
+            {
+              rolloutId: attempt === 0 ? p.rolloutId : `${p.rolloutId}--a${attempt}`,
+              scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId },
+              settings: rolloutSettings,
+              seed: p.seed + attempt,
+              runName: settings.runName,
+              step,
+            },
+          ],
         });
         progress.done++;
         return summary;
@@ -250,16 +322,28 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     if (state.stopRequested) return finish(true);
     blockedReason = null;
     setPhase('rollouts');
-    await runRollouts(planned.filter((p) => errors.has(p.rolloutId)), attempt);
+    await runRollouts(
+      planned.filter((p) => errors.has(p.rolloutId)),
+      attempt,
+    );
   }
 
-  const stepRollouts: StepRollout[] = planned.map((p) => ({ rolloutId: p.rolloutId, scenarioId: p.scenarioId, group: p.group, ok: results.get(p.rolloutId) != null }));
+  const stepRollouts: StepRollout[] = planned.map((p) => ({
+    rolloutId: p.rolloutId,
+    scenarioId: p.scenarioId,
+    group: p.group,
+    ok: results.get(p.rolloutId) != null,
+  }));
   const decision = keepGroups(stepRollouts, settings.algorithm === 'grpo' && settings.samplesPerScenario > 1 ? 2 : 1);
   const kept = decision.kept.map((r) => results.get(r.rolloutId)!);
   if (kept.length === 0) throw new Error(`step ${step}: no rollout survived (${decision.failed} failed)`);
 
   setPhase('optimizing');
-  const liveHyper = Object.fromEntries(Object.entries(state.live).filter(([k]) => ['learning_rate', 'clip_ratio', 'kl_coef', 'entropy_coef', 'value_learning_rate', 'max_grad_norm'].includes(k)));
+  const liveHyper = Object.fromEntries(
+    Object.entries(state.live).filter(([k]) =>
+      ['learning_rate', 'clip_ratio', 'kl_coef', 'entropy_coef', 'value_learning_rate', 'max_grad_norm'].includes(k),
+    ),
+  );
   const applied = await optimizer.applyOptimizerStep({
     trainer: { url: settings.trainer.url, tokenEnv: settings.trainer.tokenEnv },
     runName: settings.runName,
@@ -272,25 +356,52 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
 
   setPhase('publishing');
   const version = settings.publish.mode === 'trainer' ? `${settings.runName}@${step}` : applied.version;
-  await local.publishPolicyVersion({ mode: settings.publish.mode, policyBaseURL: settings.publish.policyBaseURL, apiKeyEnv: settings.rollout.policy.apiKeyEnv, version, exportPath: applied.exportPath });
+  await local.publishPolicyVersion({
+    mode: settings.publish.mode,
+    policyBaseURL: settings.publish.policyBaseURL,
+    apiKeyEnv: settings.rollout.policy.apiKeyEnv,
+    version,
+    exportPath: applied.exportPath,
+  });
   state.version = version;
 
   let evalSummary: StepMetricsRecord['eval'];
-  if (evalEvery() > 0 && (step % evalEvery() === 0 || step === steps()) && settings.evalSettings && settings.evalScenarios.length > 0) {
+  if (
+    evalEvery() > 0 &&
+    (step % evalEvery() === 0 || step === steps()) &&
+    settings.evalSettings &&
+    settings.evalScenarios.length > 0
+  ) {
     setPhase('evaluating');
     const evalId = `${settings.runName}-eval-s${step}`;
     try {
       const summary = await executeChild(evaluation, {
         workflowId: evalId,
         taskQueue: workflowInfo().taskQueue,
-        args: [{
-          evalId, scenarioDir: settings.evalScenarioDir,
-          scenarios: settings.evalScenarios,
-          source: 'eval split', settings: { ...settings.evalSettings, policy: { ...settings.evalSettings.policy, baseURL: settings.publish.policyBaseURL, model: version } },
-          seed: settings.seed, concurrency: settings.evalConcurrency, runName: settings.runName, step,
-        }],
+        args: [
+          {
+            evalId,
+            scenarioDir: settings.evalScenarioDir,
+            scenarios: settings.evalScenarios,
+            source: 'eval split',
+            settings: {
+              ...settings.evalSettings,
+              policy: { ...settings.evalSettings.policy, baseURL: settings.publish.policyBaseURL, model: version },
+            },
+            seed: settings.seed,
+            concurrency: settings.evalConcurrency,
+            runName: settings.runName,
+            step,
+          },
+        ],
       });
-      evalSummary = { evalId, score: summary.score, success: summary.success, failure: summary.failure, count: summary.count };
+      evalSummary = {
+        evalId,
+        score: summary.score,
+        success: summary.success,
+        failure: summary.failure,
+        count: summary.count,
+      };
     } catch (error) {
       // An evaluation failure is reported, not fatal to training.
       blockedReason = `evaluation ${evalId} failed: ${failureMessage(error)}`;

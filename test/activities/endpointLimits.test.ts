@@ -4,7 +4,9 @@ import { EndpointGate, gated } from '../../src/activities/endpointLimits.js';
 /** A call that stays open until the test lets it finish. */
 function heldCall() {
   let finish!: () => void;
-  const done = new Promise<void>((resolve) => { finish = resolve; });
+  const done = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
   return { done, finish };
 }
 
@@ -15,14 +17,16 @@ describe('endpoint gate (limits for LLM calls run as local activities)', () => {
     let running = 0;
     let peak = 0;
     const started: number[] = [];
-    const results = calls.map((c, i) => gate.run(async () => {
-      running++;
-      peak = Math.max(peak, running);
-      started.push(i);
-      await c.done;
-      running--;
-      return i;
-    }));
+    const results = calls.map((c, i) =>
+      gate.run(async () => {
+        running++;
+        peak = Math.max(peak, running);
+        started.push(i);
+        await c.done;
+        running--;
+        return i;
+      }),
+    );
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(started, [0, 1]);
     calls[1]!.finish();
@@ -36,7 +40,12 @@ describe('endpoint gate (limits for LLM calls run as local activities)', () => {
 
   it('frees the slot when a call fails', async () => {
     const gate = new EndpointGate({ maxConcurrency: 1 });
-    await assert.rejects(gate.run(async () => { throw new Error('HTTP 500'); }), /HTTP 500/);
+    await assert.rejects(
+      gate.run(async () => {
+        throw new Error('HTTP 500');
+      }),
+      /HTTP 500/,
+    );
     assert.equal(await gate.run(async () => 'next'), 'next');
     assert.equal(gate.inFlight, 0);
   });
@@ -44,7 +53,13 @@ describe('endpoint gate (limits for LLM calls run as local activities)', () => {
   it('spaces call starts by 1 / requestsPerSecond', async () => {
     const gate = new EndpointGate({ maxConcurrency: 10, requestsPerSecond: 20 });
     const startedAt: number[] = [];
-    await Promise.all(Array.from({ length: 4 }, () => gate.run(async () => { startedAt.push(Date.now()); })));
+    await Promise.all(
+      Array.from({ length: 4 }, () =>
+        gate.run(async () => {
+          startedAt.push(Date.now());
+        }),
+      ),
+    );
     const span = startedAt[3]! - startedAt[0]!;
     // Three gaps of 50 ms; timers may fire a little late, never early.
     assert.ok(span >= 148, `4 starts at 20 rps spanned ${span} ms`);

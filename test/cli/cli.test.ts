@@ -6,13 +6,23 @@ import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { FIXTURE_SCENARIOS, testConfigSet } from '../support/rolloutRig.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
 
-function attune(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function attune(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), ...args], { env: { ...process.env, ...env }, cwd: REPO_ROOT });
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), ...args], {
+      env: { ...process.env, ...env },
+      cwd: REPO_ROOT,
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
     child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
@@ -32,7 +42,23 @@ describe('the attune command', function () {
   });
 
   it('has --help everywhere', async () => {
-    for (const command of [[], ['dev'], ['worker'], ['rollout'], ['scenarios'], ['eval'], ['schedule'], ['train'], ['status'], ['pause'], ['resume'], ['stop'], ['set'], ['report'], ['demo']]) {
+    for (const command of [
+      [],
+      ['dev'],
+      ['worker'],
+      ['rollout'],
+      ['scenarios'],
+      ['eval'],
+      ['schedule'],
+      ['train'],
+      ['status'],
+      ['pause'],
+      ['resume'],
+      ['stop'],
+      ['set'],
+      ['report'],
+      ['demo'],
+    ]) {
       const result = await attune([...command, '--help']);
       assert.equal(result.code, 0, `${command.join(' ')} --help: ${result.stderr}`);
       assert.match(result.stdout, /attune/);
@@ -40,9 +66,28 @@ describe('the attune command', function () {
   });
 
   it('rollout --json runs one dialogue on the configured server, starting workers itself', async () => {
-    const result = await attune(['rollout', '--scenario', 'test-venting-negative-baker', '--scenarios', FIXTURE_SCENARIOS, '--max-turns', '3', '--json', ...set()], { TEMPORAL_ADDRESS: address });
+    const result = await attune(
+      [
+        'rollout',
+        '--scenario',
+        'test-venting-negative-baker',
+        '--scenarios',
+        FIXTURE_SCENARIOS,
+        '--max-turns',
+        '3',
+        '--json',
+        ...set(),
+      ],
+      { TEMPORAL_ADDRESS: address },
+    );
     assert.equal(result.code, 0, result.stderr);
-    const summary = JSON.parse(result.stdout) as { outcome: string; finalEmotion: number; turns: number; emotions: number[]; artifact: string };
+    const summary = JSON.parse(result.stdout) as {
+      outcome: string;
+      finalEmotion: number;
+      turns: number;
+      emotions: number[];
+      artifact: string;
+    };
     assert.equal(summary.outcome, 'turn-limit');
     assert.equal(summary.turns, 3);
     assert.deepEqual(summary.emotions, [40, 44, 48, 52]);
@@ -51,7 +96,19 @@ describe('the attune command', function () {
   });
 
   it('rollout prints the transcript with the emotion after each turn', async () => {
-    const result = await attune(['rollout', '--scenario', 'test-venting-negative-baker', '--scenarios', FIXTURE_SCENARIOS, '--max-turns', '2', ...set()], { TEMPORAL_ADDRESS: address });
+    const result = await attune(
+      [
+        'rollout',
+        '--scenario',
+        'test-venting-negative-baker',
+        '--scenarios',
+        FIXTURE_SCENARIOS,
+        '--max-turns',
+        '2',
+        ...set(),
+      ],
+      { TEMPORAL_ADDRESS: address },
+    );
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /\[Marta Quell\] so apparently ten years of baking/);
     assert.match(result.stdout, /emotion 40 -> 44 \(\+4, state B\)/);
@@ -59,9 +116,18 @@ describe('the attune command', function () {
   });
 
   it('eval --json prints score, success, failure, count and per-scenario results', async () => {
-    const result = await attune(['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.maxTurns=2', ...set()], { TEMPORAL_ADDRESS: address });
+    const result = await attune(
+      ['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.maxTurns=2', ...set()],
+      { TEMPORAL_ADDRESS: address },
+    );
     assert.equal(result.code, 0, result.stderr);
-    const report = JSON.parse(result.stdout) as { score: number; success: number; failure: number; count: number; results: { scenarioId: string; finalEmotion: number; outcome: string; turns: number }[] };
+    const report = JSON.parse(result.stdout) as {
+      score: number;
+      success: number;
+      failure: number;
+      count: number;
+      results: { scenarioId: string; finalEmotion: number; outcome: string; turns: number }[];
+    };
     assert.equal(report.count, 2);
     assert.equal(report.score, 48);
     assert.equal(report.success, 0);
@@ -76,7 +142,10 @@ describe('the attune command', function () {
     const bad = await attune(['rollout', '--scenario', 'x', '--set', 'rollout.maxTurns=zero']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /rollout\.maxTurns/);
-    const missing = await attune(['rollout', '--scenario', 'no-such-scenario', '--scenarios', FIXTURE_SCENARIOS, ...set()], { TEMPORAL_ADDRESS: address });
+    const missing = await attune(
+      ['rollout', '--scenario', 'no-such-scenario', '--scenarios', FIXTURE_SCENARIOS, ...set()],
+      { TEMPORAL_ADDRESS: address },
+    );
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /scenario "no-such-scenario" not found in .*fixtures\/scenarios/);
   });

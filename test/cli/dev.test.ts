@@ -12,7 +12,10 @@ import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -24,14 +27,32 @@ describe('attune dev', function () {
     const fake = await FakeOpenAIServer.start({ analysis: () => ({ emotionChange: 1 }) });
     const [port, uiPort] = [await freePort(), await freePort()];
     const home = mkdtempSync(join(tmpdir(), 'attune-dev-test-'));
-    const set = ['--set', `temporal.devServer.port=${port}`, '--set', `temporal.devServer.uiPort=${uiPort}`, '--set', `policy.baseURL=${fake.url}`, '--set', `simulator.baseURL=${fake.url}`];
+    const set = [
+      '--set',
+      `temporal.devServer.port=${port}`,
+      '--set',
+      `temporal.devServer.uiPort=${uiPort}`,
+      '--set',
+      `policy.baseURL=${fake.url}`,
+      '--set',
+      `simulator.baseURL=${fake.url}`,
+    ];
     const env = { ...process.env, ATTUNE_HOME: home };
-    const dev = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), 'dev', ...set], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const dev = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), 'dev', ...set], {
+      cwd: REPO_ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     const up = new Promise<void>((resolve, reject) => {
-      const onData = (c: Buffer) => { out += c.toString(); if (out.includes('Press Ctrl-C to stop.')) resolve(); };
+      const onData = (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('Press Ctrl-C to stop.')) resolve();
+      };
       dev.stdout.on('data', onData);
-      dev.stderr.on('data', (c: Buffer) => { out += c.toString(); });
+      dev.stderr.on('data', (c: Buffer) => {
+        out += c.toString();
+      });
       dev.once('exit', (code) => reject(new Error(`attune dev exited (${code}):\n${out}`)));
     });
     const exited = new Promise<number | null>((resolve) => dev.once('exit', (code) => resolve(code)));
@@ -40,11 +61,30 @@ describe('attune dev', function () {
       assert.match(out, new RegExp(`Web UI: +http://127\\.0\\.0\\.1:${uiPort}`));
       assert.equal(await listening(uiPort), true, 'the UI serves');
 
-      const rollout = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), 'rollout', '--scenario', 'test-venting-negative-baker', '--scenarios', FIXTURE_SCENARIOS, '--max-turns', '2', '--json', ...set], { cwd: REPO_ROOT, env: { ...env, ATTUNE_LOG_LEVEL: 'info' } });
+      const rollout = spawn(
+        process.execPath,
+        [
+          join(REPO_ROOT, 'bin', 'attune.js'),
+          'rollout',
+          '--scenario',
+          'test-venting-negative-baker',
+          '--scenarios',
+          FIXTURE_SCENARIOS,
+          '--max-turns',
+          '2',
+          '--json',
+          ...set,
+        ],
+        { cwd: REPO_ROOT, env: { ...env, ATTUNE_LOG_LEVEL: 'info' } },
+      );
       let rout = '';
       let rerr = '';
-      rollout.stdout.on('data', (c: Buffer) => { rout += c.toString(); });
-      rollout.stderr.on('data', (c: Buffer) => { rerr += c.toString(); });
+      rollout.stdout.on('data', (c: Buffer) => {
+        rout += c.toString();
+      });
+      rollout.stderr.on('data', (c: Buffer) => {
+        rerr += c.toString();
+      });
       const code = await new Promise<number | null>((resolve) => rollout.once('exit', resolve));
       assert.equal(code, 0, rerr);
       assert.equal((JSON.parse(rout) as { turns: number }).turns, 2);

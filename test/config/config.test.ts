@@ -23,7 +23,12 @@ describe('configuration', () => {
     const file = yamlFile('policy:\n  baseURL: http://file:1/v1\n  model: from-file\nrollout:\n  maxTurns: 5\n');
     const config = loadConfig({
       file,
-      env: { POLICY_MODEL: 'from-env', SIMULATOR_BASE_URL: 'http://sim:2/v1', TEMPORAL_ADDRESS: 'temporal:7233', ATTUNE_HOME: '/tmp/h' },
+      env: {
+        POLICY_MODEL: 'from-env',
+        SIMULATOR_BASE_URL: 'http://sim:2/v1',
+        TEMPORAL_ADDRESS: 'temporal:7233',
+        ATTUNE_HOME: '/tmp/h',
+      },
       set: ['rollout.maxTurns=3', 'rollout.think=true'],
     });
     assert.equal(config.policy.baseURL, 'http://file:1/v1');
@@ -36,12 +41,15 @@ describe('configuration', () => {
   });
   it('rejects unknown keys naming the file and the key', () => {
     const file = yamlFile('policy:\n  baseURL: http://x:1/v1\n  modle: typo\n');
-    assert.throws(() => loadConfig({ file, env: {} }), (error: unknown) => {
-      assert.ok(error instanceof ConfigError);
-      assert.ok(error.message.includes(file));
-      assert.match(error.message, /policy\.modle: unknown key/);
-      return true;
-    });
+    assert.throws(
+      () => loadConfig({ file, env: {} }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.ok(error.message.includes(file));
+        assert.match(error.message, /policy\.modle: unknown key/);
+        return true;
+      },
+    );
   });
   it('rejects bad values naming the key', () => {
     assert.throws(() => loadConfig({ env: {}, set: ['rollout.initialEmotion=140'] }), /rollout\.initialEmotion/);
@@ -53,16 +61,29 @@ describe('configuration', () => {
   it('passes rollout.activityPer to the workflows (call by default), with the turns queue', () => {
     assert.throws(() => loadConfig({ env: {}, set: ['rollout.activityPer=dialogue'] }), /rollout\.activityPer/);
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).activityPer, 'call');
-    const settings = rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.activityPer=turn', 'temporal.taskQueuePrefix=t1-'] }));
+    const settings = rolloutSettingsFromConfig(
+      loadConfig({ env: {}, set: ['rollout.activityPer=turn', 'temporal.taskQueuePrefix=t1-'] }),
+    );
     assert.equal(settings.activityPer, 'turn');
     assert.equal(settings.turnsTaskQueue, 't1-attune-llm-turns');
   });
 
-  it('gives rollouts a 60 s workflow-task timeout with local calls, Temporal\'s default otherwise, or rollout.workflowTaskTimeoutMs', () => {
+  it("gives rollouts a 60 s workflow-task timeout with local calls, Temporal's default otherwise, or rollout.workflowTaskTimeoutMs", () => {
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).workflowTaskTimeoutMs, undefined);
-    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).workflowTaskTimeoutMs, 60_000);
-    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local', 'rollout.workflowTaskTimeoutMs=20000'] })).workflowTaskTimeoutMs, 20_000);
-    assert.throws(() => loadConfig({ env: {}, set: ['rollout.workflowTaskTimeoutMs=600000'] }), /rollout\.workflowTaskTimeoutMs/);
+    assert.equal(
+      rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).workflowTaskTimeoutMs,
+      60_000,
+    );
+    assert.equal(
+      rolloutSettingsFromConfig(
+        loadConfig({ env: {}, set: ['rollout.llmCalls=local', 'rollout.workflowTaskTimeoutMs=20000'] }),
+      ).workflowTaskTimeoutMs,
+      20_000,
+    );
+    assert.throws(
+      () => loadConfig({ env: {}, set: ['rollout.workflowTaskTimeoutMs=600000'] }),
+      /rollout\.workflowTaskTimeoutMs/,
+    );
   });
 
   it('passes rollout.llmCalls to the workflows (activity by default)', () => {

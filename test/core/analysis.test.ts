@@ -4,17 +4,34 @@ import { callSeed, stableHash } from '../../src/core/seeds.js';
 
 describe('simulator analysis parsing', () => {
   it('reads structured JSON', () => {
-    const raw = JSON.stringify({ assistantIntent: 'comfort', goalFit: 'good', innerThoughts: 'finally', emotionChange: 6 });
-    assert.deepEqual(parseAnalysis(raw), { assistantIntent: 'comfort', goalFit: 'good', innerThoughts: 'finally', emotionChange: 6 });
+    const raw = JSON.stringify({
+      assistantIntent: 'comfort',
+      goalFit: 'good',
+      innerThoughts: 'finally',
+      emotionChange: 6,
+    });
+    assert.deepEqual(parseAnalysis(raw), {
+      assistantIntent: 'comfort',
+      goalFit: 'good',
+      innerThoughts: 'finally',
+      emotionChange: 6,
+    });
   });
   it('reads JSON in a code fence with snake_case keys and a signed string change', () => {
-    const raw = 'Sure:\n```json\n{"assistant_intent":"advice","goal_fit":"off","inner_thoughts":"ugh","emotion_change":"-4"}\n```';
+    const raw =
+      'Sure:\n```json\n{"assistant_intent":"advice","goal_fit":"off","inner_thoughts":"ugh","emotion_change":"-4"}\n```';
     assert.equal(parseAnalysis(raw)?.emotionChange, -4);
     assert.equal(parseAnalysis(raw)?.innerThoughts, 'ugh');
   });
   it('reads labelled sections in English and Chinese', () => {
-    const en = 'Assistant intent: to reassure\nGoal fit: partly\nInner thoughts: they get it,\nsort of\n**Emotion change:** +3';
-    assert.deepEqual(parseAnalysis(en), { assistantIntent: 'to reassure', goalFit: 'partly', innerThoughts: 'they get it,\nsort of', emotionChange: 3 });
+    const en =
+      'Assistant intent: to reassure\nGoal fit: partly\nInner thoughts: they get it,\nsort of\n**Emotion change:** +3';
+    assert.deepEqual(parseAnalysis(en), {
+      assistantIntent: 'to reassure',
+      goalFit: 'partly',
+      innerThoughts: 'they get it,\nsort of',
+      emotionChange: 3,
+    });
     const zh = '助手意图：安慰我\n契合度：一般\n内心想法：还是没懂我\n情绪变化：-2';
     assert.equal(parseAnalysis(zh)?.emotionChange, -2);
     assert.equal(parseAnalysis(zh)?.innerThoughts, '还是没懂我');

@@ -4,7 +4,17 @@ import { isGoodbye, outcomeAfterAnalysis, rewardFor } from '../../src/core/termi
 
 describe('emotion state machine', () => {
   it('maps emotion to SAGE states at the exact thresholds', () => {
-    assert.deepEqual([100, 99, 70, 69, 40, 39, 10, 9, 0].map(emotionState), ['S', 'A', 'A', 'B', 'B', 'C', 'C', 'F', 'F']);
+    assert.deepEqual([100, 99, 70, 69, 40, 39, 10, 9, 0].map(emotionState), [
+      'S',
+      'A',
+      'A',
+      'B',
+      'B',
+      'C',
+      'C',
+      'F',
+      'F',
+    ]);
   });
   it('clamps the change to [-10, 10] (rounded) and the emotion to [0, 100]', () => {
     assert.equal(clampChange(15), 10);
@@ -30,7 +40,14 @@ describe('termination', () => {
     assert.equal(outcomeAfterAnalysis(100, 8, 8), 'success');
   });
   it('recognises goodbyes in English and Chinese, not mere mentions', () => {
-    for (const text of ['ok bye.', 'Goodbye then', 'I have to go, take care', 'see you later', '好的，再见', '那先这样吧，拜拜']) {
+    for (const text of [
+      'ok bye.',
+      'Goodbye then',
+      'I have to go, take care',
+      'see you later',
+      '好的，再见',
+      '那先这样吧，拜拜',
+    ]) {
       assert.equal(isGoodbye(text, text.match(/[\u4e00-\u9fff]/) ? 'zh' : 'en'), true, text);
     }
     for (const text of ['I said nothing about it', 'maybe', 'the bypass road', '我还想再聊聊']) {

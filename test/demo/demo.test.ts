@@ -10,7 +10,10 @@ import { freePort } from '../../src/temporal/devServer.js';
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -26,29 +29,60 @@ interface Demo {
 
 /** The real demo command (the README's first command without the set-up step), on free ports and a fresh home. */
 async function startDemo(args: string[]): Promise<Demo> {
-  const [temporalPort, uiPort, llmPort, trainerPort] = [await freePort(), await freePort(), await freePort(), await freePort()] as [number, number, number, number];
+  const [temporalPort, uiPort, llmPort, trainerPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ] as [number, number, number, number];
   const home = mkdtempSync(join(tmpdir(), 'attune-demo-test-'));
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), 'demo', ...args,
-    '--set', `temporal.devServer.port=${temporalPort}`, '--set', `temporal.devServer.uiPort=${uiPort}`,
-    '--set', `localLlm.port=${llmPort}`, '--set', `simulator.baseURL=http://127.0.0.1:${llmPort}/v1`,
-    '--set', `trainer.url=http://127.0.0.1:${trainerPort}`,
-  ], { cwd: REPO_ROOT, env: { ...process.env, ATTUNE_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin', 'attune.js'),
+      'demo',
+      ...args,
+      '--set',
+      `temporal.devServer.port=${temporalPort}`,
+      '--set',
+      `temporal.devServer.uiPort=${uiPort}`,
+      '--set',
+      `localLlm.port=${llmPort}`,
+      '--set',
+      `simulator.baseURL=http://127.0.0.1:${llmPort}/v1`,
+      '--set',
+      `trainer.url=http://127.0.0.1:${trainerPort}`,
+    ],
+    { cwd: REPO_ROOT, env: { ...process.env, ATTUNE_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   const waiters: { pattern: RegExp; resolve: () => void }[] = [];
   const onData = (chunk: Buffer) => {
     out += chunk.toString();
-    for (const w of [...waiters]) if (w.pattern.test(out)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(); }
+    for (const w of [...waiters])
+      if (w.pattern.test(out)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
   };
   child.stdout?.on('data', onData);
   child.stderr?.on('data', onData);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
-    child, home, ports: [temporalPort, uiPort, llmPort, trainerPort], exited,
+    child,
+    home,
+    ports: [temporalPort, uiPort, llmPort, trainerPort],
+    exited,
     output: () => out,
-    waitFor: (pattern) => (pattern.test(out) ? Promise.resolve() : new Promise((resolve, reject) => {
-      waiters.push({ pattern, resolve });
-      void exited.then((code) => reject(new Error(`demo exited (${code}) before ${pattern}:\n${out.slice(-4000)}`)));
-    })),
+    waitFor: (pattern) =>
+      pattern.test(out)
+        ? Promise.resolve()
+        : new Promise((resolve, reject) => {
+            waiters.push({ pattern, resolve });
+            void exited.then((code) =>
+              reject(new Error(`demo exited (${code}) before ${pattern}:\n${out.slice(-4000)}`)),
+            );
+          }),
   };
 }
 
@@ -56,7 +90,20 @@ describe('the embedded-default demo (reduced: one step)', function () {
   this.timeout(900_000);
 
   it('trains, evaluates base and final policy, writes the report, and leaves nothing listening', async () => {
-    const demo = await startDemo(['--steps', '1', '--scenarios-per-step', '1', '--samples', '2', '--turns', '2', '--eval-scenarios', '1', '--set', 'policy.maxTokens=24']);
+    const demo = await startDemo([
+      '--steps',
+      '1',
+      '--scenarios-per-step',
+      '1',
+      '--samples',
+      '2',
+      '--turns',
+      '2',
+      '--eval-scenarios',
+      '1',
+      '--set',
+      'policy.maxTokens=24',
+    ]);
     const code = await demo.exited;
     const out = demo.output();
     assert.equal(code, 0, out.slice(-4000));
@@ -69,7 +116,9 @@ describe('the embedded-default demo (reduced: one step)', function () {
     assert.match(readFileSync(report, 'utf8'), new RegExp(run));
     assert.match(out, /base: Sentient score [\d.]+ over 1 dialogue/);
     assert.match(out, /final: Sentient score [\d.]+ over 1 dialogue/);
-    const metrics = readFileSync(join(demo.home, 'artifacts', 'runs', run, 'metrics.jsonl'), 'utf8').trim().split('\n');
+    const metrics = readFileSync(join(demo.home, 'artifacts', 'runs', run, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
     assert.equal(metrics.length, 1);
     for (const port of demo.ports) assert.equal(await listening(port), false, `port ${port} still listening`);
   });
@@ -77,10 +126,12 @@ describe('the embedded-default demo (reduced: one step)', function () {
   it('Ctrl-C stops every process it started', async () => {
     const demo = await startDemo(['--steps', '1', '--scenarios-per-step', '1', '--samples', '2', '--turns', '2']);
     await demo.waitFor(/training started/);
-    for (const port of [demo.ports[0], demo.ports[2], demo.ports[3]] as number[]) assert.equal(await listening(port), true);
+    for (const port of [demo.ports[0], demo.ports[2], demo.ports[3]] as number[])
+      assert.equal(await listening(port), true);
     demo.child.kill('SIGINT');
     const code = await demo.exited;
     assert.equal(code, 130, demo.output().slice(-3000));
-    for (const port of demo.ports) assert.equal(await listening(port), false, `port ${port} still listening after Ctrl-C`);
+    for (const port of demo.ports)
+      assert.equal(await listening(port), false, `port ${port} still listening after Ctrl-C`);
   });
 });

@@ -47,17 +47,28 @@ describe('evaluation workflow', function () {
     assert.equal(transcript.runName, input.evalId);
   });
 
-  it('starts its dialogues with the settings\' workflow-task timeout (60 s with local calls), one local activity per turn', async () => {
-    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 5 }) }, set: ['rollout.llmCalls=local', 'rollout.activityPer=turn'] });
+  it("starts its dialogues with the settings' workflow-task timeout (60 s with local calls), one local activity per turn", async () => {
+    rig = await createRolloutRig({
+      behaviour: { analysis: () => ({ emotionChange: 5 }) },
+      set: ['rollout.llmCalls=local', 'rollout.activityPer=turn'],
+    });
     await rig.startWorkers();
     const scenario = 'test-venting-negative-baker';
-    const input = buildEvaluationInput(rig.config, { scenarios: FIXTURE_SCENARIOS, evalId: `eval-local-${Date.now()}`, only: [scenario] });
+    const input = buildEvaluationInput(rig.config, {
+      scenarios: FIXTURE_SCENARIOS,
+      evalId: `eval-local-${Date.now()}`,
+      only: [scenario],
+    });
     assert.equal(input.settings.workflowTaskTimeoutMs, 60_000);
     const summary = (await (await startEvaluation(rig.env.client, rig.config, input)).result()) as EvaluationSummary;
     assert.equal(summary.score, 90);
     const child = await rig.env.client.workflow.getHandle(`${input.evalId}--${scenario}`).fetchHistory();
     const started = child.events?.[0]?.workflowExecutionStartedEventAttributes;
     assert.equal(Number(started?.workflowTaskTimeout?.seconds), 60);
-    assert.deepEqual(localActivityTypes(child.events ?? []), ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'saveTranscript'], 'one local activity per turn, and the artifact activities');
+    assert.deepEqual(
+      localActivityTypes(child.events ?? []),
+      ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'saveTranscript'],
+      'one local activity per turn, and the artifact activities',
+    );
   });
 });

@@ -34,14 +34,20 @@ describe('nightly evaluation schedules (real dev server)', function () {
     trainer = undefined;
   });
 
-  it('creates, triggers (evaluating the run\'s latest version), pauses and deletes a schedule', async () => {
+  it("creates, triggers (evaluating the run's latest version), pauses and deletes a schedule", async () => {
     trainer = await fakeTrainer(3);
     rig = await createRolloutRig({ set: [`trainer.url=${trainer.url}`, 'evaluation.maxTurns=2'] });
     // Versions are sampled from the fake OpenAI server, as they would be from vLLM with LoRA adapters.
     const config = { ...rig.config, trainer: { ...rig.config.trainer, policyBaseURL: rig.fake.url } };
     await rig.startWorkers();
     const name = `nightly-${Date.now()}`;
-    await createEvaluationSchedule(rig.env.client, config, { name, cron: '0 2 * * *', scenarios: FIXTURE_SCENARIOS, run: 'run-a', catchupWindow: '2 hours' });
+    await createEvaluationSchedule(rig.env.client, config, {
+      name,
+      cron: '0 2 * * *',
+      scenarios: FIXTURE_SCENARIOS,
+      run: 'run-a',
+      catchupWindow: '2 hours',
+    });
     const handle = rig.env.client.schedule.getHandle(name);
     const described = await handle.describe();
     assert.equal(described.policies.overlap, ScheduleOverlapPolicy.SKIP);

@@ -3,14 +3,38 @@ import { buildEvaluationReport, type EvaluationEntry } from '../../src/core/eval
 import { compareEvaluations } from '../../src/cli/commands/eval.js';
 
 const tokens = { policyPrompt: 10, policyCompletion: 5, simulatorPrompt: 20, simulatorCompletion: 8 };
-function ok(id: string, finalEmotion: number, turns: number, goalType: 'venting' | 'deep-empathy', personality: 'negative' | 'passive'): EvaluationEntry {
-  return { status: 'ok', scenarioId: id, goalType, personality, finalEmotion, outcome: finalEmotion >= 100 ? 'success' : finalEmotion < 10 ? 'failure' : 'turn-limit', turns, emotions: [40, finalEmotion], tokens, artifact: `rollouts/x/${id}.json` };
+function ok(
+  id: string,
+  finalEmotion: number,
+  turns: number,
+  goalType: 'venting' | 'deep-empathy',
+  personality: 'negative' | 'passive',
+): EvaluationEntry {
+  return {
+    status: 'ok',
+    scenarioId: id,
+    goalType,
+    personality,
+    finalEmotion,
+    outcome: finalEmotion >= 100 ? 'success' : finalEmotion < 10 ? 'failure' : 'turn-limit',
+    turns,
+    emotions: [40, finalEmotion],
+    tokens,
+    artifact: `rollouts/x/${id}.json`,
+  };
 }
 
 function report(evalId: string, results: EvaluationEntry[]) {
   return buildEvaluationReport({
-    evalId, createdAt: '2026-01-01T00:00:00Z', policyModel: 'p', simulatorModel: 's', scenarios: 'test',
-    settings: { initialEmotion: 40, maxTurns: 10, think: false, simulatorTemperature: 0 }, results, runName: null, step: null,
+    evalId,
+    createdAt: '2026-01-01T00:00:00Z',
+    policyModel: 'p',
+    simulatorModel: 's',
+    scenarios: 'test',
+    settings: { initialEmotion: 40, maxTurns: 10, think: false, simulatorTemperature: 0 },
+    results,
+    runName: null,
+    step: null,
   });
 }
 
@@ -37,7 +61,9 @@ describe('Sentient score arithmetic', () => {
   });
 
   it('an evaluation whose dialogues all failed scores 0 over 0, not NaN', () => {
-    const r = report('e2', [{ status: 'failed', scenarioId: 'x', goalType: 'venting', personality: 'negative', error: 'boom' }]);
+    const r = report('e2', [
+      { status: 'failed', scenarioId: 'x', goalType: 'venting', personality: 'negative', error: 'boom' },
+    ]);
     assert.equal(r.score, 0);
     assert.equal(r.count, 0);
     assert.equal(r.failed, 1);
@@ -45,9 +71,15 @@ describe('Sentient score arithmetic', () => {
 
   it('compare gives per-scenario and aggregate differences', () => {
     const a = report('A', [ok('s1', 40, 10, 'venting', 'negative'), ok('s2', 100, 3, 'venting', 'negative')]);
-    const b = report('B', [ok('s1', 55, 10, 'venting', 'negative'), { status: 'failed', scenarioId: 's2', goalType: 'venting', personality: 'negative', error: 'x' }]);
+    const b = report('B', [
+      ok('s1', 55, 10, 'venting', 'negative'),
+      { status: 'failed', scenarioId: 's2', goalType: 'venting', personality: 'negative', error: 'x' },
+    ]);
     const c = compareEvaluations(a, b);
     assert.deepEqual(c.score, { a: 70, b: 55, delta: -15 });
-    assert.deepEqual(c.scenarios, [{ id: 's1', a: 40, b: 55, delta: 15 }, { id: 's2', a: 100, b: null, delta: null }]);
+    assert.deepEqual(c.scenarios, [
+      { id: 's1', a: 40, b: 55, delta: 15 },
+      { id: 's2', a: 100, b: null, delta: null },
+    ]);
   });
 });

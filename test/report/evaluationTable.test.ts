@@ -4,8 +4,25 @@ import { buildEvaluationReport, type EvaluationEntry } from '../../src/core/eval
 
 const tokens = { policyPrompt: 100, policyCompletion: 20, simulatorPrompt: 200, simulatorCompletion: 40 };
 
-function entry(scenarioId: string, goalType: 'deep-empathy' | 'venting', personality: 'negative' | 'passive', emotions: number[], outcome: 'success' | 'failure' | 'turn-limit'): EvaluationEntry {
-  return { status: 'ok', scenarioId, goalType, personality, finalEmotion: emotions[emotions.length - 1] ?? 0, outcome, turns: emotions.length - 1, emotions, tokens, artifact: `rollouts/e/${scenarioId}.json` };
+function entry(
+  scenarioId: string,
+  goalType: 'deep-empathy' | 'venting',
+  personality: 'negative' | 'passive',
+  emotions: number[],
+  outcome: 'success' | 'failure' | 'turn-limit',
+): EvaluationEntry {
+  return {
+    status: 'ok',
+    scenarioId,
+    goalType,
+    personality,
+    finalEmotion: emotions[emotions.length - 1] ?? 0,
+    outcome,
+    turns: emotions.length - 1,
+    emotions,
+    tokens,
+    artifact: `rollouts/e/${scenarioId}.json`,
+  };
 }
 
 const report = buildEvaluationReport({
@@ -19,7 +36,13 @@ const report = buildEvaluationReport({
     entry('a-long-scenario-id', 'deep-empathy', 'negative', [40, 50, 60, 70, 80, 90, 100], 'success'),
     entry('b', 'venting', 'passive', [40, 30, 20, 10, 5], 'failure'),
     entry('c', 'venting', 'negative', [40, 45, 47, 49, 52, 55, 57, 58, 60, 61, 63], 'turn-limit'),
-    { status: 'failed', scenarioId: 'd', goalType: 'venting', personality: 'passive', error: 'simulator returned 503 after 5 attempts' },
+    {
+      status: 'failed',
+      scenarioId: 'd',
+      goalType: 'venting',
+      personality: 'passive',
+      error: 'simulator returned 503 after 5 attempts',
+    },
   ],
   runName: 'grpo-1',
   step: 40,
@@ -47,9 +70,15 @@ describe('attune eval terminal table', () => {
     const header = lines.find((l) => l.startsWith('SCENARIO')) ?? '';
     assert.match(header, /^SCENARIO {12}GOAL TYPE {5}PERSONALITY {2}FINAL {2}OUTCOME {5}TURNS {2}EMOTIONS$/);
     const row = lines.find((l) => l.startsWith('a-long-scenario-id')) ?? '';
-    assert.equal(row, 'a-long-scenario-id  deep-empathy  negative       100  success         6  ▄▅▅▆▇▇█  40 50 60 70 80 90 100');
+    assert.equal(
+      row,
+      'a-long-scenario-id  deep-empathy  negative       100  success         6  ▄▅▅▆▇▇█  40 50 60 70 80 90 100',
+    );
     const failed = lines.find((l) => l.startsWith('d ')) ?? '';
-    assert.equal(failed, 'd                   venting       passive          -  FAILED          -  simulator returned 503 after 5 attempts');
+    assert.equal(
+      failed,
+      'd                   venting       passive          -  FAILED          -  simulator returned 503 after 5 attempts',
+    );
     // Right-aligned FINAL column: every row's value ends under the header's last letter.
     const end = header.indexOf('FINAL') + 'FINAL'.length;
     for (const id of ['a-long-scenario-id', 'b ', 'c ', 'd ']) {
@@ -58,14 +87,21 @@ describe('attune eval terminal table', () => {
       assert.equal(line[end], ' ');
     }
     assert.ok(out.endsWith('\n'));
-    assert.ok(lines.every((l) => l === l.trimEnd()), 'no trailing spaces');
+    assert.ok(
+      lines.every((l) => l === l.trimEnd()),
+      'no trailing spaces',
+    );
   });
 
   it('colours scores by emotion state on a TTY', () => {
     const out = renderEvaluationTable(report, { color: true });
     assert.match(out, /\x1b\[35m {2}100\x1b\[0m/, 'S in violet');
     assert.ok(out.includes('\x1b[31mFAILED'), 'failed in red');
-    assert.equal(out.replace(/\x1b\[[0-9;]*m/g, ''), renderEvaluationTable(report, { color: false }), 'same text without colour');
+    assert.equal(
+      out.replace(/\x1b\[[0-9;]*m/g, ''),
+      renderEvaluationTable(report, { color: false }),
+      'same text without colour',
+    );
   });
 
   it('draws emotion sparklines on a 0..100 scale', () => {

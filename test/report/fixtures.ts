@@ -33,7 +33,7 @@ export function makeTranscript(spec: DialogueSpec, evalId: string): Transcript {
     const before = spec.emotions[i - 1] ?? 0;
     const after = spec.emotions[i] ?? 0;
     const last = i === spec.emotions.length - 1;
-    const userReply = last ? spec.finalReply ?? null : `Turn ${i} answer from ${spec.name}: it is complicated.`;
+    const userReply = last ? (spec.finalReply ?? null) : `Turn ${i} answer from ${spec.name}: it is complicated.`;
     turns.push({
       turn: i,
       userMessage,
@@ -95,16 +95,45 @@ export function makeTranscript(spec: DialogueSpec, evalId: string): Transcript {
     outcome: spec.outcome,
     finalEmotion,
     reward: spec.outcome === 'malformed' ? 0 : finalEmotion / 100,
-    tokens: { policyPrompt: 100 * turns.length, policyCompletion: 20 * turns.length, simulatorPrompt: 200 * turns.length, simulatorCompletion: 40 * turns.length },
+    tokens: {
+      policyPrompt: 100 * turns.length,
+      policyCompletion: 20 * turns.length,
+      simulatorPrompt: 200 * turns.length,
+      simulatorCompletion: 40 * turns.length,
+    },
     startedAt: '2026-01-01T02:00:00.000Z',
     finishedAt: '2026-01-01T02:01:00.000Z',
   };
 }
 
 export const DIALOGUES: DialogueSpec[] = [
-  { id: 'nurse-night-shift', name: 'Maya', goalType: 'deep-empathy', personality: 'avoidant', emotions: [40, 48, 58, 68, 78, 88, 98, 100], outcome: 'success', finalReply: 'Thank you. Goodbye for now.', thinking: ['She is exhausted; acknowledge first.'] },
-  { id: 'blamed-at-work', name: 'Tom', goalType: 'not-my-fault', personality: 'negative', emotions: [40, 32, 24, 15, 6], outcome: 'failure', finalReply: 'Forget it. Bye.' },
-  { id: 'exam-stress', name: 'Lena', goalType: 'practical-advice', personality: 'passive', emotions: [40, 44, 47, 51, 55, 58, 60, 61, 63, 66, 68], outcome: 'turn-limit' },
+  {
+    id: 'nurse-night-shift',
+    name: 'Maya',
+    goalType: 'deep-empathy',
+    personality: 'avoidant',
+    emotions: [40, 48, 58, 68, 78, 88, 98, 100],
+    outcome: 'success',
+    finalReply: 'Thank you. Goodbye for now.',
+    thinking: ['She is exhausted; acknowledge first.'],
+  },
+  {
+    id: 'blamed-at-work',
+    name: 'Tom',
+    goalType: 'not-my-fault',
+    personality: 'negative',
+    emotions: [40, 32, 24, 15, 6],
+    outcome: 'failure',
+    finalReply: 'Forget it. Bye.',
+  },
+  {
+    id: 'exam-stress',
+    name: 'Lena',
+    goalType: 'practical-advice',
+    personality: 'passive',
+    emotions: [40, 44, 47, 51, 55, 58, 60, 61, 63, 66, 68],
+    outcome: 'turn-limit',
+  },
   {
     id: 'script-kiddie',
     name: 'Rex',
@@ -121,15 +150,41 @@ export const DIALOGUES: DialogueSpec[] = [
 export const EVAL_ID = 'eval-nightly-001';
 
 /** Stores the transcripts and the evaluation (one dialogue failed to run), returning the report. */
-export async function storeEvaluation(store: FileArtifactStore, evalId = EVAL_ID, runName: string | null = null, step: number | null = null, scale = 1): Promise<EvaluationReport> {
+export async function storeEvaluation(
+  store: FileArtifactStore,
+  evalId = EVAL_ID,
+  runName: string | null = null,
+  step: number | null = null,
+  scale = 1,
+): Promise<EvaluationReport> {
   const results: EvaluationEntry[] = [];
   for (const spec of DIALOGUES) {
-    const scaled = { ...spec, emotions: spec.emotions.map((e, i) => (i === 0 ? e : Math.max(0, Math.min(100, Math.round(e * scale))))) };
+    const scaled = {
+      ...spec,
+      emotions: spec.emotions.map((e, i) => (i === 0 ? e : Math.max(0, Math.min(100, Math.round(e * scale))))),
+    };
     const t = makeTranscript(scaled, evalId);
     const artifact = await store.putJson(`rollouts/${evalId}/${t.rolloutId}.json`, t);
-    results.push({ status: 'ok', scenarioId: spec.id, goalType: spec.goalType, personality: spec.personality, finalEmotion: t.finalEmotion, outcome: t.outcome, turns: t.turns.length, emotions: scaled.emotions, tokens: t.tokens, artifact });
+    results.push({
+      status: 'ok',
+      scenarioId: spec.id,
+      goalType: spec.goalType,
+      personality: spec.personality,
+      finalEmotion: t.finalEmotion,
+      outcome: t.outcome,
+      turns: t.turns.length,
+      emotions: scaled.emotions,
+      tokens: t.tokens,
+      artifact,
+    });
   }
-  results.push({ status: 'failed', scenarioId: 'lost-connection', goalType: 'venting', personality: 'passive', error: 'simulator endpoint returned 503 <html>Service Unavailable</html>' });
+  results.push({
+    status: 'failed',
+    scenarioId: 'lost-connection',
+    goalType: 'venting',
+    personality: 'passive',
+    error: 'simulator endpoint returned 503 <html>Service Unavailable</html>',
+  });
   const report = buildEvaluationReport({
     evalId,
     createdAt: '2026-01-01T02:05:00.000Z',
@@ -183,7 +238,8 @@ export function stepRecord(step: number): StepMetricsRecord {
 export async function storeRun(store: FileArtifactStore): Promise<void> {
   for (const step of [1, 2, 3]) await store.appendLine(`runs/${RUN}/metrics.jsonl`, JSON.stringify(stepRecord(step)));
   await store.appendLine(`runs/${RUN}/metrics.jsonl`, '{"kind":"attune.step","run":"grpo-de');
-  for (const step of [3, 4, 5, 6]) await store.appendLine(`runs/${RUN}/metrics.jsonl`, JSON.stringify(stepRecord(step)));
+  for (const step of [3, 4, 5, 6])
+    await store.appendLine(`runs/${RUN}/metrics.jsonl`, JSON.stringify(stepRecord(step)));
   await storeEvaluation(store, `${RUN}-eval-2`, RUN, 2, 0.8);
   await storeEvaluation(store, `${RUN}-eval-4`, RUN, 4, 1);
 }

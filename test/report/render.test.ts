@@ -9,9 +9,17 @@ import { DIALOGUES, INJECTION, makeTranscript, RUN, stepRecord } from './fixture
 
 describe('report renderers (pure)', () => {
   it('escapes interpolated text and passes trusted markup through', () => {
-    assert.equal(escapeHtml(`<a href="x" onclick='y'>&</a>`), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;');
-    const value = html`<p title="${'"><script>'}">${INJECTION}${raw('<b>ok</b>')}${['<i>', html`<em>${'&'}</em>`]}${null}${3}</p>`;
-    assert.equal(value.value, `<p title="&quot;&gt;&lt;script&gt;">${escapeHtml(INJECTION)}<b>ok</b>&lt;i&gt;<em>&amp;</em>3</p>`);
+    assert.equal(
+      escapeHtml(`<a href="x" onclick='y'>&</a>`),
+      '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+    );
+    const value = html`<p title="${'"><script>'}">
+      ${INJECTION}${raw('<b>ok</b>')}${['<i>', html`<em>${'&'}</em>`]}${null}${3}
+    </p>`;
+    assert.equal(
+      value.value,
+      `<p title="&quot;&gt;&lt;script&gt;">${escapeHtml(INJECTION)}<b>ok</b>&lt;i&gt;<em>&amp;</em>3</p>`,
+    );
   });
 
   it('picks nice ticks and formats them with the digits their step needs', () => {
@@ -25,11 +33,46 @@ describe('report renderers (pure)', () => {
 
   it('breaks lines at missing values and marks lone points', () => {
     const id = (v: number) => v;
-    assert.equal(linePath([{ x: 0, y: 1 }, { x: 1, y: 2 }, { x: 2, y: null }, { x: 3, y: 4 }, { x: 4, y: Number.NaN }, { x: 5, y: 6 }, { x: 6, y: 7 }], id, id), 'M0.0,1.0L1.0,2.0M3.0,4.0M5.0,6.0L6.0,7.0');
-    const svg = lineChart({ ariaLabel: 'a<b', series: [{ name: 's"1', color: 'red', points: [{ x: 1, y: 1 }, { x: 2, y: null }, { x: 3, y: 5 }], markers: false }], hover: true }).value;
+    assert.equal(
+      linePath(
+        [
+          { x: 0, y: 1 },
+          { x: 1, y: 2 },
+          { x: 2, y: null },
+          { x: 3, y: 4 },
+          { x: 4, y: Number.NaN },
+          { x: 5, y: 6 },
+          { x: 6, y: 7 },
+        ],
+        id,
+        id,
+      ),
+      'M0.0,1.0L1.0,2.0M3.0,4.0M5.0,6.0L6.0,7.0',
+    );
+    const svg = lineChart({
+      ariaLabel: 'a<b',
+      series: [
+        {
+          name: 's"1',
+          color: 'red',
+          points: [
+            { x: 1, y: 1 },
+            { x: 2, y: null },
+            { x: 3, y: 5 },
+          ],
+          markers: false,
+        },
+      ],
+      hover: true,
+    }).value;
     assert.equal((svg.match(/<circle/g) ?? []).length, 2, 'both lone points get a marker');
     assert.ok(svg.includes('aria-label="a&lt;b"') && svg.includes('data-name="s&quot;1"'));
-    const hover = JSON.parse(/data-hover="([^"]*)"/.exec(svg)?.[1]?.replace(/&quot;/g, '"').replace(/&amp;/g, '&') ?? '{}') as { xs: number[]; series: { ys: (number | null)[] }[] };
+    const hover = JSON.parse(
+      /data-hover="([^"]*)"/
+        .exec(svg)?.[1]
+        ?.replace(/&quot;/g, '"')
+        .replace(/&amp;/g, '&') ?? '{}',
+    ) as { xs: number[]; series: { ys: (number | null)[] }[] };
     assert.deepEqual(hover.xs, [1, 2, 3]);
     assert.deepEqual(hover.series[0]?.ys, [1, null, 5]);
   });
@@ -43,7 +86,18 @@ describe('report renderers (pure)', () => {
       simulatorModel: 's',
       scenarios: 'dir',
       settings: { initialEmotion: 40, maxTurns: 10, think: false, simulatorTemperature: 0 },
-      results: DIALOGUES.map((d) => ({ status: 'ok' as const, scenarioId: d.id, goalType: d.goalType, personality: d.personality, finalEmotion: d.emotions[d.emotions.length - 1] ?? 0, outcome: d.outcome, turns: d.emotions.length - 1, emotions: d.emotions, tokens: { policyPrompt: 1, policyCompletion: 1, simulatorPrompt: 1, simulatorCompletion: 1 }, artifact: `rollouts/e/${d.id}.json` })),
+      results: DIALOGUES.map((d) => ({
+        status: 'ok' as const,
+        scenarioId: d.id,
+        goalType: d.goalType,
+        personality: d.personality,
+        finalEmotion: d.emotions[d.emotions.length - 1] ?? 0,
+        outcome: d.outcome,
+        turns: d.emotions.length - 1,
+        emotions: d.emotions,
+        tokens: { policyPrompt: 1, policyCompletion: 1, simulatorPrompt: 1, simulatorCompletion: 1 },
+        artifact: `rollouts/e/${d.id}.json`,
+      })),
       runName: null,
       step: null,
     });
@@ -53,7 +107,9 @@ describe('report renderers (pure)', () => {
     assert.ok(page.includes('<h1>e&lt;1&gt;</h1>'));
     const scripts = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1] ?? '');
     assert.equal(scripts.length, 1);
-    const hash = createHash('sha256').update(scripts[0] ?? '', 'utf8').digest('base64');
+    const hash = createHash('sha256')
+      .update(scripts[0] ?? '', 'utf8')
+      .digest('base64');
     const csp = (/http-equiv="Content-Security-Policy" content="([^"]*)"/.exec(page)?.[1] ?? '').replace(/&#39;/g, "'");
     assert.ok(csp.includes(`script-src 'sha256-${hash}'`), 'the CSP allows exactly this script');
     assert.ok(csp.startsWith("default-src 'none';"), 'nothing can be fetched');
@@ -62,10 +118,15 @@ describe('report renderers (pure)', () => {
 
   it('renders an evaluation in which no dialogue finished', () => {
     const report = buildEvaluationReport({
-      evalId: 'empty', createdAt: 'x', policyModel: 'p', simulatorModel: 's', scenarios: 'dir',
+      evalId: 'empty',
+      createdAt: 'x',
+      policyModel: 'p',
+      simulatorModel: 's',
+      scenarios: 'dir',
       settings: { initialEmotion: 40, maxTurns: 10, think: false, simulatorTemperature: 0 },
       results: [{ status: 'failed', scenarioId: 'a', goalType: 'venting', personality: 'passive', error: 'boom' }],
-      runName: null, step: null,
+      runName: null,
+      step: null,
     });
     const page = renderEvaluationPage({ report, transcripts: new Map() });
     assert.match(page, /No finished dialogues to draw\./);
@@ -79,15 +140,32 @@ describe('report renderers (pure)', () => {
   });
 
   it('reads metrics.jsonl: the last record of a step wins, a broken line is noted', () => {
-    const text = [stepRecord(1), stepRecord(2), { ...stepRecord(2), successRate: 0.9 }].map((r) => JSON.stringify(r)).join('\n') + '\n{"half":\n\n';
+    const text =
+      [stepRecord(1), stepRecord(2), { ...stepRecord(2), successRate: 0.9 }].map((r) => JSON.stringify(r)).join('\n') +
+      '\n{"half":\n\n';
     const { steps, notes } = parseRunMetrics(text, RUN);
-    assert.deepEqual(steps.map((s) => [s.step, s.successRate]), [[1, stepRecord(1).successRate], [2, 0.9]]);
+    assert.deepEqual(
+      steps.map((s) => [s.step, s.successRate]),
+      [
+        [1, stepRecord(1).successRate],
+        [2, 0.9],
+      ],
+    );
     assert.deepEqual(notes, [`runs/${RUN}/metrics.jsonl line 4: not valid JSON (skipped)`]);
   });
 
   it('takes the Sentient-score points from the evaluations and from steps that name others', () => {
     const steps = [stepRecord(3), stepRecord(4)];
-    const points = runEvalPoints([...steps, { ...stepRecord(5), eval: { evalId: 'other', score: 70, success: 2, failure: 0, count: 4 } }], []);
-    assert.deepEqual(points.map((p) => [p.evalId, p.step, p.score]), [[`${RUN}-eval-4`, 4, 55.5], ['other', 5, 70]]);
+    const points = runEvalPoints(
+      [...steps, { ...stepRecord(5), eval: { evalId: 'other', score: 70, success: 2, failure: 0, count: 4 } }],
+      [],
+    );
+    assert.deepEqual(
+      points.map((p) => [p.evalId, p.step, p.score]),
+      [
+        [`${RUN}-eval-4`, 4, 55.5],
+        ['other', 5, 70],
+      ],
+    );
   });
 });

@@ -18,7 +18,11 @@ const OUTPUT = resolve(REPO_ROOT, 'test-output/report');
 function assertPng(file: string): { width: number; height: number } {
   assert.ok(existsSync(file), `${file} exists`);
   const bytes = readFileSync(file);
-  assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], `${file} has the PNG signature`);
+  assert.deepEqual(
+    [...bytes.subarray(0, 8)],
+    [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a],
+    `${file} has the PNG signature`,
+  );
   assert.equal(bytes.subarray(12, 16).toString('latin1'), 'IHDR');
   assert.ok(bytes.length > 4000, `${file} is not trivially small (${bytes.length} bytes)`);
   const size = { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
@@ -49,14 +53,22 @@ describe('reports (HTML pages in headless Chromium)', () => {
   const contexts: BrowserContext[] = [];
 
   async function open(file: string, options: BrowserContextOptions = {}): Promise<Opened> {
-    const context = await browser.newContext({ viewport: { width: 1366, height: 860 }, reducedMotion: 'reduce', ...options });
+    const context = await browser.newContext({
+      viewport: { width: 1366, height: 860 },
+      reducedMotion: 'reduce',
+      ...options,
+    });
     contexts.push(context);
     const page = await context.newPage();
     const problems: string[] = [];
-    page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`); });
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`console ${m.type()}: ${m.text()}`);
+    });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
-    page.on('request', (r) => { if (!r.url().startsWith('file:')) problems.push(`network request: ${r.url()}`); });
+    page.on('request', (r) => {
+      if (!r.url().startsWith('file:')) problems.push(`network request: ${r.url()}`);
+    });
     await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
     return { page, context, problems };
   }
@@ -86,9 +98,17 @@ describe('reports (HTML pages in headless Chromium)', () => {
       assert.deepEqual(evaluation.warnings, []);
       assert.equal(evaluation.html, join(tmp, 'out-eval', 'index.html'));
       const names = evaluation.pngs.map((p) => p.slice(p.lastIndexOf('/') + 1)).sort();
-      assert.deepEqual(names, ['emotion-trajectories.png', 'score-by-goal-type.png', 'score-by-personality.png', 'sentient-score.png']);
+      assert.deepEqual(names, [
+        'emotion-trajectories.png',
+        'score-by-goal-type.png',
+        'score-by-personality.png',
+        'sentient-score.png',
+      ]);
       for (const png of evaluation.pngs) assertPng(png);
-      assert.ok(assertPng(join(tmp, 'out-eval', 'emotion-trajectories.png')).width >= 1800, 'the trajectory chart is rendered at 2x');
+      assert.ok(
+        assertPng(join(tmp, 'out-eval', 'emotion-trajectories.png')).width >= 1800,
+        'the trajectory chart is rendered at 2x',
+      );
       assert.deepEqual(evaluation.files, [evaluation.html, ...evaluation.pngs]);
     });
 
@@ -98,18 +118,31 @@ describe('reports (HTML pages in headless Chromium)', () => {
       assert.match(await page.locator('.score-card').innerText(), /1\s+failed, excluded/);
 
       // Breakdown bars: one per goal type and per personality, each as long as its score.
-      const bars = await page.locator('svg.bars rect.bar').evaluateAll((els) => els.map((el) => Number(el.getAttribute('width'))));
+      const bars = await page
+        .locator('svg.bars rect.bar')
+        .evaluateAll((els) => els.map((el) => Number(el.getAttribute('width'))));
       assert.equal(bars.length, 6);
       const track = Number(await page.locator('svg.bars rect.bar-track').first().getAttribute('width'));
       // deep-empathy: (100 + 45) / 2 = 72.5 of 100
       assert.ok(Math.abs((bars[0] ?? 0) / track - 0.725) < 0.01, `deep-empathy bar ${bars[0]} of ${track}`);
-      assert.deepEqual(await page.locator('svg.bars').first().locator('.bar-label').allTextContents(), ['deep-empathy', 'not-my-fault', 'practical-advice']);
+      assert.deepEqual(await page.locator('svg.bars').first().locator('.bar-label').allTextContents(), [
+        'deep-empathy',
+        'not-my-fault',
+        'practical-advice',
+      ]);
 
       // One trajectory line per finished dialogue, with one vertex per emotion value.
-      const lines = await page.locator('svg.trajectories g.traj').evaluateAll((gs) => gs.map((g) => {
-        const path = g.querySelector('path.line') as unknown as SvgPath;
-        return { target: g.getAttribute('data-target'), vertices: (path.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length, width: path.getBBox().width, length: path.getTotalLength() };
-      }));
+      const lines = await page.locator('svg.trajectories g.traj').evaluateAll((gs) =>
+        gs.map((g) => {
+          const path = g.querySelector('path.line') as unknown as SvgPath;
+          return {
+            target: g.getAttribute('data-target'),
+            vertices: (path.getAttribute('d') ?? '').split(/[ML]/).filter(Boolean).length,
+            width: path.getBBox().width,
+            length: path.getTotalLength(),
+          };
+        }),
+      );
       assert.deepEqual(lines.map((l) => l.target).sort(), DIALOGUES.map((d) => `d-${d.id}`).sort());
       for (const spec of DIALOGUES) {
         const line = lines.find((l) => l.target === `d-${spec.id}`);
@@ -142,7 +175,10 @@ describe('reports (HTML pages in headless Chromium)', () => {
       assert.match(await viewer.locator('li.turn[data-turn="3"] .emo-after').innerText(), /emotion 58 →\s*68\s*B/);
       assert.match(await viewer.locator('li.turn[data-turn="5"] .emo-after').innerText(), /emotion 78 →\s*88\s*A/);
       // The trajectory of the open dialogue is selected in the chart.
-      assert.equal(await page.locator('svg.trajectories g.traj.sel').getAttribute('data-target'), 'd-nurse-night-shift');
+      assert.equal(
+        await page.locator('svg.trajectories g.traj.sel').getAttribute('data-target'),
+        'd-nurse-night-shift',
+      );
 
       const thinking = viewer.locator('details.thinking').first();
       assert.equal(await thinking.locator('.pre').isVisible(), false, 'thinking is collapsed');
@@ -164,7 +200,9 @@ describe('reports (HTML pages in headless Chromium)', () => {
     it('highlights a dialogue on hover and opens it from its line', async () => {
       const { page, problems } = await open(evaluation.html);
       await page.locator('tr[data-target="d-exam-stress"]').hover();
-      await page.locator('svg.trajectories.has-hl g.traj.hl[data-target="d-exam-stress"]').waitFor({ state: 'attached' });
+      await page
+        .locator('svg.trajectories.has-hl g.traj.hl[data-target="d-exam-stress"]')
+        .waitFor({ state: 'attached' });
       assert.match(await page.locator('#traj-info').innerText(), /^exam-stress · practical-advice · passive · 40 → 44/);
       await page.locator('svg.trajectories g.traj[data-target="d-blamed-at-work"]').dispatchEvent('click');
       await page.locator('#d-blamed-at-work').waitFor({ state: 'visible' });
@@ -176,9 +214,15 @@ describe('reports (HTML pages in headless Chromium)', () => {
       await page.locator('table.dialogues a[href="#d-script-kiddie"]').click();
       const viewer = page.locator('#d-script-kiddie');
       await viewer.waitFor({ state: 'visible' });
-      assert.equal(await viewer.locator('.msg.assistant .bubble').first().innerText(), `Here is some markup: ${INJECTION}`);
+      assert.equal(
+        await viewer.locator('.msg.assistant .bubble').first().innerText(),
+        `Here is some markup: ${INJECTION}`,
+      );
       assert.equal(await viewer.locator('.thought').first().innerText(), `He wrote ${INJECTION} at me`);
-      assert.equal(await viewer.locator('.msg.assistant .bubble').nth(1).innerText(), 'Plain reply & <b>bold</b> attempt');
+      assert.equal(
+        await viewer.locator('.msg.assistant .bubble').nth(1).innerText(),
+        'Plain reply & <b>bold</b> attempt',
+      );
       assert.equal(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned), undefined);
       assert.equal(await page.locator('script').count(), 1, 'only the report script');
       assert.equal(await page.locator('img, b:text("bold")').count(), 0);
@@ -186,7 +230,10 @@ describe('reports (HTML pages in headless Chromium)', () => {
       await viewer.waitFor({ state: 'hidden' });
       await page.locator('table.dialogues a[href="#d-lost-connection"]').click();
       await page.locator('#d-lost-connection').waitFor({ state: 'visible' });
-      assert.equal(await page.locator('#d-lost-connection .error-box').innerText(), 'simulator endpoint returned 503 <html>Service Unavailable</html>');
+      assert.equal(
+        await page.locator('#d-lost-connection .error-box').innerText(),
+        'simulator endpoint returned 503 <html>Service Unavailable</html>',
+      );
       const source = readFileSync(evaluation.html, 'utf8');
       assert.ok(!source.includes('<script>window.__pwned'), 'no raw transcript markup in the file');
       assert.ok(source.includes('&lt;script&gt;window.__pwned = 1&lt;/script&gt;'));
@@ -211,7 +258,15 @@ describe('reports (HTML pages in headless Chromium)', () => {
       assert.equal(runReport.kind, 'run');
       assert.deepEqual(runReport.warnings, [`runs/${RUN}/metrics.jsonl line 4: not valid JSON (skipped)`]);
       const names = runReport.pngs.map((p) => p.slice(p.lastIndexOf('/') + 1)).sort();
-      assert.deepEqual(names, ['entropy.png', 'grad-norm.png', 'kl.png', 'loss.png', 'reward.png', 'sentient-score.png', 'success-failure.png']);
+      assert.deepEqual(names, [
+        'entropy.png',
+        'grad-norm.png',
+        'kl.png',
+        'loss.png',
+        'reward.png',
+        'sentient-score.png',
+        'success-failure.png',
+      ]);
       for (const png of runReport.pngs) assertPng(png);
     });
 
@@ -219,17 +274,28 @@ describe('reports (HTML pages in headless Chromium)', () => {
       const { page, problems } = await open(runReport.html);
       const reward = page.locator('[data-png=reward] svg.chart');
       const mean = reward.locator('g.series[data-name="mean reward"]');
-      assert.equal(await mean.locator('circle.marker').count(), 6, 'one point per step (step 3 recorded twice counts once)');
-      assert.ok(await mean.locator('path.band').count() === 1, 'the ±std band');
+      assert.equal(
+        await mean.locator('circle.marker').count(),
+        6,
+        'one point per step (step 3 recorded twice counts once)',
+      );
+      assert.ok((await mean.locator('path.band').count()) === 1, 'the ±std band');
       assert.ok((await mean.locator('path.line').evaluate((p) => (p as unknown as SvgPath).getTotalLength())) > 500);
 
       // The score curve: evaluations at steps 2 and 4 (step 4's metrics name the same evaluation).
-      const score = page.locator('[data-png=sentient-score] svg.chart g.series[data-name="Sentient score"] circle.marker');
+      const score = page.locator(
+        '[data-png=sentient-score] svg.chart g.series[data-name="Sentient score"] circle.marker',
+      );
       assert.equal(await score.count(), 2);
       const titles = await score.locator('title').allTextContents();
       assert.deepEqual(titles, ['Sentient score: 2, 43.75', 'Sentient score: 4, 54.75']);
 
-      for (const [png, names] of [['success-failure', ['success', 'failure', 'malformed']], ['kl', ['KL']], ['loss', ['loss', 'policy', 'value']], ['entropy', ['entropy']]] as const) {
+      for (const [png, names] of [
+        ['success-failure', ['success', 'failure', 'malformed']],
+        ['kl', ['KL']],
+        ['loss', ['loss', 'policy', 'value']],
+        ['entropy', ['entropy']],
+      ] as const) {
         const series = page.locator(`[data-png=${png}] svg.chart g.series`);
         assert.deepEqual(await series.evaluateAll((gs) => gs.map((g) => g.getAttribute('data-name'))), [...names], png);
         for (const name of names) {
@@ -237,7 +303,14 @@ describe('reports (HTML pages in headless Chromium)', () => {
           assert.equal((d ?? '').split(/[ML]/).filter(Boolean).length, 6, `${png}/${name} has six points`);
         }
       }
-      assert.deepEqual(await page.locator('table.steps tbody tr td:first-child').allInnerTexts(), ['6', '5', '4', '3', '2', '1']);
+      assert.deepEqual(await page.locator('table.steps tbody tr td:first-child').allInnerTexts(), [
+        '6',
+        '5',
+        '4',
+        '3',
+        '2',
+        '1',
+      ]);
       assert.equal(await page.locator('table.evals tbody tr').count(), 2);
 
       // Hover read-out on the reward chart.
@@ -252,7 +325,14 @@ describe('reports (HTML pages in headless Chromium)', () => {
 
       // Sorting the step table.
       await page.locator('table.steps th', { hasText: 'Step' }).click();
-      assert.deepEqual(await page.locator('table.steps tbody tr td:first-child').allInnerTexts(), ['1', '2', '3', '4', '5', '6']);
+      assert.deepEqual(await page.locator('table.steps tbody tr td:first-child').allInnerTexts(), [
+        '1',
+        '2',
+        '3',
+        '4',
+        '5',
+        '6',
+      ]);
       await page.screenshot({ path: join(OUTPUT, 'run.png'), fullPage: true });
       assert.deepEqual(problems, []);
     });
@@ -262,14 +342,22 @@ describe('reports (HTML pages in headless Chromium)', () => {
     it('names both keys it tried when the target is neither an evaluation nor a run', async () => {
       await assert.rejects(writeReport({ store, target: 'nope', outDir: join(tmp, 'nope') }), (error: Error) => {
         assert.equal(error.name, 'ReportTargetNotFoundError');
-        assert.match(error.message, /no evaluation or run named "nope": tried evaluations\/nope\/evaluation\.json and runs\/nope\/metrics\.jsonl/);
+        assert.match(
+          error.message,
+          /no evaluation or run named "nope": tried evaluations\/nope\/evaluation\.json and runs\/nope\/metrics\.jsonl/,
+        );
         return true;
       });
       assert.equal(existsSync(join(tmp, 'nope')), false);
     });
 
     it('writes the HTML anyway and says PNGs need chromium when it is missing', async () => {
-      const result = await writeReport({ store, target: EVAL_ID, outDir: join(tmp, 'no-chromium'), chromiumPath: join(tmp, 'no-such-chromium') });
+      const result = await writeReport({
+        store,
+        target: EVAL_ID,
+        outDir: join(tmp, 'no-chromium'),
+        chromiumPath: join(tmp, 'no-such-chromium'),
+      });
       assert.ok(existsSync(result.html));
       assert.deepEqual(result.pngs, []);
       assert.equal(result.warnings.length, 1);
@@ -282,8 +370,14 @@ describe('reports (HTML pages in headless Chromium)', () => {
     async function inProcess(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
       const out = { stdout: '', stderr: '' };
       const write = { stdout: process.stdout.write, stderr: process.stderr.write };
-      process.stdout.write = ((chunk: string | Uint8Array) => { out.stdout += String(chunk); return true; }) as typeof process.stdout.write;
-      process.stderr.write = ((chunk: string | Uint8Array) => { out.stderr += String(chunk); return true; }) as typeof process.stderr.write;
+      process.stdout.write = ((chunk: string | Uint8Array) => {
+        out.stdout += String(chunk);
+        return true;
+      }) as typeof process.stdout.write;
+      process.stderr.write = ((chunk: string | Uint8Array) => {
+        out.stderr += String(chunk);
+        return true;
+      }) as typeof process.stderr.write;
       try {
         const code = await main(['report', ...args]);
         return { code, ...out };
@@ -295,7 +389,11 @@ describe('reports (HTML pages in headless Chromium)', () => {
 
     it('bin/attune.js report writes the report into --out and prints its path', async () => {
       const out = join(tmp, 'cli-eval');
-      const { stdout } = await run(process.execPath, [join(REPO_ROOT, 'bin/attune.js'), 'report', EVAL_ID, '--out', out, '--set', `home=${tmp}`], { cwd: tmp, env: { ...process.env, ATTUNE_LOG_LEVEL: 'error' } });
+      const { stdout } = await run(
+        process.execPath,
+        [join(REPO_ROOT, 'bin/attune.js'), 'report', EVAL_ID, '--out', out, '--set', `home=${tmp}`],
+        { cwd: tmp, env: { ...process.env, ATTUNE_LOG_LEVEL: 'error' } },
+      );
       assert.ok(stdout.endsWith(`report: ${join(out, 'index.html')}\n`), stdout);
       assert.ok(existsSync(join(out, 'index.html')));
       assertPng(join(out, 'emotion-trajectories.png'));
@@ -313,7 +411,10 @@ describe('reports (HTML pages in headless Chromium)', () => {
 
       const unknown = await inProcess(['nope', '--set', `home=${tmp}`]);
       assert.equal(unknown.code, 1);
-      assert.match(unknown.stderr, /no evaluation or run named "nope": tried evaluations\/nope\/evaluation\.json and runs\/nope\/metrics\.jsonl/);
+      assert.match(
+        unknown.stderr,
+        /no evaluation or run named "nope": tried evaluations\/nope\/evaluation\.json and runs\/nope\/metrics\.jsonl/,
+      );
       assert.equal((await inProcess([])).code, 2, 'the target is required');
       const help = await inProcess(['--help']);
       assert.equal(help.code, 0);

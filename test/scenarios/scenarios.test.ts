@@ -19,20 +19,33 @@ describe('scenario library', () => {
     for (const split of ['train', 'eval']) {
       const { scenarios, problems } = loadScenarioLibrary(join(REPO_ROOT, 'scenarios', split));
       assert.deepEqual(problems, []);
-      for (const goal of GOAL_TYPES) for (const personality of PERSONALITY_TYPES) {
-        assert.ok(scenarios.some((s) => s.goalType === goal && s.personality === personality), `${split} lacks ${goal} x ${personality}`);
-      }
+      for (const goal of GOAL_TYPES)
+        for (const personality of PERSONALITY_TYPES) {
+          assert.ok(
+            scenarios.some((s) => s.goalType === goal && s.personality === personality),
+            `${split} lacks ${goal} x ${personality}`,
+          );
+        }
     }
     const all = loadScenarioLibrary(join(REPO_ROOT, 'scenarios'));
     assert.ok(all.scenarios.length >= 48);
-    assert.equal(new Set(all.scenarios.map((s) => s.persona.name)).size, all.scenarios.length, 'every scenario is a different person');
+    assert.equal(
+      new Set(all.scenarios.map((s) => s.persona.name)).size,
+      all.scenarios.length,
+      'every scenario is a different person',
+    );
   });
 
   it('validate names the file and the field of each problem', () => {
     const dir = mkdtempSync(join(tmpdir(), 'attune-scn-'));
     cpSync(FIXTURE_SCENARIOS, dir, { recursive: true });
     const bad = join(dir, 'test-venting-negative-baker.yaml');
-    writeFileSync(bad, readFileSync(bad, 'utf8').replace('personality: negative', 'personality: grumpy').replace('goalType: venting', 'goalType: venting\nmood: bad'));
+    writeFileSync(
+      bad,
+      readFileSync(bad, 'utf8')
+        .replace('personality: negative', 'personality: grumpy')
+        .replace('goalType: venting', 'goalType: venting\nmood: bad'),
+    );
     const result = attune('scenarios', 'validate', dir);
     assert.equal(result.status, 1);
     assert.match(result.stderr, /test-venting-negative-baker\.yaml: personality: Invalid option/);
@@ -46,10 +59,13 @@ describe('scenario library', () => {
     const result = attune('scenarios', 'list', FIXTURE_SCENARIOS, '--json');
     assert.equal(result.status, 0, result.stderr);
     const rows = JSON.parse(result.stdout) as { id: string; language: string; goalType: string }[];
-    assert.deepEqual(rows.map((r) => [r.id, r.language, r.goalType]), [
-      ['test-not-my-fault-avoidant-cyclist', 'en', 'not-my-fault'],
-      ['test-venting-negative-baker', 'en', 'venting'],
-    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.id, r.language, r.goalType]),
+      [
+        ['test-not-my-fault-avoidant-cyclist', 'en', 'not-my-fault'],
+        ['test-venting-negative-baker', 'en', 'venting'],
+      ],
+    );
   });
 });
 
@@ -58,8 +74,18 @@ describe('SAGE / RLVER import', () => {
 
   it('imports every good record without loss and reports bad lines by number', () => {
     const result = importSageJsonl(readFileSync(file, 'utf8'), { file: 'profiles.jsonl' });
-    assert.deepEqual(result.scenarios.map((s) => [s.scenario.id, s.line]), [['sage-p-001', 1], ['sage-2', 2], ['sage-p-004', 5]]);
-    assert.deepEqual(result.problems.map((p) => p.line), [3, 4]);
+    assert.deepEqual(
+      result.scenarios.map((s) => [s.scenario.id, s.line]),
+      [
+        ['sage-p-001', 1],
+        ['sage-2', 2],
+        ['sage-p-004', 5],
+      ],
+    );
+    assert.deepEqual(
+      result.problems.map((p) => p.line),
+      [3, 4],
+    );
     assert.match(result.problems[0]?.message ?? '', /task/);
     const first = result.scenarios[0]!.scenario;
     assert.equal(first.language, 'zh');
@@ -68,7 +94,11 @@ describe('SAGE / RLVER import', () => {
     assert.equal(first.persona.description, '李明，32岁，程序员，说话简短，常加班。');
     const second = result.scenarios[1]!.scenario;
     assert.equal(second.personality, 'passive');
-    assert.equal(second.firstMessage, undefined, 'RLVER training profiles have no first_talk: the simulator writes the opening');
+    assert.equal(
+      second.firstMessage,
+      undefined,
+      'RLVER training profiles have no first_talk: the simulator writes the opening',
+    );
     const fourth = result.scenarios[2]!.scenario;
     assert.equal(fourth.personality, 'avoidant');
     // Every original field survives verbatim, unknown ones included.

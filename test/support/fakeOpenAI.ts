@@ -7,15 +7,17 @@ import { SIMULATOR_TAGS } from '../../src/core/prompts/simulator.js';
 export type CallRole = 'policy' | 'analysis' | 'reply' | 'opening';
 export type Fault = '429' | '500' | '401' | '404' | 'timeout' | 'malformed' | 'hold' | 'labelled' | 'plain-json';
 
-const requestSchema = z.object({
-  model: z.string().min(1),
-  messages: z.array(z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.string() })).min(1),
-  temperature: z.number().optional(),
-  top_p: z.number().optional(),
-  max_tokens: z.number().int().positive().optional(),
-  seed: z.number().int().optional(),
-  response_format: z.unknown().optional(),
-}).passthrough();
+const requestSchema = z
+  .object({
+    model: z.string().min(1),
+    messages: z.array(z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.string() })).min(1),
+    temperature: z.number().optional(),
+    top_p: z.number().optional(),
+    max_tokens: z.number().int().positive().optional(),
+    seed: z.number().int().optional(),
+    response_format: z.unknown().optional(),
+  })
+  .passthrough();
 export type FakeRequest = z.infer<typeof requestSchema>;
 
 export interface CallContext {
@@ -92,7 +94,10 @@ export class FakeOpenAIServer {
   private releaseHeld: (() => void)[] = [];
   behaviour: FakeBehaviour;
 
-  private constructor(private readonly server: Server, behaviour: FakeBehaviour) {
+  private constructor(
+    private readonly server: Server,
+    behaviour: FakeBehaviour,
+  ) {
     this.behaviour = behaviour;
   }
 
@@ -156,7 +161,10 @@ export class FakeOpenAIServer {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     if (req.method === 'GET' && req.url === '/v1/models') {
-      return this.send(res, 200, { object: 'list', data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'attune-test' }] });
+      return this.send(res, 200, {
+        object: 'list',
+        data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'attune-test' }],
+      });
     }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return this.send(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'not_found' } });
@@ -168,21 +176,30 @@ export class FakeOpenAIServer {
       return this.send(res, 400, { error: { message: 'body is not JSON', type: 'invalid_request_error' } });
     }
     if (!parsed.success) {
-      return this.send(res, 400, { error: { message: `invalid request: ${parsed.error.issues[0]?.path.join('.')}`, type: 'invalid_request_error' } });
+      return this.send(res, 400, {
+        error: { message: `invalid request: ${parsed.error.issues[0]?.path.join('.')}`, type: 'invalid_request_error' },
+      });
     }
     const body = parsed.data;
     const role = classify(body);
     const nth = ++this.counters[role];
-    const key = createHash('sha256').update(JSON.stringify([role, body.messages, body.seed ?? null])).digest('hex').slice(0, 16);
+    const key = createHash('sha256')
+      .update(JSON.stringify([role, body.messages, body.seed ?? null]))
+      .digest('hex')
+      .slice(0, 16);
     for (const waiter of this.waiters.filter((w) => w.role === role && w.nth <= nth)) {
       this.waiters.splice(this.waiters.indexOf(waiter), 1);
       waiter.resolve();
     }
     const lastMessage = body.messages[body.messages.length - 1]?.content ?? '';
     const personaName = /Name: (.+)/.exec(body.messages[0]?.content ?? '')?.[1] ?? null;
-    const fault = this.faults.get(`${role}:${nth}`) ?? this.behaviour.fault?.({ role, nth, body, turn: 0, last: lastMessage, persona: personaName });
+    const fault =
+      this.faults.get(`${role}:${nth}`) ??
+      this.behaviour.fault?.({ role, nth, body, turn: 0, last: lastMessage, persona: personaName });
     const arrivedAtMs = performance.timeOrigin + performance.now();
-    const record = (status: number): void => { this.calls.push({ role, nth, key, status, seed: body.seed ?? null, arrivedAtMs }); };
+    const record = (status: number): void => {
+      this.calls.push({ role, nth, key, status, seed: body.seed ?? null, arrivedAtMs });
+    };
 
     if (fault === 'hold') {
       this.held.push(res);
@@ -190,10 +207,22 @@ export class FakeOpenAIServer {
       if (res.destroyed || res.writableEnded) return record(0);
     }
     if (this.behaviour.latencyMs) await new Promise((r) => setTimeout(r, this.behaviour.latencyMs));
-    if (fault === '429') { record(429); return this.send(res, 429, { error: { message: 'rate limited', type: 'rate_limit_error' } }); }
-    if (fault === '500') { record(500); return this.send(res, 500, { error: { message: 'internal error', type: 'server_error' } }); }
-    if (fault === '401') { record(401); return this.send(res, 401, { error: { message: 'invalid api key', type: 'authentication_error' } }); }
-    if (fault === '404') { record(404); return this.send(res, 404, { error: { message: `model ${body.model} does not exist`, type: 'not_found_error' } }); }
+    if (fault === '429') {
+      record(429);
+      return this.send(res, 429, { error: { message: 'rate limited', type: 'rate_limit_error' } });
+    }
+    if (fault === '500') {
+      record(500);
+      return this.send(res, 500, { error: { message: 'internal error', type: 'server_error' } });
+    }
+    if (fault === '401') {
+      record(401);
+      return this.send(res, 401, { error: { message: 'invalid api key', type: 'authentication_error' } });
+    }
+    if (fault === '404') {
+      record(404);
+      return this.send(res, 404, { error: { message: `model ${body.model} does not exist`, type: 'not_found_error' } });
+    }
     if (fault === 'timeout') {
       // Never answer: the client's timeout fires; the socket is dropped when the server closes.
       record(0);
@@ -203,9 +232,10 @@ export class FakeOpenAIServer {
 
     const messages = body.messages;
     const last = messages[messages.length - 1]?.content ?? '';
-    const turn = role === 'policy'
-      ? messages.filter((m) => m.role === 'assistant').length + 1
-      : (last.match(/^Assistant: /gm)?.length ?? 0) + (role === 'analysis' ? 1 : 0);
+    const turn =
+      role === 'policy'
+        ? messages.filter((m) => m.role === 'assistant').length + 1
+        : (last.match(/^Assistant: /gm)?.length ?? 0) + (role === 'analysis' ? 1 : 0);
     const persona = /Name: (.+)/.exec(messages[0]?.content ?? '')?.[1] ?? null;
     const ctx: CallContext = { role, nth, body, turn, last, persona };
     let content: string;
@@ -219,9 +249,12 @@ export class FakeOpenAIServer {
         innerThoughts: answer.innerThoughts ?? `turn ${turn} thoughts`,
         emotionChange: answer.emotionChange,
       };
-      content = fault === 'labelled'
-        ? `Assistant intent: ${fields.assistantIntent}\nGoal fit: ${fields.goalFit}\nInner thoughts: ${fields.innerThoughts}\nEmotion change: ${fields.emotionChange >= 0 ? '+' : ''}${fields.emotionChange}`
-        : fault === 'plain-json' ? `Here is my analysis:\n\`\`\`json\n${JSON.stringify(fields)}\n\`\`\`` : JSON.stringify(fields);
+      content =
+        fault === 'labelled'
+          ? `Assistant intent: ${fields.assistantIntent}\nGoal fit: ${fields.goalFit}\nInner thoughts: ${fields.innerThoughts}\nEmotion change: ${fields.emotionChange >= 0 ? '+' : ''}${fields.emotionChange}`
+          : fault === 'plain-json'
+            ? `Here is my analysis:\n\`\`\`json\n${JSON.stringify(fields)}\n\`\`\``
+            : JSON.stringify(fields);
     } else {
       content = (this.behaviour[role] ?? DEFAULT_BEHAVIOUR[role])(ctx);
     }
@@ -234,7 +267,11 @@ export class FakeOpenAIServer {
       created: 1_700_000_000,
       model: body.model,
       choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }],
-      usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+      },
     });
   }
 

@@ -16,10 +16,18 @@ export const HISTORIES_DIR = join(__dirname, '..', 'fixtures', 'histories');
 
 /** `set`: config overrides, e.g. another `rollout.activityPer`. */
 async function recordRollout(file: string, set: string[] = []): Promise<void> {
-  const rig = await createRolloutRig({ behaviour: { analysis: (ctx) => ({ emotionChange: ctx.turn % 2 === 0 ? -3 : 6 }) }, set });
+  const rig = await createRolloutRig({
+    behaviour: { analysis: (ctx) => ({ emotionChange: ctx.turn % 2 === 0 ? -3 : 6 }) },
+    set,
+  });
   await rig.startWorkers();
   // Think mode and a simulator-written opening: the history covers every activity type.
-  const handle = await rig.startRollout(fixtureScenario('test-not-my-fault-avoidant-cyclist'), 4242, { maxTurns: 3, think: true }, `replay-fixture-${file.replace(/\.json$/, '')}`);
+  const handle = await rig.startRollout(
+    fixtureScenario('test-not-my-fault-avoidant-cyclist'),
+    4242,
+    { maxTurns: 3, think: true },
+    `replay-fixture-${file.replace(/\.json$/, '')}`,
+  );
   await handle.result();
   const history = await handle.fetchHistory();
   writeFileSync(join(HISTORIES_DIR, file), historyToJSON(history));
@@ -41,7 +49,8 @@ async function recordTraining(): Promise<void> {
 const RECORDERS: Record<string, () => Promise<void>> = {
   rollout: () => recordRollout('rollout.json'),
   'rollout-per-turn': () => recordRollout('rollout-per-turn.json', ['rollout.activityPer=turn']),
-  'rollout-local-turn': () => recordRollout('rollout-local-turn.json', ['rollout.activityPer=turn', 'rollout.llmCalls=local']),
+  'rollout-local-turn': () =>
+    recordRollout('rollout-local-turn.json', ['rollout.activityPer=turn', 'rollout.llmCalls=local']),
   'training-step': recordTraining,
 };
 

@@ -32,19 +32,19 @@ export function fixtureScenario(id: string): Scenario {
 export function testConfigSet(fakeUrl: string, set: string[] = []): string[] {
   const home = mkdtempSync(join(tmpdir(), 'attune-test-'));
   return [
-      `home=${home}`,
-      `temporal.taskQueuePrefix=t${process.pid}-${++rigCounter}-`,
-      `policy.baseURL=${fakeUrl}`,
-      'policy.model=fake-policy',
-      `simulator.baseURL=${fakeUrl}`,
-      'simulator.model=fake-simulator',
-      'policy.timeoutMs=3000',
-      'simulator.timeoutMs=3000',
-      'policy.retry.initialIntervalMs=50',
-      'policy.retry.maximumIntervalMs=200',
-      'simulator.retry.initialIntervalMs=50',
-      'simulator.retry.maximumIntervalMs=200',
-      ...set,
+    `home=${home}`,
+    `temporal.taskQueuePrefix=t${process.pid}-${++rigCounter}-`,
+    `policy.baseURL=${fakeUrl}`,
+    'policy.model=fake-policy',
+    `simulator.baseURL=${fakeUrl}`,
+    'simulator.model=fake-simulator',
+    'policy.timeoutMs=3000',
+    'simulator.timeoutMs=3000',
+    'policy.retry.initialIntervalMs=50',
+    'policy.retry.maximumIntervalMs=200',
+    'simulator.retry.initialIntervalMs=50',
+    'simulator.retry.maximumIntervalMs=200',
+    ...set,
   ];
 }
 
@@ -63,12 +63,24 @@ export interface RolloutRig {
   /** Starts in-process workers (omit for tests that run workers in a child process). */
   startWorkers(): Promise<void>;
   stopWorkers(): Promise<void>;
-  runRollout(scenario: Scenario, seed: number, overrides?: Partial<RolloutSettings>, workflowId?: string): Promise<RolloutSummary>;
-  startRollout(scenario: Scenario, seed: number, overrides?: Partial<RolloutSettings>, workflowId?: string): Promise<WorkflowHandleWithFirstExecutionRunId<typeof rollout>>;
+  runRollout(
+    scenario: Scenario,
+    seed: number,
+    overrides?: Partial<RolloutSettings>,
+    workflowId?: string,
+  ): Promise<RolloutSummary>;
+  startRollout(
+    scenario: Scenario,
+    seed: number,
+    overrides?: Partial<RolloutSettings>,
+    workflowId?: string,
+  ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof rollout>>;
   close(): Promise<void>;
 }
 
-export async function createRolloutRig(options: { behaviour?: FakeBehaviour; set?: string[] } = {}): Promise<RolloutRig> {
+export async function createRolloutRig(
+  options: { behaviour?: FakeBehaviour; set?: string[] } = {},
+): Promise<RolloutRig> {
   const env = await sharedTestEnv();
   const fake = await FakeOpenAIServer.start(options.behaviour ?? {});
   const configSet = testConfigSet(fake.url, options.set);
@@ -83,13 +95,15 @@ export async function createRolloutRig(options: { behaviour?: FakeBehaviour; set
     store,
     settings: (overrides = {}) => ({ ...rolloutSettingsFromConfig(config), ...overrides }),
     async startWorkers() {
-      running.start(await createLlmIoWorkers({
-        connection: env.nativeConnection,
-        namespace: env.namespace ?? 'default',
-        config,
-        store,
-        workflowBundle: await sharedWorkflowBundle(),
-      }));
+      running.start(
+        await createLlmIoWorkers({
+          connection: env.nativeConnection,
+          namespace: env.namespace ?? 'default',
+          config,
+          store,
+          workflowBundle: await sharedWorkflowBundle(),
+        }),
+      );
     },
     async stopWorkers() {
       await running.stop();
@@ -98,7 +112,12 @@ export async function createRolloutRig(options: { behaviour?: FakeBehaviour; set
       return (await rig.startRollout(scenario, seed, overrides, workflowId)).result();
     },
     async startRollout(scenario, seed, overrides = {}, workflowId) {
-      const input: RolloutInput = { rolloutId: workflowId ?? `rollout-${scenario.id}-${seed}-${rigCounter}-${Date.now()}`, scenario, settings: rig.settings(overrides), seed };
+      const input: RolloutInput = {
+        rolloutId: workflowId ?? `rollout-${scenario.id}-${seed}-${rigCounter}-${Date.now()}`,
+        scenario,
+        settings: rig.settings(overrides),
+        seed,
+      };
       return env.client.workflow.start<typeof rollout>('rollout', {
         taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
         workflowId: input.rolloutId,

@@ -10,7 +10,11 @@ export class TrainerProcess {
   private output = '';
   private logWaiters: { pattern: RegExp; resolve: () => void }[] = [];
 
-  private constructor(readonly port: number, readonly stateDir: string, private readonly extraEnv: NodeJS.ProcessEnv) {}
+  private constructor(
+    readonly port: number,
+    readonly stateDir: string,
+    private readonly extraEnv: NodeJS.ProcessEnv,
+  ) {}
 
   static async start(stateDir: string, env: NodeJS.ProcessEnv = {}): Promise<TrainerProcess> {
     const trainer = new TrainerProcess(await freePort(), stateDir, env);
@@ -28,10 +32,24 @@ export class TrainerProcess {
 
   async start(): Promise<void> {
     this.output = '';
-    const child = spawn(join(REPO_ROOT, '.venv', 'bin', 'python'), ['-m', 'attune_trainer', 'serve', '--host', '127.0.0.1', '--port', String(this.port), '--state-dir', this.stateDir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PYTHONUNBUFFERED: '1', ...this.extraEnv },
-    });
+    const child = spawn(
+      join(REPO_ROOT, '.venv', 'bin', 'python'),
+      [
+        '-m',
+        'attune_trainer',
+        'serve',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(this.port),
+        '--state-dir',
+        this.stateDir,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, PYTHONUNBUFFERED: '1', ...this.extraEnv },
+      },
+    );
     this.child = child;
     const keep = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
@@ -47,7 +65,9 @@ export class TrainerProcess {
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
     // Ready when /health answers; the process exiting first is a failure with its log.
     let dead = false;
-    void this.exited.then(() => { dead = true; });
+    void this.exited.then(() => {
+      dead = true;
+    });
     for (;;) {
       if (dead) throw new Error(`trainer exited during start-up:\n${this.output.slice(-3000)}`);
       try {

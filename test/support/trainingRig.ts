@@ -52,7 +52,9 @@ export const TINY_TRAINING = (algorithm: 'grpo' | 'ppo', steps = 3) => [
   `scenarios.eval=${FIXTURE_SCENARIOS}`,
 ];
 
-export async function createTrainingRig(options: { behaviour?: FakeBehaviour; set?: string[]; server?: DevServer; trainerEnv?: NodeJS.ProcessEnv } = {}): Promise<TrainingRig> {
+export async function createTrainingRig(
+  options: { behaviour?: FakeBehaviour; set?: string[]; server?: DevServer; trainerEnv?: NodeJS.ProcessEnv } = {},
+): Promise<TrainingRig> {
   let address: string;
   let client: Client;
   let nativeConnection: NativeConnection;
@@ -75,12 +77,22 @@ export async function createTrainingRig(options: { behaviour?: FakeBehaviour; se
   const fake = await FakeOpenAIServer.start(options.behaviour ?? {});
   const stateDir = mkdtempSync(join(tmpdir(), 'attune-trainer-'));
   const trainer = await TrainerProcess.start(stateDir, options.trainerEnv);
-  const configSet = testConfigSet(fake.url, [`trainer.url=${trainer.url}`, 'policy.timeoutMs=60000', ...(options.set ?? [])]);
+  const configSet = testConfigSet(fake.url, [
+    `trainer.url=${trainer.url}`,
+    'policy.timeoutMs=60000',
+    ...(options.set ?? []),
+  ]);
   const config = loadConfig({ env: {}, set: configSet });
   const store = new FileArtifactStore(join(config.home, 'artifacts'));
   const running = new RunningWorkers();
   const rig: TrainingRig = {
-    address, client, fake, trainer, config, configSet, store,
+    address,
+    client,
+    fake,
+    trainer,
+    config,
+    configSet,
+    store,
     async startWorkers(which = { llm: true, optimizer: true }) {
       const common = { connection: nativeConnection, namespace: 'default', config, store };
       running.start([
@@ -94,7 +106,10 @@ export async function createTrainingRig(options: { behaviour?: FakeBehaviour; se
     start: (runName, cfg = config) => startOrAttachTraining(client, cfg, runName),
     async metrics(runName) {
       const text = await store.getText(metricsKey(runName));
-      return (text ?? '').split('\n').filter(Boolean).map((l) => JSON.parse(l) as StepMetricsRecord);
+      return (text ?? '')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as StepMetricsRecord);
     },
     async close() {
       await rig.stopWorkers();

@@ -24,15 +24,21 @@ export class WorkerProcess {
       };
       child.stdout?.on('data', onData);
       child.stderr?.on('data', onData);
-      child.once('exit', (code) => reject(new Error(`worker exited (${code}) before it was ready:\n${this.output.slice(-3000)}`)));
+      child.once('exit', (code) =>
+        reject(new Error(`worker exited (${code}) before it was ready:\n${this.output.slice(-3000)}`)),
+      );
     });
   }
 
   static start(temporalAddress: string, set: string[], args: string[] = ['worker']): WorkerProcess {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), ...args, ...set.flatMap((s) => ['--set', s])], {
-      env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress, ATTUNE_LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [join(REPO_ROOT, 'bin', 'attune.js'), ...args, ...set.flatMap((s) => ['--set', s])],
+      {
+        env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress, ATTUNE_LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     return new WorkerProcess(child);
   }
 

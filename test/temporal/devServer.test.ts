@@ -20,7 +20,9 @@ function close(server: Server): Promise<void> {
 /** A listener that is not Temporal: it accepts connections and never answers. */
 async function squatter(): Promise<{ port: number; close: () => Promise<void> }> {
   const sockets = new Set<Socket>();
-  const server = createServer((socket) => { sockets.add(socket); });
+  const server = createServer((socket) => {
+    sockets.add(socket);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
     port: (server.address() as { port: number }).port,
@@ -53,7 +55,11 @@ describe('dev server ports', () => {
     const taken = await squatter();
     const { port } = taken;
     try {
-      const server = await DevServer.create({ home: mkdtempSync(join(tmpdir(), 'attune-devserver-test-')), port, headless: true });
+      const server = await DevServer.create({
+        home: mkdtempSync(join(tmpdir(), 'attune-devserver-test-')),
+        port,
+        headless: true,
+      });
       await assert.rejects(server.start(), (error: Error) => {
         assert.match(error.message, /exited during start-up/);
         assert.match(error.message, new RegExp(`${port}.*address already in use`));

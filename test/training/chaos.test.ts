@@ -70,7 +70,11 @@ describe('training durability under crashes (real dev server with SQLite, real t
     assert.equal(result.stepsApplied, 3);
     assert.equal((await rig!.trainer.runState(run)).step, 3, 'the trainer applied exactly 3 steps');
     const metrics = await rig!.metrics(run);
-    assert.deepEqual(metrics.map((m) => m.step), [1, 2, 3], 'one metrics line per step');
+    assert.deepEqual(
+      metrics.map((m) => m.step),
+      [1, 2, 3],
+      'one metrics line per step',
+    );
     // Same dialogues, same updates: a step applied twice or a lost rollout would change these.
     assert.deepEqual(essentials(metrics), baseline);
   }

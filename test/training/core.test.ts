@@ -35,14 +35,33 @@ describe('scenario choice per step', () => {
 describe('GRPO groups with dropped members', () => {
   const r = (id: string, group: string, ok: boolean) => ({ rolloutId: id, scenarioId: group, group, ok });
   it('keeps groups with at least two survivors, drops lone survivors, counts failures', () => {
-    const d = keepGroups([r('a1', 'A', true), r('a2', 'A', true), r('a3', 'A', false), r('b1', 'B', true), r('b2', 'B', false), r('c1', 'C', false)], 2);
-    assert.deepEqual(d.kept.map((x) => x.rolloutId), ['a1', 'a2']);
-    assert.deepEqual(d.dropped.map((x) => x.rolloutId), ['b1']);
+    const d = keepGroups(
+      [
+        r('a1', 'A', true),
+        r('a2', 'A', true),
+        r('a3', 'A', false),
+        r('b1', 'B', true),
+        r('b2', 'B', false),
+        r('c1', 'C', false),
+      ],
+      2,
+    );
+    assert.deepEqual(
+      d.kept.map((x) => x.rolloutId),
+      ['a1', 'a2'],
+    );
+    assert.deepEqual(
+      d.dropped.map((x) => x.rolloutId),
+      ['b1'],
+    );
     assert.equal(d.failed, 3);
   });
   it('PPO (minimum 1) keeps every finished dialogue', () => {
     const d = keepGroups([r('a', 'A', true), r('b', 'B', false)], 1);
-    assert.deepEqual(d.kept.map((x) => x.rolloutId), ['a']);
+    assert.deepEqual(
+      d.kept.map((x) => x.rolloutId),
+      ['a'],
+    );
     assert.equal(d.dropped.length, 0);
   });
 });
@@ -57,14 +76,24 @@ describe('live changes (attune set)', () => {
     assert.throws(() => parseLiveSet({ base_model: 'x' }), /base_model: cannot be changed on a live run/);
     assert.throws(() => parseLiveSet({ maxInFlight: 'many' }), /maxInFlight: expected a number/);
     assert.throws(() => parseLiveSet({ maxInFlight: 2.5 }), /maxInFlight: expected an integer/);
-    assert.throws(() => parseLiveSet({ steps: 0, kl_coef: -1 }), /kl_coef: must be at least 0.*; steps: must be at least 1/);
+    assert.throws(
+      () => parseLiveSet({ steps: 0, kl_coef: -1 }),
+      /kl_coef: must be at least 0.*; steps: must be at least 1/,
+    );
   });
   it('live hyperparameters have the same bounds as the trainer hyperparameters schema', () => {
     const samples = [-1, 0, 1e-9, 0.5, 0.999, 1, 1.5, 2, 100];
     for (const key of LIVE_HYPERPARAMETERS) {
       assert.ok(key in LIVE_SETTINGS_RULES, key);
       for (const value of samples) {
-        const live = (() => { try { parseLiveSet({ [key]: value }); return true; } catch { return false; } })();
+        const live = (() => {
+          try {
+            parseLiveSet({ [key]: value });
+            return true;
+          } catch {
+            return false;
+          }
+        })();
         assert.equal(live, hyperparametersSchema.shape[key].safeParse(value).success, `${key}=${value}`);
       }
     }
@@ -74,17 +103,41 @@ describe('live changes (attune set)', () => {
 describe('optimizer samples', () => {
   it('one sample per assistant turn, raw completion (thinking included), the dialogue reward, grouped', () => {
     const turn = (n: number, raw: string) => ({
-      turn: n, userMessage: 'u', promptMessages: [{ role: 'system' as const, content: 'sys' }, { role: 'user' as const, content: `u${n}` }],
-      policy: { raw, reply: 'r', thinking: 't', malformed: false, model: 'm', latencyMs: 1, usage: { prompt: 1, completion: 1 } },
-      analysis: null, emotionBefore: 30, emotionAfter: 30, state: 'C' as const, userReply: null,
+      turn: n,
+      userMessage: 'u',
+      promptMessages: [
+        { role: 'system' as const, content: 'sys' },
+        { role: 'user' as const, content: `u${n}` },
+      ],
+      policy: {
+        raw,
+        reply: 'r',
+        thinking: 't',
+        malformed: false,
+        model: 'm',
+        latencyMs: 1,
+        usage: { prompt: 1, completion: 1 },
+      },
+      analysis: null,
+      emotionBefore: 30,
+      emotionAfter: 30,
+      state: 'C' as const,
+      userReply: null,
     });
-    const t = { rolloutId: 'run--s1--0-x--k0', reward: 0.42, turns: [turn(1, '<think>t</think>r1'), turn(2, '<think>t</think>r2')] } as unknown as Transcript;
+    const t = {
+      rolloutId: 'run--s1--0-x--k0',
+      reward: 0.42,
+      turns: [turn(1, '<think>t</think>r1'), turn(2, '<think>t</think>r2')],
+    } as unknown as Transcript;
     const samples = samplesFromTranscript(t, 'g1');
     assert.equal(samples.length, 2);
-    assert.deepEqual(samples.map((s) => [s.completion, s.reward, s.group, s.trajectory]), [
-      ['<think>t</think>r1', 0.42, 'g1', 'run--s1--0-x--k0'],
-      ['<think>t</think>r2', 0.42, 'g1', 'run--s1--0-x--k0'],
-    ]);
+    assert.deepEqual(
+      samples.map((s) => [s.completion, s.reward, s.group, s.trajectory]),
+      [
+        ['<think>t</think>r1', 0.42, 'g1', 'run--s1--0-x--k0'],
+        ['<think>t</think>r2', 0.42, 'g1', 'run--s1--0-x--k0'],
+      ],
+    );
     assert.equal(samples[1]?.prompt[1]?.content, 'u2');
   });
 });
@@ -94,7 +147,11 @@ describe('shipped config presets', () => {
     it(`${file} is valid`, () => {
       const config = loadConfig({ file: join(REPO_ROOT, 'configs', file), env: {} });
       if (file.startsWith('paper-')) {
-        assert.equal((config.training.samplesPerScenario ?? 1) * config.training.scenariosPerStep, 32, 'paper: 32 dialogues per step');
+        assert.equal(
+          (config.training.samplesPerScenario ?? 1) * config.training.scenariosPerStep,
+          32,
+          'paper: 32 dialogues per step',
+        );
         assert.equal(config.training.maxTurns, 8);
         assert.equal(config.training.hyperparameters.clip_ratio, 0.2);
         assert.equal(config.training.hyperparameters.kl_coef, 0);

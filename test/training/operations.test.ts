@@ -4,7 +4,12 @@ import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '..
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 
 /** Asks the run's status until `predicate` holds: the condition is the run's own report, not elapsed time. */
-async function statusWhen(rig: TrainingRig, run: string, predicate: (s: TrainingStatus) => boolean, what: string): Promise<TrainingStatus> {
+async function statusWhen(
+  rig: TrainingRig,
+  run: string,
+  predicate: (s: TrainingStatus) => boolean,
+  what: string,
+): Promise<TrainingStatus> {
   const handle = rig.client.workflow.getHandle(trainingWorkflowId(run));
   const deadline = Date.now() + 120_000;
   for (;;) {
@@ -30,7 +35,12 @@ describe('operating a training run: pause, resume, stop, set', function () {
     await rig.fake.waitForCall('analysis', 1);
     const paused = await handle.executeUpdate<TrainingStatus, []>('pause');
     assert.equal(paused.paused, true);
-    const settled = await statusWhen(rig, 'ops-pause', (s) => s.rollouts.inFlight === 0, 'in-flight rollouts to finish');
+    const settled = await statusWhen(
+      rig,
+      'ops-pause',
+      (s) => s.rollouts.inFlight === 0,
+      'in-flight rollouts to finish',
+    );
     assert.equal(settled.rollouts.done, 1, 'the dialogue in flight finished');
     assert.equal(settled.step, 1);
     // With maxInFlight 1, every started dialogue has made its first analysis call: exactly one started.
@@ -53,7 +63,10 @@ describe('operating a training run: pause, resume, stop, set', function () {
     assert.equal(result.stopped, true);
     assert.equal(result.stepsApplied, 1, 'step 1 completed, no step 2');
     assert.equal((await rig.trainer.runState('ops-stop')).step, 1);
-    assert.deepEqual((await rig.metrics('ops-stop')).map((m) => m.step), [1]);
+    assert.deepEqual(
+      (await rig.metrics('ops-stop')).map((m) => m.step),
+      [1],
+    );
   });
 
   it('set changes hyperparameters of a live run and rejects bad values with the reason', async () => {

@@ -23,39 +23,75 @@ describe('workflow replay (determinism guard)', () => {
 
   it('replays a recorded rollout with one activity per turn (rollout.activityPer: turn)', async () => {
     const history = historyFromJSON(loadHistory('rollout-per-turn.json'));
-    const turns = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playDialogueTurn');
+    const turns = (history.events ?? []).filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playDialogueTurn',
+    );
     assert.equal(turns.length, 3, 'the fixture holds a whole 3-turn rollout');
-    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-rollout-per-turn');
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      history,
+      'replay-fixture-rollout-per-turn',
+    );
   });
 
   it('replays a rollout with local turns, and one recorded before its artifact activities became local', async () => {
     const current = historyFromJSON(loadHistory('rollout-local-turn.json'));
-    assert.deepEqual(localActivityTypes(current.events ?? []), ['writeUserMessage', 'playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript']);
-    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, current, 'replay-fixture-rollout-local-turn');
+    assert.deepEqual(localActivityTypes(current.events ?? []), [
+      'writeUserMessage',
+      'playDialogueTurn',
+      'playDialogueTurn',
+      'playDialogueTurn',
+      'saveTranscript',
+    ]);
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      current,
+      'replay-fixture-rollout-local-turn',
+    );
     // Recorded by the code before LOCAL_ARTIFACT_ACTIVITIES_PATCH: the transcript write is a regular
     // activity there, and the patch makes the current code take that path again on replay.
     const before = historyFromJSON(loadHistory('rollout-local-turn-before-local-artifacts.json'));
     assert.deepEqual(patchIds(before.events ?? []), []);
-    assert.deepEqual((before.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name), ['saveTranscript']);
-    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, before, 'replay-fixture-rollout-local-turn-before');
+    assert.deepEqual(
+      (before.events ?? [])
+        .filter((e) => e.activityTaskScheduledEventAttributes)
+        .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name),
+      ['saveTranscript'],
+    );
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      before,
+      'replay-fixture-rollout-local-turn-before',
+    );
   });
 
   it('replays a recorded training step (rollout fan-out, optimizer, publishing, continue-as-new)', async () => {
     const history = historyFromJSON(loadHistory('training-step.json'));
     const types = new Set((history.events ?? []).map((e) => e.eventType));
     assert.ok((history.events ?? []).length > 30);
-    assert.ok(types.has(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW), 'the step ends by continuing as new');
+    assert.ok(
+      types.has(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW),
+      'the step ends by continuing as new',
+    );
     await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-training');
   });
 
   it('fails when the code would schedule different activities than the history holds', async () => {
     // Rename the first policy activity in the recorded history: the same code must now be judged non-deterministic.
-    const json = loadHistory('rollout.json') as { events: { activityTaskScheduledEventAttributes?: { activityType?: { name?: string } } }[] };
-    const scheduled = json.events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'generatePolicyTurn');
+    const json = loadHistory('rollout.json') as {
+      events: { activityTaskScheduledEventAttributes?: { activityType?: { name?: string } } }[];
+    };
+    const scheduled = json.events.find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'generatePolicyTurn',
+    );
     assert.ok(scheduled?.activityTaskScheduledEventAttributes?.activityType);
     scheduled.activityTaskScheduledEventAttributes.activityType.name = 'somethingElse';
     await assert.rejects(
-      Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, historyFromJSON(json), 'replay-fixture-rollout-altered'),
+      Worker.runReplayHistory(
+        { workflowBundle: await sharedWorkflowBundle() },
+        historyFromJSON(json),
+        'replay-fixture-rollout-altered',
+      ),
       (error: unknown) => error instanceof DeterminismViolationError,
     );
   });

@@ -48,7 +48,10 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.ok(transcript.turns[3]?.analysis?.analysis.innerThoughts);
     assert.ok(summary.tokens.policyCompletion > 0 && summary.tokens.simulatorPrompt > 0);
     // The policy's prompt at turn 2 holds the whole visible dialogue so far.
-    assert.deepEqual(transcript.turns[1]?.promptMessages.map((m) => m.role), ['system', 'user', 'assistant', 'user']);
+    assert.deepEqual(
+      transcript.turns[1]?.promptMessages.map((m) => m.role),
+      ['system', 'user', 'assistant', 'user'],
+    );
   });
 
   it('ends in success when emotion reaches 100', async () => {
@@ -65,14 +68,22 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: -25 }) } });
     await rig.startWorkers();
     // The fake sends -25 as JSON; the parser clamps it to -10.
-    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 1, { initialEmotion: 25, simulator: { ...rig.settings().simulator, structuredOutput: 'none' } });
+    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 1, {
+      initialEmotion: 25,
+      simulator: { ...rig.settings().simulator, structuredOutput: 'none' },
+    });
     assert.equal(summary.outcome, 'failure');
     assert.deepEqual(summary.emotions, [25, 15, 5]);
     assert.equal(summary.reward, 0.05);
   });
 
-  it("ends when the simulated user says goodbye", async () => {
-    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 1 }), reply: (ctx) => (ctx.turn >= 2 ? 'ok. whatever. bye.' : 'not really, no') } });
+  it('ends when the simulated user says goodbye', async () => {
+    rig = await createRolloutRig({
+      behaviour: {
+        analysis: () => ({ emotionChange: 1 }),
+        reply: (ctx) => (ctx.turn >= 2 ? 'ok. whatever. bye.' : 'not really, no'),
+      },
+    });
     await rig.startWorkers();
     const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 3);
     assert.equal(summary.outcome, 'goodbye');
@@ -81,7 +92,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   });
 
   it('lets the simulator write the opening when the scenario has none', async () => {
-    rig = await createRolloutRig({ behaviour: { opening: () => 'so. about next week\'s route...' } });
+    rig = await createRolloutRig({ behaviour: { opening: () => "so. about next week's route..." } });
     await rig.startWorkers();
     const summary = await rig.runRollout(fixtureScenario('test-not-my-fault-avoidant-cyclist'), 5, { maxTurns: 1 });
     const transcript = await rig.store.getJson<Transcript>(summary.artifact);
@@ -93,13 +104,17 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   it('think mode: only the reply reaches the simulator and later turns', async () => {
     rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 2 }) } });
     await rig.startWorkers();
-    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 9, { maxTurns: 3, think: true });
+    const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 9, {
+      maxTurns: 3,
+      think: true,
+    });
     assert.equal(summary.outcome, 'turn-limit');
     const transcript = await rig.store.getJson<Transcript>(summary.artifact);
     for (const turn of transcript.turns) {
       assert.ok(turn.policy.thinking && turn.policy.thinking.length > 0);
       assert.ok(!turn.policy.reply.includes('<think>'));
-      for (const message of turn.promptMessages.slice(1)) assert.ok(!message.content.includes('<think>'), 'thinking leaked into a later prompt');
+      for (const message of turn.promptMessages.slice(1))
+        assert.ok(!message.content.includes('<think>'), 'thinking leaked into a later prompt');
     }
     const simulatorPrompts = rig.fake.calls.filter((c) => c.role === 'analysis');
     assert.equal(simulatorPrompts.length, 3);
@@ -118,7 +133,10 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   });
 
   it('retries 429, 500 and timeouts, and accepts analyses that ignore response_format', async () => {
-    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 4 }) }, set: ['policy.timeoutMs=500'] });
+    rig = await createRolloutRig({
+      behaviour: { analysis: () => ({ emotionChange: 4 }) },
+      set: ['policy.timeoutMs=500'],
+    });
     rig.fake.inject('policy', 1, '429');
     rig.fake.inject('policy', 2, '500');
     rig.fake.inject('policy', 4, 'timeout');
@@ -135,7 +153,13 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   });
 
   function dialogueOf(transcript: Transcript) {
-    return transcript.turns.map((t) => [t.promptMessages, t.policy.reply, t.analysis?.analysis, t.emotionAfter, t.userReply?.text]);
+    return transcript.turns.map((t) => [
+      t.promptMessages,
+      t.policy.reply,
+      t.analysis?.analysis,
+      t.emotionAfter,
+      t.userReply?.text,
+    ]);
   }
 
   /**
@@ -163,13 +187,21 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   }
 
   it('rollout.llmCalls=local: the same dialogue and retries, with each LLM call a local-activity marker', async () => {
-    const { rig, handle } = await sameDialogueAsPerCall(['rollout.llmCalls=local', 'policy.maxConcurrency=1'], [['policy', 2, '500'], ['reply', 1, '429']]);
+    const { rig, handle } = await sameDialogueAsPerCall(
+      ['rollout.llmCalls=local', 'policy.maxConcurrency=1'],
+      [
+        ['policy', 2, '500'],
+        ['reply', 1, '429'],
+      ],
+    );
     assert.equal(rig.settings().llmCalls, 'local');
     // 3 policy calls + the 500; 2 replies + the 429.
     assert.equal(rig.fake.count('policy'), 4);
     assert.equal(rig.fake.count('reply'), 3);
     const events = (await handle.fetchHistory()).events ?? [];
-    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
+    const scheduled = events
+      .filter((e) => e.activityTaskScheduledEventAttributes)
+      .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
     const local = localActivityTypes(events);
     assert.equal(local.filter((t) => t !== 'saveTranscript').length, 3 + 3 + 2, 'one marker per finished LLM call');
     assert.equal(local[local.length - 1], 'saveTranscript', 'the transcript write is local too');
@@ -178,23 +210,40 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   });
 
   it('rollout.activityPer=turn: one activity per turn, the same dialogue, and a failed call resumes after the finished ones', async () => {
-    const { rig, handle } = await sameDialogueAsPerCall(['rollout.activityPer=turn', 'policy.maxConcurrency=1', 'simulator.maxConcurrency=1'], [['reply', 1, '500'], ['analysis', 2, '429']]);
+    const { rig, handle } = await sameDialogueAsPerCall(
+      ['rollout.activityPer=turn', 'policy.maxConcurrency=1', 'simulator.maxConcurrency=1'],
+      [
+        ['reply', 1, '500'],
+        ['analysis', 2, '429'],
+      ],
+    );
     assert.equal(rig.settings().activityPer, 'turn');
     // The retried turns did not repeat their finished calls (the heartbeat carried them over).
     assert.equal(rig.fake.count('policy'), 3);
     assert.equal(rig.fake.count('analysis'), 3 + 1);
     assert.equal(rig.fake.count('reply'), 2 + 1);
-    for (const [key, count] of rig.fake.successCountsByKey()) assert.equal(count, 1, `request ${key} answered ${count} times`);
+    for (const [key, count] of rig.fake.successCountsByKey())
+      assert.equal(count, 1, `request ${key} answered ${count} times`);
     const events = (await handle.fetchHistory()).events ?? [];
-    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes);
-    assert.deepEqual(scheduled.map((a) => a?.activityType?.name), ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript']);
+    const scheduled = events
+      .filter((e) => e.activityTaskScheduledEventAttributes)
+      .map((e) => e.activityTaskScheduledEventAttributes);
+    assert.deepEqual(
+      scheduled.map((a) => a?.activityType?.name),
+      ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript'],
+    );
     assert.equal(scheduled[0]?.taskQueue?.name, rig.settings().turnsTaskQueue);
-    const attempts = events.filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes?.attempt);
+    const attempts = events
+      .filter((e) => e.activityTaskStartedEventAttributes)
+      .map((e) => e.activityTaskStartedEventAttributes?.attempt);
     assert.deepEqual(attempts, [2, 2, 1, 1], 'turns 1 and 2 each needed a second attempt');
   });
 
   it('rollout.activityPer=turn with local activities: one marker per turn; a failed call plays its turn again with the same requests', async () => {
-    const { rig, handle } = await sameDialogueAsPerCall(['rollout.activityPer=turn', 'rollout.llmCalls=local'], [['reply', 1, '500']]);
+    const { rig, handle } = await sameDialogueAsPerCall(
+      ['rollout.activityPer=turn', 'rollout.llmCalls=local'],
+      [['reply', 1, '500']],
+    );
     // Turn 1 ran twice: its policy and analysis requests were made again, byte for byte.
     assert.equal(rig.fake.count('policy'), 3 + 1);
     assert.equal(rig.fake.count('analysis'), 3 + 1);
@@ -202,7 +251,11 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     const repeated = [...rig.fake.successCountsByKey()].filter(([, n]) => n > 1);
     assert.equal(repeated.length, 2, 'the policy and analysis requests of turn 1');
     const events = (await handle.fetchHistory()).events ?? [];
-    assert.deepEqual(localActivityTypes(events), ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript'], 'one marker per turn, then the transcript write');
+    assert.deepEqual(
+      localActivityTypes(events),
+      ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript'],
+      'one marker per turn, then the transcript write',
+    );
     assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0);
   });
 
@@ -216,7 +269,10 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.equal(transcript.turns[0]?.analysis?.attempts, 2);
 
     for (const nth of [3, 4, 5]) rig.fake.inject('analysis', nth, 'malformed');
-    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 3, { maxTurns: 1 }).then(() => null, (e: unknown) => e);
+    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 3, { maxTurns: 1 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     const message = failureMessage(error);
     assert.match(message, /no parseable analysis after 3 attempts/);
     assert.match(message, /Sorry, I cannot do that\. \{not json/);
@@ -227,16 +283,30 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     rig = await createRolloutRig();
     rig.fake.inject('policy', 1, '401');
     await rig.startWorkers();
-    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 2).then(() => null, (e: unknown) => e);
+    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 2).then(
+      () => null,
+      (e: unknown) => e,
+    );
     const message = failureMessage(error);
-    assert.match(message, /policy endpoint http:\/\/127\.0\.0\.1:\d+\/v1 \(model "fake-policy"\): HTTP 401 \(check POLICY_API_KEY\)/);
+    assert.match(
+      message,
+      /policy endpoint http:\/\/127\.0\.0\.1:\d+\/v1 \(model "fake-policy"\): HTTP 401 \(check POLICY_API_KEY\)/,
+    );
     assert.equal(rig.fake.count('policy'), 1, 'a 401 is not retried');
   });
 
   it('names the endpoint when it is unreachable', async () => {
-    rig = await createRolloutRig({ set: ['simulator.baseURL=http://127.0.0.1:9/v1', 'simulator.retry.maximumAttempts=2'] });
+    rig = await createRolloutRig({
+      set: ['simulator.baseURL=http://127.0.0.1:9/v1', 'simulator.retry.maximumAttempts=2'],
+    });
     await rig.startWorkers();
-    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 2).then(() => null, (e: unknown) => e);
-    assert.match(failureMessage(error), /simulator endpoint http:\/\/127\.0\.0\.1:9\/v1 \(model "fake-simulator"\): unreachable/);
+    const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 2).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.match(
+      failureMessage(error),
+      /simulator endpoint http:\/\/127\.0\.0\.1:9\/v1 \(model "fake-simulator"\): unreachable/,
+    );
   });
 });

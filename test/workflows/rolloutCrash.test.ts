@@ -18,9 +18,16 @@ describe('rollout durability', function () {
    * Starts a 4-turn rollout in a worker process and SIGKILLs it while the third `role` call waits
    * for its answer (once `beforeKill` returns).
    */
-  async function killDuringThird(role: 'policy' | 'reply', set: string[], beforeKill: (handle: WorkflowHandle) => Promise<void> = async () => {}) {
+  async function killDuringThird(
+    role: 'policy' | 'reply',
+    set: string[],
+    beforeKill: (handle: WorkflowHandle) => Promise<void> = async () => {},
+  ) {
     const endpoint = role === 'policy' ? 'policy' : 'simulator';
-    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 2 }) }, set: [`${endpoint}.timeoutMs=2000`, ...set] });
+    rig = await createRolloutRig({
+      behaviour: { analysis: () => ({ emotionChange: 2 }) },
+      set: [`${endpoint}.timeoutMs=2000`, ...set],
+    });
     const first = WorkerProcess.start(rig.env.address, rig.configSet);
     workers.push(first);
     await first.ready();
@@ -29,11 +36,15 @@ describe('rollout durability', function () {
     await rig.fake.waitForCall(role, 3);
     await beforeKill(handle);
     await first.kill('SIGKILL');
-    return { rig, handle, restart: async () => {
-      const second = WorkerProcess.start(rig!.env.address, rig!.configSet);
-      workers.push(second);
-      await second.ready();
-    } };
+    return {
+      rig,
+      handle,
+      restart: async () => {
+        const second = WorkerProcess.start(rig!.env.address, rig!.configSet);
+        workers.push(second);
+        await second.ready();
+      },
+    };
   }
 
   it('survives a SIGKILLed worker mid-rollout without repeating a finished LLM call', async () => {
@@ -48,7 +59,8 @@ describe('rollout durability', function () {
     assert.equal(summary.turns, 4);
     assert.deepEqual(summary.emotions, [40, 42, 44, 46, 48]);
     // Every request that was answered was answered exactly once: no finished call was made again.
-    for (const [key, count] of rig.fake.successCountsByKey()) assert.equal(count, 1, `request ${key} answered ${count} times`);
+    for (const [key, count] of rig.fake.successCountsByKey())
+      assert.equal(count, 1, `request ${key} answered ${count} times`);
     // 4 policy turns plus the one lost with the worker.
     assert.equal(rig.fake.count('policy'), 5);
     assert.equal(rig.fake.count('analysis'), 4);
@@ -74,7 +86,10 @@ describe('rollout durability', function () {
     assert.equal(rig.fake.count('analysis'), 4 + 2);
     assert.equal(rig.fake.count('reply'), 3 + 2);
     // Once recorded, each call is a marker in the history.
-    assert.equal(localActivityTypes((await handle.fetchHistory()).events ?? []).filter((t) => t !== 'saveTranscript').length, 4 + 4 + 3);
+    assert.equal(
+      localActivityTypes((await handle.fetchHistory()).events ?? []).filter((t) => t !== 'saveTranscript').length,
+      4 + 4 + 3,
+    );
   });
 
   /** The heartbeat details of the workflow's pending turn activity, as the server holds them. */
@@ -91,7 +106,8 @@ describe('rollout durability', function () {
       for (;;) {
         const details = await heartbeatOfPendingTurn(pending);
         if (details?.policy && details.analysis) return;
-        if (Date.now() > deadline) throw new Error(`turn 3's heartbeat never carried its analysis: ${JSON.stringify(details)}`);
+        if (Date.now() > deadline)
+          throw new Error(`turn 3's heartbeat never carried its analysis: ${JSON.stringify(details)}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     });
@@ -101,12 +117,15 @@ describe('rollout durability', function () {
     // The same dialogue as the per-call durability test above.
     assert.equal(summary.outcome, 'turn-limit');
     assert.deepEqual(summary.emotions, [40, 42, 44, 46, 48]);
-    for (const [key, count] of rig.fake.successCountsByKey()) assert.equal(count, 1, `request ${key} answered ${count} times`);
+    for (const [key, count] of rig.fake.successCountsByKey())
+      assert.equal(count, 1, `request ${key} answered ${count} times`);
     assert.equal(rig.fake.count('policy'), 4);
     assert.equal(rig.fake.count('analysis'), 4);
     // 3 answered replies plus the one lost with the worker.
     assert.equal(rig.fake.count('reply'), 3 + 1);
-    const turnsScheduled = (await handle.fetchHistory()).events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playDialogueTurn').length;
+    const turnsScheduled = (await handle.fetchHistory()).events?.filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playDialogueTurn',
+    ).length;
     assert.equal(turnsScheduled, 4);
   });
 });

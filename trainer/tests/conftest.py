@@ -1,4 +1,3 @@
-import json
 import os
 import re
 import signal
@@ -21,8 +20,14 @@ P = [{"role": "user", "content": "I feel sad today"}]
 def tiny_run(run_id="r1", algorithm="grpo", lora=None, seed=3, **hp):
     hyper = {"learning_rate": 1e-2, "value_learning_rate": 1e-2, "micro_batch_size": 2}
     hyper.update(hp)
-    return {"run_id": run_id, "base_model": "tiny-random", "algorithm": algorithm, "lora": lora,
-            "hyperparameters": hyper, "seed": seed}
+    return {
+        "run_id": run_id,
+        "base_model": "tiny-random",
+        "algorithm": algorithm,
+        "lora": lora,
+        "hyperparameters": hyper,
+        "seed": seed,
+    }
 
 
 def fixed_samples(step: int, n_groups: int = 2, per_group: int = 3):
@@ -31,9 +36,14 @@ def fixed_samples(step: int, n_groups: int = 2, per_group: int = 3):
     for g in range(n_groups):
         for k in range(per_group):
             c = words[(step + g + k) % len(words)]
-            out.append({"prompt": [{"role": "user", "content": f"scenario {g}: I feel lonely"}],
-                        "completion": c, "reward": ((step * 7 + g * 3 + k * 5) % 11) / 10.0,
-                        "group": f"g{g}"})
+            out.append(
+                {
+                    "prompt": [{"role": "user", "content": f"scenario {g}: I feel lonely"}],
+                    "completion": c,
+                    "reward": ((step * 7 + g * 3 + k * 5) % 11) / 10.0,
+                    "group": f"g{g}",
+                }
+            )
     return out
 
 
@@ -50,12 +60,27 @@ class Service:
     def __init__(self, state_dir: Path, env_extra=None):
         env = dict(os.environ)
         env.update(env_extra or {})
-        self.log_path = state_dir.parent / f"service-{int(time.time()*1000)}.log"
+        self.log_path = state_dir.parent / f"service-{int(time.time() * 1000)}.log"
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "attune_trainer", "serve", "--host", "127.0.0.1", "--port", "0",
-             "--state-dir", str(state_dir), "--threads", "1"],
-            stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+            [
+                sys.executable,
+                "-m",
+                "attune_trainer",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--state-dir",
+                str(state_dir),
+                "--threads",
+                "1",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=env,
         )
         self.url = None
         deadline = time.time() + 120

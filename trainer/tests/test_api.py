@@ -1,13 +1,11 @@
 """HTTP contract (in-process FastAPI app): create/get runs, exactly-once steps, errors, sampling."""
 
-import hashlib
 import json
 
 import pytest
 import torch
-from fastapi.testclient import TestClient
-
 from conftest import P, fixed_samples, policy_tensors, tiny_run
+from fastapi.testclient import TestClient
 
 
 @pytest.fixture
@@ -87,8 +85,19 @@ def test_step_exactly_once(client, engine):
     assert r1.status_code == 200, r1.text
     b1 = r1.json()
     assert b1["step"] == 1 and b1["replayed"] is False
-    for k in ("loss", "policy_loss", "value_loss", "kl", "entropy", "clip_fraction", "grad_norm", "reward_mean",
-              "advantage_mean", "tokens", "seconds"):
+    for k in (
+        "loss",
+        "policy_loss",
+        "value_loss",
+        "kl",
+        "entropy",
+        "clip_fraction",
+        "grad_norm",
+        "reward_mean",
+        "advantage_mean",
+        "tokens",
+        "seconds",
+    ):
         assert isinstance(b1["metrics"][k], (int, float)), k
     after1 = _params(engine, "s")
     assert any(not torch.equal(before[k], after1[k]) for k in before)
@@ -145,8 +154,15 @@ def test_chat_completions_openai_shape_seed_stop(client):
     g2 = client.post("/v1/chat/completions", json={**greedy, "stop": [stop]}).json()
     assert g2["choices"][0]["finish_reason"] == "stop" and stop not in g2["choices"][0]["message"]["content"]
     # content as a list of parts (OpenAI format) and unknown extra fields are accepted
-    r = client.post("/v1/chat/completions", json={"model": "c", "max_tokens": 2, "user": "x", "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "hello"}]}]})
+    r = client.post(
+        "/v1/chat/completions",
+        json={
+            "model": "c",
+            "max_tokens": 2,
+            "user": "x",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
+        },
+    )
     assert r.status_code == 200
     r = client.post("/v1/chat/completions", json={**greedy, "stream": True})
     assert r.status_code == 422 and r.json()["error"]["field"] == "stream"
@@ -199,7 +215,7 @@ def test_exports_load_in_peft_and_transformers(client, engine, tmp_path):
     assert r["checkpoint"]["export_format"] == "hf_full"
     full = AutoModelForCausalLM.from_pretrained(r["checkpoint"]["export_path"])
     live = engine.acc.unwrap_model(engine.loaded["full"].policy)
-    for (k, a), (_, b) in zip(sorted(full.state_dict().items()), sorted(live.state_dict().items())):
+    for (k, a), (_, b) in zip(sorted(full.state_dict().items()), sorted(live.state_dict().items()), strict=True):
         assert torch.equal(a, b), k
     run = client.get("/v1/runs/full").json()
     assert [c["step"] for c in run["checkpoints"]] == [0, 1]
@@ -207,8 +223,9 @@ def test_exports_load_in_peft_and_transformers(client, engine, tmp_path):
 
 
 def test_ppo_step_and_metrics(client):
-    client.post("/v1/runs", json=tiny_run("p", algorithm="ppo", kl_coef=0.1, entropy_coef=0.01, mini_batch_size=3,
-                                          ppo_epochs=2))
+    client.post(
+        "/v1/runs", json=tiny_run("p", algorithm="ppo", kl_coef=0.1, entropy_coef=0.01, mini_batch_size=3, ppo_epochs=2)
+    )
     r = client.post("/v1/runs/p/steps", json={"step": 1, "samples": fixed_samples(1)})
     assert r.status_code == 200
     m = r.json()["metrics"]
@@ -227,7 +244,9 @@ def test_step_hyperparameter_overrides_and_trajectories(client, engine):
     assert bad.status_code == 422 and "clip_ratio" in bad.text
     before = _params(engine, "o")
     # A learning rate of ~0 leaves the weights (almost) where they were; the run's own rate would move them.
-    r = client.post("/v1/runs/o/steps", json={"step": 1, "samples": samples, "hyperparameters": {"learning_rate": 1e-30}})
+    r = client.post(
+        "/v1/runs/o/steps", json={"step": 1, "samples": samples, "hyperparameters": {"learning_rate": 1e-30}}
+    )
     assert r.status_code == 200, r.text
     after = _params(engine, "o")
     assert all(torch.allclose(before[k], after[k], atol=1e-20) for k in before)

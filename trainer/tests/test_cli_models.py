@@ -15,14 +15,40 @@ def test_smollm2_from_gguf_lora_step_and_chat(engine):
     from attune_trainer.models import smollm2_gguf_path
 
     assert smollm2_gguf_path().suffix == ".gguf"
-    created, st = engine.create_run({"run_id": "smol", "base_model": "smollm2-135m", "algorithm": "grpo",
-                                     "lora": {"r": 8}, "hyperparameters": {"learning_rate": 1e-4}, "seed": 1})
+    created, st = engine.create_run(
+        {
+            "run_id": "smol",
+            "base_model": "smollm2-135m",
+            "algorithm": "grpo",
+            "lora": {"r": 8},
+            "hyperparameters": {"learning_rate": 1e-4},
+            "seed": 1,
+        }
+    )
     assert created and st["step"] == 0
-    r = engine.chat({"model": "smol", "messages": [{"role": "user", "content": "What is the capital of France?"}],
-                     "max_tokens": 12, "temperature": 0})
+    r = engine.chat(
+        {
+            "model": "smol",
+            "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "max_tokens": 12,
+            "temperature": 0,
+        }
+    )
     assert "Paris" in r["choices"][0]["message"]["content"]
     msgs = [{"role": "user", "content": "I feel lonely."}]
-    res = engine.apply_step("smol", {"step": 1, "samples": [
-        {"prompt": msgs, "completion": "I'm sorry you feel that way. Do you want to talk?", "reward": 0.8, "group": "a"},
-        {"prompt": msgs, "completion": "ok", "reward": 0.1, "group": "a"}]})
+    res = engine.apply_step(
+        "smol",
+        {
+            "step": 1,
+            "samples": [
+                {
+                    "prompt": msgs,
+                    "completion": "I'm sorry you feel that way. Do you want to talk?",
+                    "reward": 0.8,
+                    "group": "a",
+                },
+                {"prompt": msgs, "completion": "ok", "reward": 0.1, "group": "a"},
+            ],
+        },
+    )
     assert res["step"] == 1 and res["metrics"]["tokens"] > 10

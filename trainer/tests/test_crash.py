@@ -5,7 +5,6 @@ import time
 
 import httpx
 import torch
-
 from conftest import fixed_samples, policy_tensors, tiny_run
 
 STEPS = 4
@@ -66,8 +65,9 @@ def test_sigkill_during_a_step_leaves_previous_checkpoint_and_resumes(tmp_path, 
 
     def post(step):
         try:
-            httpx.post(f"{svc.url}/v1/runs/crash/steps", json={"step": step, "samples": fixed_samples(step)},
-                       timeout=120)
+            httpx.post(
+                f"{svc.url}/v1/runs/crash/steps", json={"step": step, "samples": fixed_samples(step)}, timeout=120
+            )
         except httpx.HTTPError as e:
             errors.append(e)
 

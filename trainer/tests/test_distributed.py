@@ -12,8 +12,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import torch
-
 from conftest import fixed_samples, policy_tensors, tiny_run
 
 TORCHRUN = Path(sys.executable).parent / "torchrun"
@@ -32,9 +30,29 @@ def test_two_ranks_match_one_process(tmp_path, engine):
     d = tmp_path / "dist"
     log = open(tmp_path / "dist.log", "w")
     proc = subprocess.Popen(
-        [str(TORCHRUN), "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
-         "-m", "attune_trainer", "serve", "--port", "0", "--device", "cpu", "--state-dir", str(d), "--threads", "1"],
-        stdout=subprocess.PIPE, stderr=log, text=True, 
+        [
+            str(TORCHRUN),
+            "--nproc_per_node",
+            "2",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(_free_port()),
+            "-m",
+            "attune_trainer",
+            "serve",
+            "--port",
+            "0",
+            "--device",
+            "cpu",
+            "--state-dir",
+            str(d),
+            "--threads",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
     )
     try:
         url = None
@@ -47,8 +65,10 @@ def test_two_ranks_match_one_process(tmp_path, engine):
             url = m.group(1) if m else None
         assert url, (tmp_path / "dist.log").read_text()[-3000:]
         threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
-        for rid, run in (("dp", tiny_run("dp", algorithm="ppo", kl_coef=0.05, learning_rate=1e-3)),
-                         ("dg", tiny_run("dg", algorithm="grpo", lora={"r": 4}, kl_coef=0.05, learning_rate=1e-3))):
+        for rid, run in (
+            ("dp", tiny_run("dp", algorithm="ppo", kl_coef=0.05, learning_rate=1e-3)),
+            ("dg", tiny_run("dg", algorithm="grpo", lora={"r": 4}, kl_coef=0.05, learning_rate=1e-3)),
+        ):
             assert httpx.post(f"{url}/v1/runs", json=run, timeout=120).status_code == 201
             engine.create_run(run)
             for s in (1, 2):

@@ -9,10 +9,20 @@ import statistics
 
 import pytest
 
-PROMPTS = ["I feel sad today", "My boss yelled at me", "I can't sleep", "Nobody listens to me",
-           "I failed my exam", "My friend moved away", "I am so tired", "Work is too much"]
-TARGET = set("feel feeling felt sad happy angry upset tired lonely alone worried anxious afraid scared hurt "
-             "sorry hear listen understand care support calm safe kind gentle hope glad proud".split())
+PROMPTS = [
+    "I feel sad today",
+    "My boss yelled at me",
+    "I can't sleep",
+    "Nobody listens to me",
+    "I failed my exam",
+    "My friend moved away",
+    "I am so tired",
+    "Work is too much",
+]
+TARGET = set(
+    "feel feeling felt sad happy angry upset tired lonely alone worried anxious afraid scared hurt "
+    "sorry hear listen understand care support calm safe kind gentle hope glad proud".split()
+)
 
 
 def reward(text: str) -> float:
@@ -21,17 +31,30 @@ def reward(text: str) -> float:
 
 
 def run_loop(engine, algorithm: str, n_prompts: int, per_prompt: int, steps: int):
-    engine.create_run({"run_id": algorithm, "base_model": "tiny-random", "algorithm": algorithm,
-                       "hyperparameters": {"learning_rate": 1e-2, "value_learning_rate": 1e-2,
-                                           "micro_batch_size": 64},
-                       "seed": 7})
+    engine.create_run(
+        {
+            "run_id": algorithm,
+            "base_model": "tiny-random",
+            "algorithm": algorithm,
+            "hyperparameters": {"learning_rate": 1e-2, "value_learning_rate": 1e-2, "micro_batch_size": 64},
+            "seed": 7,
+        }
+    )
     history = []
     for step in range(1, steps + 1):
         samples = []
         for gi, p in enumerate(PROMPTS[:n_prompts]):
             msgs = [{"role": "user", "content": p}]
-            r = engine.chat({"model": algorithm, "messages": msgs, "max_tokens": 8, "n": per_prompt,
-                             "temperature": 1.0, "seed": step * 1000 + gi})
+            r = engine.chat(
+                {
+                    "model": algorithm,
+                    "messages": msgs,
+                    "max_tokens": 8,
+                    "n": per_prompt,
+                    "temperature": 1.0,
+                    "seed": step * 1000 + gi,
+                }
+            )
             for ch in r["choices"]:
                 c = ch["message"]["content"]
                 samples.append({"prompt": msgs, "completion": c, "reward": reward(c), "group": f"{step}-{gi}"})

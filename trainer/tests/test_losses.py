@@ -42,8 +42,8 @@ def test_clipped_surrogate_hand_values():
     assert clipped.tolist() == [1.0, 0.0, 1.0, 0.0]
     # clipped tokens carry no gradient
     lp = logp.clone().requires_grad_(True)
-    l, _, _ = L.clipped_surrogate(lp, old, adv, 0.2)
-    l.sum().backward()
+    loss, _, _ = L.clipped_surrogate(lp, old, adv, 0.2)
+    loss.sum().backward()
     assert lp.grad[0] == 0 and lp.grad[2] == 0 and lp.grad[1] != 0 and lp.grad[3] != 0
 
 
@@ -128,7 +128,7 @@ def test_prompt_tokens_are_masked(engine):
     prompt = [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "I feel sad"}]
     enc = engine.encode(tok, prompt, "I hear you", lr.hp, tok.eos_token_id)
     comp = tok("I hear you", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    assert enc.ids[enc.n_prompt:] == comp
+    assert enc.ids[enc.n_prompt :] == comp
     text = tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
     assert enc.ids[: enc.n_prompt] == tok(text, add_special_tokens=False)["input_ids"]
     enc2 = engine.encode(tok, prompt, "ok", lr.hp, tok.eos_token_id)
@@ -152,7 +152,7 @@ def test_truncation_keeps_the_completion(engine):
     tok = lr.tokenizer
     enc = engine.encode(tok, [{"role": "user", "content": "word " * 200}], "I hear you", lr.hp, tok.eos_token_id)
     assert len(enc.ids) == 32
-    assert enc.ids[enc.n_prompt:] == tok("I hear you", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    assert enc.ids[enc.n_prompt :] == tok("I hear you", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
 
 
 def test_grpo_counts_each_dialogue_once_in_group_statistics():

@@ -65,68 +65,108 @@ export async function demoCommand(argv: string[]): Promise<number> {
   if (evalCount < 1) throw new UsageError('--eval-scenarios must be at least 1');
   // An external policy server (vLLM) gets each step's adapter; without one the trainer serves the policy.
   if (process.env.POLICY_BASE_URL) sizes.push('training.publish=vllm');
-  const ctx = commandContext({ config: values.config ?? resolve(REPO_ROOT, 'configs', 'demo.yaml'), set: [...sizes, ...(values.set ?? [])] }, 'demo');
+  const ctx = commandContext(
+    { config: values.config ?? resolve(REPO_ROOT, 'configs', 'demo.yaml'), set: [...sizes, ...(values.set ?? [])] },
+    'demo',
+  );
   const { config, log } = ctx;
   const runName = values.resume ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}`;
   const started = Date.now();
   const elapsed = () => `${Math.round((Date.now() - started) / 1000)}s`;
 
-  return withRuntime(ctx, async (temporal) => {
-    say(`Attune demo: run ${runName}`);
-    say(`  Temporal UI: ${temporal.uiUrl ?? '(external server)'}${temporal.uiUrl ? `  (the run: ${workflowUiUrl(temporal, trainingWorkflowId(runName))})` : ''}`);
-    say(`  policy ${config.training.baseModel} trained by the trainer at ${config.trainer.url}; simulator ${config.simulator.model} at ${config.simulator.baseURL}`);
-    say(`  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.maxTurns} turns`);
+  return withRuntime(
+    ctx,
+    async (temporal) => {
+      say(`Attune demo: run ${runName}`);
+      say(
+        `  Temporal UI: ${temporal.uiUrl ?? '(external server)'}${temporal.uiUrl ? `  (the run: ${workflowUiUrl(temporal, trainingWorkflowId(runName))})` : ''}`,
+      );
+      say(
+        `  policy ${config.training.baseModel} trained by the trainer at ${config.trainer.url}; simulator ${config.simulator.model} at ${config.simulator.baseURL}`,
+      );
+      say(
+        `  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.maxTurns} turns`,
+      );
 
-    const { handle, attached } = await startOrAttachTraining(temporal.client, config, runName);
-    say(attached ? `[${elapsed()}] attached to the existing run ${runName}` : `[${elapsed()}] training started`);
-    let last = '';
-    const timer = setInterval(() => {
-      void handle.query(trainingStatusQuery).then((s: TrainingStatus) => {
-        const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
-        if (line !== last) {
-          say(`[${elapsed()}] ${line}`);
-          if (s.phase === 'waiting-for-operator') say(`  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``);
-        }
-        last = line;
-      }, () => undefined);
-    }, 3000);
-    let result;
-    try {
-      result = await handle.result();
-    } finally {
-      clearInterval(timer);
-    }
-    say(`[${elapsed()}] training done: ${result.stepsApplied} step(s), final version ${result.version}`);
-
-    const evalIds: string[] = [];
-    for (const [label, step] of [['base', 0], ['final', result.stepsApplied]] as const) {
-      const library = buildEvaluationInput(config, { split: 'eval' }).scenarios.slice(0, evalCount).map((s) => s.id);
-      const input = buildEvaluationInput(config, { split: 'eval', only: library, policy: `${runName}@${step}`, evalId: `${runName}-eval-${label}`, runName, step });
-      say(`[${elapsed()}] evaluating the ${label} policy (${runName}@${step}) on ${input.scenarios.length} eval scenario(s)`);
-      let evalHandle;
+      const { handle, attached } = await startOrAttachTraining(temporal.client, config, runName);
+      say(attached ? `[${elapsed()}] attached to the existing run ${runName}` : `[${elapsed()}] training started`);
+      let last = '';
+      const timer = setInterval(() => {
+        void handle.query(trainingStatusQuery).then(
+          (s: TrainingStatus) => {
+            const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+            if (line !== last) {
+              say(`[${elapsed()}] ${line}`);
+              if (s.phase === 'waiting-for-operator')
+                say(
+                  `  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``,
+                );
+            }
+            last = line;
+          },
+          () => undefined,
+        );
+      }, 3000);
+      let result;
       try {
-        evalHandle = await startEvaluation(temporal.client, config, input);
-      } catch (error) {
-        if ((error as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw error;
-        evalHandle = temporal.client.workflow.getHandle(input.evalId);
+        result = await handle.result();
+      } finally {
+        clearInterval(timer);
       }
-      const summary = (await evalHandle.result()) as EvaluationSummary;
-      say(`[${elapsed()}]   ${label}: Sentient score ${summary.score} over ${summary.count} dialogue(s) (success ${summary.success}, failure ${summary.failure}, failed ${summary.failed})`);
-      evalIds.push(summary.evalId);
-    }
-    const [before, after] = await Promise.all(evalIds.map((id) => loadEvaluation(ctx, id))) as [EvaluationReport, EvaluationReport];
-    const comparison = compareEvaluations(before, after);
-    say(`[${elapsed()}] score ${comparison.score.a} -> ${comparison.score.b} (${comparison.score.delta >= 0 ? '+' : ''}${comparison.score.delta})`);
+      say(`[${elapsed()}] training done: ${result.stepsApplied} step(s), final version ${result.version}`);
 
-    const outDir = resolve(ctx.store.root, 'reports', runName);
-    const report = await writeReport({ store: ctx.store, target: runName, outDir });
-    for (const warning of report.warnings) log.warn(warning);
-    say('');
-    say(`Done in ${elapsed()}.`);
-    say(`  Temporal UI: ${temporal.uiUrl ?? '(external server)'}`);
-    say(`  Run:         ${runName}   (resume or inspect: attune status ${runName})`);
-    say(`  Report:      ${resolve(outDir, 'index.html')}`);
-    say(`  Evaluations: attune report ${evalIds[1]}   |   attune eval compare ${evalIds[0]} ${evalIds[1]}`);
-    return 0;
-  }, { optimizer: true });
+      const evalIds: string[] = [];
+      for (const [label, step] of [
+        ['base', 0],
+        ['final', result.stepsApplied],
+      ] as const) {
+        const library = buildEvaluationInput(config, { split: 'eval' })
+          .scenarios.slice(0, evalCount)
+          .map((s) => s.id);
+        const input = buildEvaluationInput(config, {
+          split: 'eval',
+          only: library,
+          policy: `${runName}@${step}`,
+          evalId: `${runName}-eval-${label}`,
+          runName,
+          step,
+        });
+        say(
+          `[${elapsed()}] evaluating the ${label} policy (${runName}@${step}) on ${input.scenarios.length} eval scenario(s)`,
+        );
+        let evalHandle;
+        try {
+          evalHandle = await startEvaluation(temporal.client, config, input);
+        } catch (error) {
+          if ((error as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw error;
+          evalHandle = temporal.client.workflow.getHandle(input.evalId);
+        }
+        const summary = (await evalHandle.result()) as EvaluationSummary;
+        say(
+          `[${elapsed()}]   ${label}: Sentient score ${summary.score} over ${summary.count} dialogue(s) (success ${summary.success}, failure ${summary.failure}, failed ${summary.failed})`,
+        );
+        evalIds.push(summary.evalId);
+      }
+      const [before, after] = (await Promise.all(evalIds.map((id) => loadEvaluation(ctx, id)))) as [
+        EvaluationReport,
+        EvaluationReport,
+      ];
+      const comparison = compareEvaluations(before, after);
+      say(
+        `[${elapsed()}] score ${comparison.score.a} -> ${comparison.score.b} (${comparison.score.delta >= 0 ? '+' : ''}${comparison.score.delta})`,
+      );
+
+      const outDir = resolve(ctx.store.root, 'reports', runName);
+      const report = await writeReport({ store: ctx.store, target: runName, outDir });
+      for (const warning of report.warnings) log.warn(warning);
+      say('');
+      say(`Done in ${elapsed()}.`);
+      say(`  Temporal UI: ${temporal.uiUrl ?? '(external server)'}`);
+      say(`  Run:         ${runName}   (resume or inspect: attune status ${runName})`);
+      say(`  Report:      ${resolve(outDir, 'index.html')}`);
+      say(`  Evaluations: attune report ${evalIds[1]}   |   attune eval compare ${evalIds[0]} ${evalIds[1]}`);
+      return 0;
+    },
+    { optimizer: true },
+  );
 }

@@ -25,9 +25,13 @@ export async function devCommand(argv: string[]): Promise<number> {
   const ctx = commandContext(values, 'dev');
   const { config, log } = ctx;
   if (config.temporal.address) {
-    log.warn('temporal.address is set: `attune dev` uses that server instead of starting one', { address: config.temporal.address });
+    log.warn('temporal.address is set: `attune dev` uses that server instead of starting one', {
+      address: config.temporal.address,
+    });
   } else if (await temporalReachable(devServerAddress(config), 1000)) {
-    throw new Error(`a Temporal server already answers at ${devServerAddress(config)}: is \`attune dev\` already running?`);
+    throw new Error(
+      `a Temporal server already answers at ${devServerAddress(config)}: is \`attune dev\` already running?`,
+    );
   }
   installTemporalLogging();
   const models = await ensureLocalModels(config, log);
@@ -36,17 +40,21 @@ export async function devCommand(argv: string[]): Promise<number> {
   const workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config, store: ctx.store });
   const running = runWorkers(workers);
   const ui = temporal.uiUrl ?? '(no UI: external server)';
-  process.stdout.write([
-    'Attune dev environment is up.',
-    `  Temporal:  ${temporal.address} (namespace ${temporal.namespace})`,
-    `  Web UI:    ${ui}`,
-    `  Policy:    ${config.policy.baseURL} (${config.policy.model})`,
-    `  Simulator: ${config.simulator.baseURL} (${config.simulator.model})`,
-    `  Artifacts: ${ctx.store.root}`,
-    temporal.embedded ? `  State:     ${resolve(join(config.home, 'temporal', 'temporal.db'))}` : '',
-    'Press Ctrl-C to stop.',
-    '',
-  ].filter(Boolean).join('\n') + '\n');
+  process.stdout.write(
+    [
+      'Attune dev environment is up.',
+      `  Temporal:  ${temporal.address} (namespace ${temporal.namespace})`,
+      `  Web UI:    ${ui}`,
+      `  Policy:    ${config.policy.baseURL} (${config.policy.model})`,
+      `  Simulator: ${config.simulator.baseURL} (${config.simulator.model})`,
+      `  Artifacts: ${ctx.store.root}`,
+      temporal.embedded ? `  State:     ${resolve(join(config.home, 'temporal', 'temporal.db'))}` : '',
+      'Press Ctrl-C to stop.',
+      '',
+    ]
+      .filter(Boolean)
+      .join('\n') + '\n',
+  );
   const signal = await Promise.race([running.then(() => null), untilSignal()]);
   log.info('stopping', { signal });
   shutdownWorkers(workers);
@@ -56,4 +64,3 @@ export async function devCommand(argv: string[]): Promise<number> {
   await models.close();
   return 0;
 }
-

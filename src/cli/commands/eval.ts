@@ -51,7 +51,8 @@ export interface EvaluationComparison {
 }
 
 export function compareEvaluations(a: EvaluationReport, b: EvaluationReport): EvaluationComparison {
-  const finals = (r: EvaluationReport) => new Map(r.results.map((e) => [e.scenarioId, e.status === 'ok' ? e.finalEmotion : null]));
+  const finals = (r: EvaluationReport) =>
+    new Map(r.results.map((e) => [e.scenarioId, e.status === 'ok' ? e.finalEmotion : null]));
   const fa = finals(a);
   const fb = finals(b);
   const ids = [...new Set([...fa.keys(), ...fb.keys()])].sort();
@@ -82,7 +83,10 @@ function renderComparison(c: EvaluationComparison): string {
     `${'success'.padEnd(width)}  ${String(c.success.a).padStart(7)}  ${String(c.success.b).padStart(7)}  ${sign(c.success.delta).padStart(7)}`,
     `${'failure'.padEnd(width)}  ${String(c.failure.a).padStart(7)}  ${String(c.failure.b).padStart(7)}  ${sign(c.failure.delta).padStart(7)}`,
     '',
-    ...c.scenarios.map((s) => `${s.id.padEnd(width)}  ${String(s.a ?? 'failed').padStart(7)}  ${String(s.b ?? 'failed').padStart(7)}  ${(s.delta === null ? '-' : sign(s.delta)).padStart(7)}`),
+    ...c.scenarios.map(
+      (s) =>
+        `${s.id.padEnd(width)}  ${String(s.a ?? 'failed').padStart(7)}  ${String(s.b ?? 'failed').padStart(7)}  ${(s.delta === null ? '-' : sign(s.delta)).padStart(7)}`,
+    ),
   ];
   return lines.join('\n');
 }
@@ -109,14 +113,22 @@ export async function evalCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (values.scenarios && values.split) throw new UsageError('give --scenarios or --split, not both');
-  if (values.split && values.split !== 'eval' && values.split !== 'train') throw new UsageError('--split must be eval or train');
+  if (values.split && values.split !== 'eval' && values.split !== 'train')
+    throw new UsageError('--split must be eval or train');
   const ctx = commandContext(values, 'eval');
   const input = buildEvaluationInput(ctx.config, {
     ...(values.scenarios ? { scenarios: values.scenarios } : {}),
     ...(values.split ? { split: values.split as 'eval' | 'train' } : {}),
     ...(values.policy ? { policy: values.policy } : {}),
     ...(values.name ? { evalId: values.name } : {}),
-    ...(values.only ? { only: values.only.split(',').map((s) => s.trim()).filter(Boolean) } : {}),
+    ...(values.only
+      ? {
+          only: values.only
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        }
+      : {}),
   });
   return withRuntime(ctx, async (temporal) => {
     let handle;
@@ -127,11 +139,19 @@ export async function evalCommand(argv: string[]): Promise<number> {
       ctx.log.info('evaluation already exists: attaching', { evalId: input.evalId });
       handle = temporal.client.workflow.getHandle(input.evalId);
     }
-    ctx.log.info('evaluation started', { evalId: input.evalId, scenarios: input.scenarios.length, policy: input.settings.policy.model, ui: workflowUiUrl(temporal, input.evalId) });
+    ctx.log.info('evaluation started', {
+      evalId: input.evalId,
+      scenarios: input.scenarios.length,
+      policy: input.settings.policy.model,
+      ui: workflowUiUrl(temporal, input.evalId),
+    });
     const summary = (await handle.result()) as EvaluationSummary;
     const report = await loadEvaluation(ctx, summary.evalId);
     if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
-    else process.stdout.write(`${renderEvaluationTable(report)}\nReport data: ${ctx.store.locate(summary.artifact)}\nHTML report: attune report ${summary.evalId}\n`);
+    else
+      process.stdout.write(
+        `${renderEvaluationTable(report)}\nReport data: ${ctx.store.locate(summary.artifact)}\nHTML report: attune report ${summary.evalId}\n`,
+      );
     return 0;
   });
 }

@@ -46,10 +46,13 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
   if (!values.scenario) throw new UsageError('--scenario ID is required (see attune rollout --help)');
   const ctx = commandContext(values, 'rollout');
   const { config, log } = ctx;
-  const scenario = findScenario(values.scenarios ? [values.scenarios] : [config.scenarios.train, config.scenarios.eval], values.scenario);
+  const scenario = findScenario(
+    values.scenarios ? [values.scenarios] : [config.scenarios.train, config.scenarios.eval],
+    values.scenario,
+  );
   const maxTurns = intOption(values['max-turns'], 'max-turns');
   const initialEmotion = intOption(values['initial-emotion'], 'initial-emotion');
-  const seed = intOption(values.seed, 'seed') ?? (Date.now() % 1_000_000_007);
+  const seed = intOption(values.seed, 'seed') ?? Date.now() % 1_000_000_007;
   const settings = rolloutSettingsFromConfig(config, {
     ...(maxTurns !== undefined ? { maxTurns } : {}),
     ...(initialEmotion !== undefined ? { initialEmotion } : {}),

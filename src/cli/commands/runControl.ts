@@ -7,9 +7,11 @@ import { commandContext } from '../context.js';
 import { renderStatus } from '../render/status.js';
 
 const HELP: Record<string, string> = {
-  status: 'attune status NAME [--json]\n\nStep, phase, rollouts done/failed in the step, last metrics and ETA of a training run.',
+  status:
+    'attune status NAME [--json]\n\nStep, phase, rollouts done/failed in the step, last metrics and ETA of a training run.',
   pause: 'attune pause NAME\n\nIn-flight rollouts finish; no new one starts until `attune resume NAME`.',
-  resume: 'attune resume NAME\n\nResumes a paused run; a run waiting for an operator after too many failed rollouts retries them.',
+  resume:
+    'attune resume NAME\n\nResumes a paused run; a run waiting for an operator after too many failed rollouts retries them.',
   stop: 'attune stop NAME\n\nGraceful stop: the current step finishes (optimizer step, publishing, metrics), then the run ends.',
   set: 'attune set NAME key=value [key=value...]\n\nChanges a live run from its next step: learning_rate, clip_ratio, kl_coef, entropy_coef,\nvalue_learning_rate, max_grad_norm, temperature, maxInFlight, maxFailedShare, evalEvery, steps.\nBad values are rejected with the reason.',
 };
@@ -48,11 +50,12 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
         }
       }
       const status = await handle.executeUpdate<TrainingStatus, []>(verb);
-      process.stdout.write(`${name}: ${verb === 'pause' ? 'paused' : verb === 'resume' ? 'resumed' : 'will stop after the current step'} (step ${status.step}, ${status.phase})\n`);
+      process.stdout.write(
+        `${name}: ${verb === 'pause' ? 'paused' : verb === 'resume' ? 'resumed' : 'will stop after the current step'} (step ${status.step}, ${status.phase})\n`,
+      );
       return 0;
     } finally {
       await temporal.close();
     }
   };
 }
-

@@ -21,7 +21,9 @@ function defaultDir(): string {
 function validate(argv: string[]): number {
   const { values, positionals } = parseCommand(argv, { help: { type: 'boolean', short: 'h' } });
   if (values.help) {
-    process.stdout.write('attune scenarios validate [DIR]\n\nValidates every .yaml/.yml/.json scenario under DIR (default scenarios/).\n');
+    process.stdout.write(
+      'attune scenarios validate [DIR]\n\nValidates every .yaml/.yml/.json scenario under DIR (default scenarios/).\n',
+    );
     return 0;
   }
   const dir = positionals[0] ?? defaultDir();
@@ -36,7 +38,10 @@ function validate(argv: string[]): number {
 }
 
 function list(argv: string[]): number {
-  const { values, positionals } = parseCommand(argv, { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  const { values, positionals } = parseCommand(argv, {
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
   if (values.help) {
     process.stdout.write('attune scenarios list [DIR] [--json]\n');
     return 0;
@@ -58,7 +63,10 @@ function list(argv: string[]): number {
   } else {
     const width = Math.max(2, ...rows.map((r) => r.id.length));
     process.stdout.write(`${'ID'.padEnd(width)}  LANG  ${'GOAL TYPE'.padEnd(20)}  PERSONALITY  NAME\n`);
-    for (const r of rows) process.stdout.write(`${r.id.padEnd(width)}  ${r.language.padEnd(4)}  ${r.goalType.padEnd(20)}  ${r.personality.padEnd(11)}  ${r.name ?? ''}\n`);
+    for (const r of rows)
+      process.stdout.write(
+        `${r.id.padEnd(width)}  ${r.language.padEnd(4)}  ${r.goalType.padEnd(20)}  ${r.personality.padEnd(11)}  ${r.name ?? ''}\n`,
+      );
     process.stdout.write(`${rows.length} scenario(s)\n`);
   }
   return problems.length > 0 ? 1 : 0;
@@ -85,19 +93,28 @@ function importCommand(argv: string[]): number {
     writeFileSync(join(values.out, `${scenario.id}.yaml`), stringify(scenario, { lineWidth: 0 }), 'utf8');
   }
   for (const p of result.problems) process.stderr.write(`${file}:${p.line}: ${p.message}\n`);
-  process.stdout.write(`imported ${result.scenarios.length} scenario(s) into ${values.out}${result.problems.length > 0 ? `; ${result.problems.length} bad line(s) skipped` : ''}\n`);
+  process.stdout.write(
+    `imported ${result.scenarios.length} scenario(s) into ${values.out}${result.problems.length > 0 ? `; ${result.problems.length} bad line(s) skipped` : ''}\n`,
+  );
   return result.problems.length > 0 ? 1 : 0;
 }
 
 export async function scenariosCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   switch (sub) {
-    case 'validate': return validate(rest);
-    case 'list': return list(rest);
-    case 'import': return importCommand(rest);
-    case undefined: case '--help': case '-h': case 'help':
+    case 'validate':
+      return validate(rest);
+    case 'list':
+      return list(rest);
+    case 'import':
+      return importCommand(rest);
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
       process.stdout.write(`${SCENARIOS_HELP}\n`);
       return sub === undefined ? 1 : 0;
-    default: throw new UsageError(`unknown scenarios command "${sub}"\n\n${SCENARIOS_HELP}`);
+    default:
+      throw new UsageError(`unknown scenarios command "${sub}"\n\n${SCENARIOS_HELP}`);
   }
 }

@@ -42,8 +42,13 @@ export interface CreateScheduleOptions {
   note?: string;
 }
 
-export async function createEvaluationSchedule(client: Client, config: AttuneConfig, options: CreateScheduleOptions): Promise<string> {
-  if (!/^[A-Za-z0-9._-]+$/.test(options.name)) throw new UsageError(`schedule name "${options.name}": letters, digits, ".", "_" and "-" only`);
+export async function createEvaluationSchedule(
+  client: Client,
+  config: AttuneConfig,
+  options: CreateScheduleOptions,
+): Promise<string> {
+  if (!/^[A-Za-z0-9._-]+$/.test(options.name))
+    throw new UsageError(`schedule name "${options.name}": letters, digits, ".", "_" and "-" only`);
   if (options.run && options.policy) throw new UsageError('give --run or --policy, not both');
   const evaluation = buildEvaluationInput(config, {
     ...(options.scenarios ? { scenarios: options.scenarios } : {}),
@@ -55,7 +60,9 @@ export async function createEvaluationSchedule(client: Client, config: AttuneCon
   const input: ScheduledEvaluationInput = {
     schedule: options.name,
     evaluation,
-    run: options.run ? { name: options.run, trainer: { url: config.trainer.url, tokenEnv: config.trainer.tokenEnv } } : null,
+    run: options.run
+      ? { name: options.run, trainer: { url: config.trainer.url, tokenEnv: config.trainer.tokenEnv } }
+      : null,
   };
   const handle = await client.schedule.create({
     scheduleId: options.name,
@@ -68,7 +75,11 @@ export async function createEvaluationSchedule(client: Client, config: AttuneCon
       args: [input],
     },
     policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: options.catchupWindow ?? '1 hour' },
-    state: { note: options.note ?? `Sentient evaluation of ${options.run ? `run ${options.run} (latest version)` : evaluation.settings.policy.model}` },
+    state: {
+      note:
+        options.note ??
+        `Sentient evaluation of ${options.run ? `run ${options.run} (latest version)` : evaluation.settings.policy.model}`,
+    },
   });
   return handle.scheduleId;
 }
@@ -96,7 +107,8 @@ export async function scheduleCommand(argv: string[]): Promise<number> {
     switch (sub) {
       case 'create': {
         if (!values.cron) throw new UsageError('--cron "MIN HOUR DOM MON DOW" is required');
-        if (values.split && values.split !== 'eval' && values.split !== 'train') throw new UsageError('--split must be eval or train');
+        if (values.split && values.split !== 'eval' && values.split !== 'train')
+          throw new UsageError('--split must be eval or train');
         const id = await createEvaluationSchedule(client, ctx.config, {
           name: needName(),
           cron: values.cron,
@@ -123,7 +135,10 @@ export async function scheduleCommand(argv: string[]): Promise<number> {
         if (values.json) process.stdout.write(`${JSON.stringify(rows)}\n`);
         else {
           process.stdout.write(`${'SCHEDULE'.padEnd(28)} ${'PAUSED'.padEnd(6)} ${'NEXT RUN'.padEnd(24)} NOTE\n`);
-          for (const r of rows) process.stdout.write(`${r.id.padEnd(28)} ${(r.paused ? 'yes' : 'no').padEnd(6)} ${(r.next ?? '-').padEnd(24)} ${r.note}\n`);
+          for (const r of rows)
+            process.stdout.write(
+              `${r.id.padEnd(28)} ${(r.paused ? 'yes' : 'no').padEnd(6)} ${(r.next ?? '-').padEnd(24)} ${r.note}\n`,
+            );
         }
         return 0;
       }

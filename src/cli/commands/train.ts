@@ -3,7 +3,13 @@ import type { AttuneConfig } from '../../config/schema.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
 import { trainingSettingsFromConfig } from '../../config/trainingSettingsFromConfig.js';
 import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
-import { training, trainingStatusQuery, trainingWorkflowId, type TrainingResult, type TrainingStatus } from '../../workflows/training.js';
+import {
+  training,
+  trainingStatusQuery,
+  trainingWorkflowId,
+  type TrainingResult,
+  type TrainingStatus,
+} from '../../workflows/training.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
@@ -40,7 +46,8 @@ export async function startOrAttachTraining(client: Client, config: AttuneConfig
     return { handle, attached: false };
   } catch (error) {
     // A finished run of that name: attach to it (its result), never start a second one.
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return { handle: client.workflow.getHandle<typeof training>(workflowId), attached: true };
+    if (error instanceof WorkflowExecutionAlreadyStartedError)
+      return { handle: client.workflow.getHandle<typeof training>(workflowId), attached: true };
     throw error;
   }
 }
@@ -49,11 +56,14 @@ async function follow(ctx: CommandContext, client: Client, runName: string): Pro
   const handle = client.workflow.getHandle<typeof training>(trainingWorkflowId(runName));
   let lastLine = '';
   const timer = setInterval(() => {
-    void handle.query(trainingStatusQuery).then((s: TrainingStatus) => {
-      const line = `step ${Math.min(s.step, s.steps)}/${s.steps} ${s.phase}: rollouts ${s.rollouts.done}/${s.rollouts.total} (${s.rollouts.failed} failed)${s.lastMetrics ? `; last reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
-      if (line !== lastLine) ctx.log.info(line, { run: runName, step: s.step, phase: s.phase, etaMs: s.etaMs });
-      lastLine = line;
-    }, () => undefined);
+    void handle.query(trainingStatusQuery).then(
+      (s: TrainingStatus) => {
+        const line = `step ${Math.min(s.step, s.steps)}/${s.steps} ${s.phase}: rollouts ${s.rollouts.done}/${s.rollouts.total} (${s.rollouts.failed} failed)${s.lastMetrics ? `; last reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+        if (line !== lastLine) ctx.log.info(line, { run: runName, step: s.step, phase: s.phase, etaMs: s.etaMs });
+        lastLine = line;
+      },
+      () => undefined,
+    );
   }, 2000);
   try {
     // result() follows continue-as-new to the final run.
@@ -70,17 +80,30 @@ export async function trainCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const ctx = commandContext(values, 'train');
-  const runName = values.name ?? `${ctx.config.training.algorithm}-${new Date().toISOString().replace(/[:.]/g, '-').replace(/Z$/, '')}`;
-  if (!/^[A-Za-z0-9._-]+$/.test(runName)) throw new UsageError(`--name "${runName}": letters, digits, ".", "_" and "-" only`);
-  return withRuntime(ctx, async (temporal) => {
-    const { attached } = await startOrAttachTraining(temporal.client, ctx.config, runName);
-    ctx.log.info(attached ? 'attached to existing run' : 'run started', { run: runName, workflowId: trainingWorkflowId(runName), ui: workflowUiUrl(temporal, trainingWorkflowId(runName)) });
-    if (values.detach) {
-      process.stdout.write(`${runName}\n`);
+  const runName =
+    values.name ??
+    `${ctx.config.training.algorithm}-${new Date().toISOString().replace(/[:.]/g, '-').replace(/Z$/, '')}`;
+  if (!/^[A-Za-z0-9._-]+$/.test(runName))
+    throw new UsageError(`--name "${runName}": letters, digits, ".", "_" and "-" only`);
+  return withRuntime(
+    ctx,
+    async (temporal) => {
+      const { attached } = await startOrAttachTraining(temporal.client, ctx.config, runName);
+      ctx.log.info(attached ? 'attached to existing run' : 'run started', {
+        run: runName,
+        workflowId: trainingWorkflowId(runName),
+        ui: workflowUiUrl(temporal, trainingWorkflowId(runName)),
+      });
+      if (values.detach) {
+        process.stdout.write(`${runName}\n`);
+        return 0;
+      }
+      const result = await follow(ctx, temporal.client, runName);
+      process.stdout.write(
+        `Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(`runs/${runName}/metrics.jsonl`)}\n`,
+      );
       return 0;
-    }
-    const result = await follow(ctx, temporal.client, runName);
-    process.stdout.write(`Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(`runs/${runName}/metrics.jsonl`)}\n`);
-    return 0;
-  }, { optimizer: true });
+    },
+    { optimizer: true },
+  );
 }

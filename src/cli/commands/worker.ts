@@ -33,7 +33,13 @@ export async function workerCommand(argv: string[]): Promise<number> {
     ...(role === 'llm' || role === 'all' ? await createLlmIoWorkers(options) : []),
     ...(role === 'optimizer' || role === 'all' ? [await createOptimizerWorker(options)] : []),
   ];
-  ctx.log.info('workers running', { role, address: temporal.address, namespace: temporal.namespace, queuePrefix: ctx.config.temporal.taskQueuePrefix, pid: process.pid });
+  ctx.log.info('workers running', {
+    role,
+    address: temporal.address,
+    namespace: temporal.namespace,
+    queuePrefix: ctx.config.temporal.taskQueuePrefix,
+    pid: process.pid,
+  });
   const running = runWorkers(workers);
   const stopped = await Promise.race([running.then(() => null), untilSignal()]);
   if (stopped) {

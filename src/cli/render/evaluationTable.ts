@@ -41,7 +41,17 @@ function emotion(value: number): string {
 
 /** Emotion 0..100 over turns as block characters: ▃▄▅▇█ */
 export function emotionSparkline(values: number[]): string {
-  return values.map((v) => SPARK[Math.max(0, Math.min(SPARK.length - 1, Math.round((Math.max(0, Math.min(100, v)) / 100) * (SPARK.length - 1))))]).join('');
+  return values
+    .map(
+      (v) =>
+        SPARK[
+          Math.max(
+            0,
+            Math.min(SPARK.length - 1, Math.round((Math.max(0, Math.min(100, v)) / 100) * (SPARK.length - 1))),
+          )
+        ],
+    )
+    .join('');
 }
 
 function truncate(text: string, width: number): string {
@@ -50,7 +60,12 @@ function truncate(text: string, width: number): string {
 }
 
 /** Lays out rows as aligned columns; `paint` colours a cell after padding, so widths stay right. */
-function layout(columns: Column[], rows: string[][], paint: (row: number, col: number, cell: string) => string, header: (text: string) => string): string[] {
+function layout(
+  columns: Column[],
+  rows: string[][],
+  paint: (row: number, col: number, cell: string) => string,
+  header: (text: string) => string,
+): string[] {
   const widths = columns.map((c, i) => Math.max(c.title.length, ...rows.map((r) => [...(r[i] ?? '')].length)));
   const pad = (text: string, i: number) => {
     if (i === columns.length - 1 && columns[i]?.align === 'left') return text;
@@ -58,8 +73,22 @@ function layout(columns: Column[], rows: string[][], paint: (row: number, col: n
     const fill = ' '.repeat(Math.max(0, width - [...text].length));
     return columns[i]?.align === 'right' ? fill + text : text + fill;
   };
-  const lines = [header(columns.map((c, i) => pad(c.title, i)).join('  ').trimEnd())];
-  rows.forEach((row, r) => lines.push(row.map((cell, i) => paint(r, i, pad(cell, i))).join('  ').trimEnd()));
+  const lines = [
+    header(
+      columns
+        .map((c, i) => pad(c.title, i))
+        .join('  ')
+        .trimEnd(),
+    ),
+  ];
+  rows.forEach((row, r) =>
+    lines.push(
+      row
+        .map((cell, i) => paint(r, i, pad(cell, i)))
+        .join('  ')
+        .trimEnd(),
+    ),
+  );
   return lines;
 }
 
@@ -75,57 +104,116 @@ export function renderEvaluationTable(report: EvaluationReport, options: Evaluat
   const source = report.runName ? ` · run ${report.runName}${report.step !== null ? `@${report.step}` : ''}` : '';
   out.push(`${bold(`Evaluation ${report.evalId}`)}${source}`);
   out.push(dim(`policy ${report.policyModel} · simulator ${report.simulatorModel} · scenarios ${report.scenarios}`));
-  out.push(dim(`initial emotion ${report.settings.initialEmotion} · at most ${report.settings.maxTurns} turns · ${report.settings.think ? 'think-then-say' : 'direct replies'} · simulator temperature ${report.settings.simulatorTemperature}`));
+  out.push(
+    dim(
+      `initial emotion ${report.settings.initialEmotion} · at most ${report.settings.maxTurns} turns · ${report.settings.think ? 'think-then-say' : 'direct replies'} · simulator temperature ${report.settings.simulatorTemperature}`,
+    ),
+  );
   out.push('');
-  out.push(`${bold('Sentient score')}  ${byState(report.score, bold(`${num(report.score)} / 100`))}  (state ${emotionState(report.score)})`);
-  out.push(...layout(
-    [
-      { title: 'SUCCESS', align: 'right' }, { title: 'FAILURE', align: 'right' }, { title: 'COUNT', align: 'right' },
-      { title: 'FAILED', align: 'right' }, { title: 'MEAN TURNS', align: 'right' }, { title: 'TOKENS', align: 'right' },
-    ],
-    [[
-      String(report.success), String(report.failure), String(report.count), String(report.failed), num(report.meanTurns),
-      String(report.tokens.policyPrompt + report.tokens.policyCompletion + report.tokens.simulatorPrompt + report.tokens.simulatorCompletion),
-    ]],
-    (_r, _c, cell) => cell,
-    dim,
-  ));
+  out.push(
+    `${bold('Sentient score')}  ${byState(report.score, bold(`${num(report.score)} / 100`))}  (state ${emotionState(report.score)})`,
+  );
+  out.push(
+    ...layout(
+      [
+        { title: 'SUCCESS', align: 'right' },
+        { title: 'FAILURE', align: 'right' },
+        { title: 'COUNT', align: 'right' },
+        { title: 'FAILED', align: 'right' },
+        { title: 'MEAN TURNS', align: 'right' },
+        { title: 'TOKENS', align: 'right' },
+      ],
+      [
+        [
+          String(report.success),
+          String(report.failure),
+          String(report.count),
+          String(report.failed),
+          num(report.meanTurns),
+          String(
+            report.tokens.policyPrompt +
+              report.tokens.policyCompletion +
+              report.tokens.simulatorPrompt +
+              report.tokens.simulatorCompletion,
+          ),
+        ],
+      ],
+      (_r, _c, cell) => cell,
+      dim,
+    ),
+  );
   if (report.failed > 0) out.push(dim(`${report.failed} dialogue(s) failed to run: reported, excluded from the score`));
 
   const groupTable = (title: string, groups: Record<string, ScoreGroup>) => {
     const entries = Object.entries(groups);
     if (entries.length === 0) return;
     out.push('');
-    const rows = entries.map(([name, g]) => [name, String(g.count), num(g.score), String(g.success), String(g.failure), num(g.meanTurns)]);
-    out.push(...layout(
-      [{ title, align: 'left' }, { title: 'N', align: 'right' }, { title: 'SCORE', align: 'right' }, { title: 'SUCCESS', align: 'right' }, { title: 'FAILURE', align: 'right' }, { title: 'MEAN TURNS', align: 'right' }],
-      rows,
-      (r, c, cell) => {
-        const group = entries[r]?.[1];
-        return c === 2 && group && group.count > 0 ? byState(group.score, cell) : cell;
-      },
-      dim,
-    ));
+    const rows = entries.map(([name, g]) => [
+      name,
+      String(g.count),
+      num(g.score),
+      String(g.success),
+      String(g.failure),
+      num(g.meanTurns),
+    ]);
+    out.push(
+      ...layout(
+        [
+          { title, align: 'left' },
+          { title: 'N', align: 'right' },
+          { title: 'SCORE', align: 'right' },
+          { title: 'SUCCESS', align: 'right' },
+          { title: 'FAILURE', align: 'right' },
+          { title: 'MEAN TURNS', align: 'right' },
+        ],
+        rows,
+        (r, c, cell) => {
+          const group = entries[r]?.[1];
+          return c === 2 && group && group.count > 0 ? byState(group.score, cell) : cell;
+        },
+        dim,
+      ),
+    );
   };
   groupTable('GOAL TYPE', report.byGoalType);
   groupTable('PERSONALITY', report.byPersonality);
 
   if (report.results.length > 0) {
     out.push('');
-    const rows = report.results.map((e) => e.status === 'ok'
-      ? [e.scenarioId, e.goalType, e.personality, emotion(e.finalEmotion), e.outcome, String(e.turns), `${emotionSparkline(e.emotions)}  ${truncate(e.emotions.join(' '), 34)}`]
-      : [e.scenarioId, e.goalType, e.personality, '-', 'FAILED', '-', truncate(e.error, 60)]);
-    out.push(...layout(
-      [{ title: 'SCENARIO', align: 'left' }, { title: 'GOAL TYPE', align: 'left' }, { title: 'PERSONALITY', align: 'left' }, { title: 'FINAL', align: 'right' }, { title: 'OUTCOME', align: 'left' }, { title: 'TURNS', align: 'right' }, { title: 'EMOTIONS', align: 'left' }],
-      rows,
-      (r, c, cell) => {
-        const entry = report.results[r];
-        if (!entry) return cell;
-        if (entry.status === 'failed') return c === 4 || c === 6 ? paint(ANSI.F, cell) : cell;
-        return c === 3 || c === 4 ? byState(entry.finalEmotion, cell) : cell;
-      },
-      dim,
-    ));
+    const rows = report.results.map((e) =>
+      e.status === 'ok'
+        ? [
+            e.scenarioId,
+            e.goalType,
+            e.personality,
+            emotion(e.finalEmotion),
+            e.outcome,
+            String(e.turns),
+            `${emotionSparkline(e.emotions)}  ${truncate(e.emotions.join(' '), 34)}`,
+          ]
+        : [e.scenarioId, e.goalType, e.personality, '-', 'FAILED', '-', truncate(e.error, 60)],
+    );
+    out.push(
+      ...layout(
+        [
+          { title: 'SCENARIO', align: 'left' },
+          { title: 'GOAL TYPE', align: 'left' },
+          { title: 'PERSONALITY', align: 'left' },
+          { title: 'FINAL', align: 'right' },
+          { title: 'OUTCOME', align: 'left' },
+          { title: 'TURNS', align: 'right' },
+          { title: 'EMOTIONS', align: 'left' },
+        ],
+        rows,
+        (r, c, cell) => {
+          const entry = report.results[r];
+          if (!entry) return cell;
+          if (entry.status === 'failed') return c === 4 || c === 6 ? paint(ANSI.F, cell) : cell;
+          return c === 3 || c === 4 ? byState(entry.finalEmotion, cell) : cell;
+        },
+        dim,
+      ),
+    );
   }
   return `${out.join('\n')}\n`;
 }

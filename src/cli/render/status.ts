@@ -8,26 +8,52 @@ function duration(ms: number | null): string {
   return h > 0 ? `${h}h${String(m).padStart(2, '0')}m` : m > 0 ? `${m}m${String(s % 60).padStart(2, '0')}s` : `${s}s`;
 }
 
-const fmt = (n: number | undefined, digits = 3) => (n === undefined || Number.isNaN(n) ? '-' : Number(n.toFixed(digits)).toString());
+const fmt = (n: number | undefined, digits = 3) =>
+  n === undefined || Number.isNaN(n) ? '-' : Number(n.toFixed(digits)).toString();
 
 /** `attune status` as a readable two-column table. */
 export function renderStatus(s: TrainingStatus): string {
   const m = s.lastMetrics;
   const rows: [string, string][] = [
     ['run', `${s.runName} (${s.algorithm})`],
-    ['step', `${Math.min(s.step, s.steps)} of ${s.steps}${s.phase === 'done' || s.phase === 'stopped' ? ` (${s.step - 1} applied)` : ''}`],
-    ['phase', `${s.phase}${s.paused ? ' (paused: in-flight rollouts finish, no new ones start)' : ''}${s.stopRequested ? ' (stopping after this step)' : ''}`],
+    [
+      'step',
+      `${Math.min(s.step, s.steps)} of ${s.steps}${s.phase === 'done' || s.phase === 'stopped' ? ` (${s.step - 1} applied)` : ''}`,
+    ],
+    [
+      'phase',
+      `${s.phase}${s.paused ? ' (paused: in-flight rollouts finish, no new ones start)' : ''}${s.stopRequested ? ' (stopping after this step)' : ''}`,
+    ],
     ['policy version', s.version],
-    ['rollouts this step', `${s.rollouts.done} done, ${s.rollouts.failed} failed, ${s.rollouts.inFlight} in flight, of ${s.rollouts.total}`],
+    [
+      'rollouts this step',
+      `${s.rollouts.done} done, ${s.rollouts.failed} failed, ${s.rollouts.inFlight} in flight, of ${s.rollouts.total}`,
+    ],
     ['ETA', duration(s.etaMs)],
   ];
   if (s.blockedReason) rows.push(['needs attention', s.blockedReason]);
   if (m) {
-    rows.push(['last step', `${m.step}: reward ${fmt(m.reward.mean)} ± ${fmt(m.reward.std)}, success ${fmt(m.successRate * 100, 1)}%, failure ${fmt(m.failureRate * 100, 1)}%, turns ${fmt(m.meanTurns, 1)}`]);
-    rows.push(['trainer', `loss ${fmt(m.trainer.loss)}, kl ${fmt(m.trainer.kl, 4)}, entropy ${fmt(m.trainer.entropy)}, grad norm ${fmt(m.trainer.grad_norm)}, ${fmt(m.trainer.seconds, 1)} s`]);
-    if (m.eval) rows.push(['last evaluation', `${m.eval.evalId}: score ${m.eval.score}, success ${m.eval.success}, failure ${m.eval.failure} of ${m.eval.count}`]);
+    rows.push([
+      'last step',
+      `${m.step}: reward ${fmt(m.reward.mean)} ± ${fmt(m.reward.std)}, success ${fmt(m.successRate * 100, 1)}%, failure ${fmt(m.failureRate * 100, 1)}%, turns ${fmt(m.meanTurns, 1)}`,
+    ]);
+    rows.push([
+      'trainer',
+      `loss ${fmt(m.trainer.loss)}, kl ${fmt(m.trainer.kl, 4)}, entropy ${fmt(m.trainer.entropy)}, grad norm ${fmt(m.trainer.grad_norm)}, ${fmt(m.trainer.seconds, 1)} s`,
+    ]);
+    if (m.eval)
+      rows.push([
+        'last evaluation',
+        `${m.eval.evalId}: score ${m.eval.score}, success ${m.eval.success}, failure ${m.eval.failure} of ${m.eval.count}`,
+      ]);
   }
-  if (Object.keys(s.live).length > 0) rows.push(['operator changes', Object.entries(s.live).map(([k, v]) => `${k}=${v}`).join(', ')]);
+  if (Object.keys(s.live).length > 0)
+    rows.push([
+      'operator changes',
+      Object.entries(s.live)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', '),
+    ]);
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
 }

@@ -48,7 +48,9 @@ export function profileBlock(s: Scenario): string {
       s.reactions
         ? `【反应方式】高情绪：${s.reactions.highEmotion}；中等情绪：${s.reactions.mediumEmotion}；低情绪：${s.reactions.lowEmotion}；对方说中要害时：${s.reactions.onTarget}；对方答非所问时：${s.reactions.offTarget}`
         : null,
-    ].filter((line): line is string => line !== null).join('\n');
+    ]
+      .filter((line): line is string => line !== null)
+      .join('\n');
   }
   return [
     'PERSONA',
@@ -66,7 +68,9 @@ export function profileBlock(s: Scenario): string {
     s.reactions
       ? `HOW YOU REACT: when your emotion is high: ${s.reactions.highEmotion} | medium: ${s.reactions.mediumEmotion} | low: ${s.reactions.lowEmotion} | to replies that hit your hidden intention: ${s.reactions.onTarget} | to off-target replies: ${s.reactions.offTarget}`
       : null,
-  ].filter((line): line is string => line !== null).join('\n');
+  ]
+    .filter((line): line is string => line !== null)
+    .join('\n');
 }
 
 /** Renders the dialogue so far from the simulated user's side. */

@@ -13,7 +13,12 @@ export const SIMULATOR_TAGS = {
   opening: '[sentient-agent:opening]',
 } as const;
 
-export function analysisMessages(s: Scenario, history: ChatMessage[], assistantReply: string, emotion: number): ChatMessage[] {
+export function analysisMessages(
+  s: Scenario,
+  history: ChatMessage[],
+  assistantReply: string,
+  emotion: number,
+): ChatMessage[] {
   if (s.language === 'zh') {
     return [
       {
@@ -56,7 +61,13 @@ Answer with one JSON object only, with these fields:
   ];
 }
 
-export function replyMessages(s: Scenario, history: ChatMessage[], analysis: Analysis, emotion: number, endsNow: boolean): ChatMessage[] {
+export function replyMessages(
+  s: Scenario,
+  history: ChatMessage[],
+  analysis: Analysis,
+  emotion: number,
+  endsNow: boolean,
+): ChatMessage[] {
   if (s.language === 'zh') {
     return [
       {
@@ -95,12 +106,18 @@ Rules: output only the message itself, in your speaking style; never state your 
 export function openingMessages(s: Scenario, emotion: number): ChatMessage[] {
   if (s.language === 'zh') {
     return [
-      { role: 'system', content: `${SIMULATOR_TAGS.opening}\n你在扮演一位想和AI助手聊聊的真实用户。\n\n${profileBlock(s)}\n\n写出你发给AI助手的第一条消息：只输出消息本身，符合说话风格，不说出隐藏意图。` },
+      {
+        role: 'system',
+        content: `${SIMULATOR_TAGS.opening}\n你在扮演一位想和AI助手聊聊的真实用户。\n\n${profileBlock(s)}\n\n写出你发给AI助手的第一条消息：只输出消息本身，符合说话风格，不说出隐藏意图。`,
+      },
       { role: 'user', content: `${describeEmotion(emotion, 'zh')}\n你的第一条消息：` },
     ];
   }
   return [
-    { role: 'system', content: `${SIMULATOR_TAGS.opening}\nYou are playing a real person who is about to talk to an AI assistant.\n\n${profileBlock(s)}\n\nWrite your first message to the assistant: only the message itself, in your speaking style, without stating your hidden intention.` },
+    {
+      role: 'system',
+      content: `${SIMULATOR_TAGS.opening}\nYou are playing a real person who is about to talk to an AI assistant.\n\n${profileBlock(s)}\n\nWrite your first message to the assistant: only the message itself, in your speaking style, without stating your hidden intention.`,
+    },
     { role: 'user', content: `Your ${describeEmotion(emotion, 'en')}\nYour first message:` },
   ];
 }

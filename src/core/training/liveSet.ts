@@ -10,7 +10,14 @@
  */
 
 /** Hyperparameters an operator may change on a live run (applied from the next step). */
-export const LIVE_HYPERPARAMETERS = ['learning_rate', 'clip_ratio', 'kl_coef', 'entropy_coef', 'value_learning_rate', 'max_grad_norm'] as const;
+export const LIVE_HYPERPARAMETERS = [
+  'learning_rate',
+  'clip_ratio',
+  'kl_coef',
+  'entropy_coef',
+  'value_learning_rate',
+  'max_grad_norm',
+] as const;
 
 interface NumberRule {
   int?: boolean;
@@ -40,7 +47,8 @@ export type LiveSettingName = keyof typeof LIVE_SETTINGS_RULES;
 export type LiveSettings = Partial<Record<LiveSettingName, number>>;
 
 function problemWith(value: unknown, rule: NumberRule): string | null {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return `expected a number, got ${JSON.stringify(value) ?? String(value)}`;
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    return `expected a number, got ${JSON.stringify(value) ?? String(value)}`;
   if (rule.int && !Number.isInteger(value)) return `expected an integer, got ${value}`;
   if (rule.min !== undefined && value < rule.min) return `must be at least ${rule.min}, got ${value}`;
   if (rule.max !== undefined && value > rule.max) return `must be at most ${rule.max}, got ${value}`;
@@ -54,7 +62,8 @@ export function parseLiveSet(pairs: Record<string, unknown>): LiveSettings {
   const allowed = Object.keys(LIVE_SETTINGS_RULES);
   const problems: string[] = [];
   const unknown = Object.keys(pairs).filter((key) => !Object.hasOwn(LIVE_SETTINGS_RULES, key));
-  if (unknown.length > 0) problems.push(`${unknown.join(', ')}: cannot be changed on a live run (allowed: ${allowed.join(', ')})`);
+  if (unknown.length > 0)
+    problems.push(`${unknown.join(', ')}: cannot be changed on a live run (allowed: ${allowed.join(', ')})`);
   const change: LiveSettings = {};
   for (const [key, rule] of Object.entries(LIVE_SETTINGS_RULES) as [LiveSettingName, NumberRule][]) {
     if (!Object.hasOwn(pairs, key) || pairs[key] === undefined) continue;

@@ -28,7 +28,12 @@ export function epochOrder(ids: readonly string[], seed: number, epoch: number):
  * concatenation of per-epoch shuffles. No scenario repeats within an epoch; a retried or resumed
  * step always gets the same scenarios.
  */
-export function scenariosForStep(ids: readonly string[], seed: number, step: number, perStep: number): { ids: string[]; epoch: number } {
+export function scenariosForStep(
+  ids: readonly string[],
+  seed: number,
+  step: number,
+  perStep: number,
+): { ids: string[]; epoch: number } {
   if (ids.length === 0) throw new Error('no scenarios to train on');
   if (step < 1) throw new Error(`step must be >= 1, got ${step}`);
   const chosen: string[] = [];

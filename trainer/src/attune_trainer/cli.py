@@ -21,20 +21,36 @@ def build_parser() -> argparse.ArgumentParser:
         "trainer/configs/fsdp.yaml -m attune_trainer serve ...`.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("serve", help="start the HTTP service", description="Start the HTTP service. "
-                       "When TRAINER_TOKEN is set, every request needs 'Authorization: Bearer <token>'.")
+    s = sub.add_parser(
+        "serve",
+        help="start the HTTP service",
+        description="Start the HTTP service. "
+        "When TRAINER_TOKEN is set, every request needs 'Authorization: Bearer <token>'.",
+    )
     s.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8400, help="port (0 = pick a free one; default 8400)")
-    s.add_argument("--state-dir", type=Path, default=None,
-                   help="runs and checkpoints (default $ATTUNE_HOME/trainer, ATTUNE_HOME defaults to .attune)")
-    s.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
-                   help="auto: cuda when available (default)")
-    s.add_argument("--dtype", choices=["auto", "fp32", "bf16"], default="auto",
-                   help="compute precision: auto = fp32 on CPU, bf16 autocast (fp32 master weights) on GPU")
+    s.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="runs and checkpoints (default $ATTUNE_HOME/trainer, ATTUNE_HOME defaults to .attune)",
+    )
+    s.add_argument(
+        "--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: cuda when available (default)"
+    )
+    s.add_argument(
+        "--dtype",
+        choices=["auto", "fp32", "bf16"],
+        default="auto",
+        help="compute precision: auto = fp32 on CPU, bf16 autocast (fp32 master weights) on GPU",
+    )
     s.add_argument("--max-loaded-runs", type=int, default=4, help="runs kept in memory (LRU; others reload)")
     s.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
-    s.add_argument("--log-level", default=os.environ.get("ATTUNE_TRAINER_LOG_LEVEL", "info"),
-                   choices=["debug", "info", "warning", "error"])
+    s.add_argument(
+        "--log-level",
+        default=os.environ.get("ATTUNE_TRAINER_LOG_LEVEL", "info"),
+        choices=["debug", "info", "warning", "error"],
+    )
     return p
 
 
@@ -79,8 +95,16 @@ def main(argv=None) -> int:
     url = f"http://{args.host if family == socket.AF_INET else '[' + args.host + ']'}:{port}"
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_keep_alive=75, lifespan="off")
     server = uvicorn.Server(config)
-    log("info", "listening", url=url, host=args.host, port=port, state_dir=str(state_dir),
-        auth=bool(os.environ.get("TRAINER_TOKEN")), pid=os.getpid())
+    log(
+        "info",
+        "listening",
+        url=url,
+        host=args.host,
+        port=port,
+        state_dir=str(state_dir),
+        auth=bool(os.environ.get("TRAINER_TOKEN")),
+        pid=os.getpid(),
+    )
     print(f"attune-trainer listening on {url}", flush=True)
     try:
         server.run(sockets=[sock])

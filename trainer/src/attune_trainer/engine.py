@@ -19,11 +19,12 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
 from . import losses as L
+from .errors import ApiError
 from .log import log
 from .models import (
     ModelError,
@@ -35,7 +36,6 @@ from .models import (
     peft_lora_config,
     resolve_base,
 )
-from .errors import ApiError
 from .schemas import Hyperparameters, LoraSpec, RunCreate
 from .serving import Serving
 from .store import RunStore, now, write_json_atomic
@@ -74,7 +74,7 @@ class LoadedRun:
     run_id: str
     cfg: dict
     hp: Hyperparameters
-    lora: Optional[LoraSpec]
+    lora: LoraSpec | None
     store: RunStore
     base_path: Path
     tokenizer: Any
@@ -84,7 +84,7 @@ class LoadedRun:
     critic_opt: Any = None
     ref: Any = None
     step: int = 0
-    in_progress: Optional[int] = None
+    in_progress: int | None = None
     eos_ids: list[int] = field(default_factory=list)
 
 
@@ -109,8 +109,8 @@ class Engine(Serving):
         # frozen weights (LoRA base, reference) may live in bf16; trainable weights stay fp32
         self.frozen_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
         self.max_loaded_runs = max_loaded_runs
-        self.loaded: "OrderedDict[str, LoadedRun]" = OrderedDict()
-        self.infer_cache: "OrderedDict[str, tuple]" = OrderedDict()
+        self.loaded: OrderedDict[str, LoadedRun] = OrderedDict()
+        self.infer_cache: OrderedDict[str, tuple] = OrderedDict()
         self.lock = threading.RLock()  # serialises heavy work (load, step, sample) in this process
         self.fault_delay = float(os.environ.get("ATTUNE_TRAINER_FAULT_DELAY_S", "0") or 0)
         if self.is_main:
@@ -173,7 +173,7 @@ class Engine(Serving):
             try:
                 check_base(rc.base_model)
             except ModelError as e:
-                raise ApiError(422, str(e), field="base_model")
+                raise ApiError(422, str(e), field="base_model") from e
             if self.is_main:
                 tmp = self.state_dir / "runs" / f".tmp-{rc.run_id}-{os.getpid()}"
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -187,8 +187,14 @@ class Engine(Serving):
                 tok.save_pretrained(tmp / "tokenizer")
                 write_json_atomic(tmp / "run.json", {"config": cfg, "created": now(), "format": 1})
                 os.replace(tmp, store.dir)
-                log("info", "run created", run_id=rc.run_id, base_model=rc.base_model, algorithm=rc.algorithm,
-                    lora=rc.lora is not None)
+                log(
+                    "info",
+                    "run created",
+                    run_id=rc.run_id,
+                    base_model=rc.base_model,
+                    algorithm=rc.algorithm,
+                    lora=rc.lora is not None,
+                )
             self._barrier()
             self.ensure_loaded(rc.run_id)
             return True, self.run_state(rc.run_id)
@@ -203,8 +209,15 @@ class Engine(Serving):
         ckpts = []
         for s in steps:
             exp = store.export_info(s) or {}
-            ckpts.append({"step": s, "path": str(store.ckpt(s).resolve()), "export_path": exp.get("path"),
-                          "export_format": exp.get("format"), "model": f"{run_id}@{s}"})
+            ckpts.append(
+                {
+                    "step": s,
+                    "path": str(store.ckpt(s).resolve()),
+                    "export_path": exp.get("path"),
+                    "export_format": exp.get("format"),
+                    "model": f"{run_id}@{s}",
+                }
+            )
         lr = self.loaded.get(run_id)
         return {
             "run_id": run_id,
@@ -272,13 +285,15 @@ class Engine(Serving):
                     src = latest_dir / "policy"
                 policy = load_causal_lm(src, torch.float32)
             else:
-                from peft import LoraConfig as PeftLoraConfig, get_peft_model, set_peft_model_state_dict
+                from peft import LoraConfig as PeftLoraConfig
+                from peft import get_peft_model, set_peft_model_state_dict
 
                 base = load_causal_lm(base_path, self.frozen_dtype)
                 for p in base.parameters():
                     p.requires_grad_(False)
-                policy = get_peft_model(base, PeftLoraConfig(task_type="CAUSAL_LM", **peft_lora_config(lora)),
-                                        autocast_adapter_dtype=True)
+                policy = get_peft_model(
+                    base, PeftLoraConfig(task_type="CAUSAL_LM", **peft_lora_config(lora)), autocast_adapter_dtype=True
+                )
                 for p in policy.parameters():
                     if p.requires_grad:
                         p.data = p.data.float()
@@ -295,16 +310,23 @@ class Engine(Serving):
                 policy.enable_input_require_grads()
         policy_params = [p for p in policy.parameters() if p.requires_grad]
         policy_opt = torch.optim.AdamW(
-            policy_params, lr=hp.learning_rate, betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_eps,
-            weight_decay=hp.weight_decay, foreach=False,
+            policy_params,
+            lr=hp.learning_rate,
+            betas=(hp.adam_beta1, hp.adam_beta2),
+            eps=hp.adam_eps,
+            weight_decay=hp.weight_decay,
+            foreach=False,
         )
         # ---- critic (PPO): a separate model, see README "Critic"
         critic = critic_opt = None
         if rc.algorithm == "ppo":
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(_seed_for(rc.seed, "critic-init"))
-                critic = build_critic(base_path, self.frozen_dtype if lora is not None else torch.float32,
-                                      peft_lora_config(lora) if lora is not None else None)
+                critic = build_critic(
+                    base_path,
+                    self.frozen_dtype if lora is not None else torch.float32,
+                    peft_lora_config(lora) if lora is not None else None,
+                )
             if latest_dir is not None and (latest_dir / "critic.safetensors").exists():
                 from safetensors.torch import load_file
 
@@ -312,8 +334,12 @@ class Engine(Serving):
                 self._load_trainable(critic, sd)
             critic_params = [p for p in critic.parameters() if p.requires_grad]
             critic_opt = torch.optim.AdamW(
-                critic_params, lr=hp.value_learning_rate, betas=(hp.adam_beta1, hp.adam_beta2), eps=hp.adam_eps,
-                weight_decay=hp.weight_decay, foreach=False,
+                critic_params,
+                lr=hp.value_learning_rate,
+                betas=(hp.adam_beta1, hp.adam_beta2),
+                eps=hp.adam_eps,
+                weight_decay=hp.weight_decay,
+                foreach=False,
             )
         # ---- reference (KL): LoRA uses the base with the adapter disabled; full FT a frozen copy
         ref = None
@@ -340,8 +366,12 @@ class Engine(Serving):
             if critic is not None and states.get("critic") is not None:
                 set_optimizer_state_dict(critic, _inner(critic_opt), states["critic"], options=opts)
         elif latest_dir is not None and latest > 0:
-            log("warning", "no optimizer state in the latest checkpoint; AdamW restarts", run_id=store.run_id,
-                step=latest)
+            log(
+                "warning",
+                "no optimizer state in the latest checkpoint; AdamW restarts",
+                run_id=store.run_id,
+                step=latest,
+            )
 
         eos_ids = {tok.eos_token_id}
         gen_eos = getattr(getattr(_unwrap(self.acc, policy), "generation_config", None), "eos_token_id", None)
@@ -349,15 +379,33 @@ class Engine(Serving):
             if e is not None:
                 eos_ids.add(int(e))
         lr = LoadedRun(
-            run_id=store.run_id, cfg=cfg, hp=hp, lora=lora, store=store, base_path=base_path, tokenizer=tok,
-            policy=policy, policy_opt=policy_opt, critic=critic, critic_opt=critic_opt, ref=ref,
-            step=latest or 0, eos_ids=sorted(e for e in eos_ids if e is not None),
+            run_id=store.run_id,
+            cfg=cfg,
+            hp=hp,
+            lora=lora,
+            store=store,
+            base_path=base_path,
+            tokenizer=tok,
+            policy=policy,
+            policy_opt=policy_opt,
+            critic=critic,
+            critic_opt=critic_opt,
+            ref=ref,
+            step=latest or 0,
+            eos_ids=sorted(e for e in eos_ids if e is not None),
         )
         if latest is None:
             self._commit(lr, 0, stored=None, digest=None)
-        log("info", "run loaded", run_id=store.run_id, step=lr.step, seconds=round(time.time() - t0, 3),
+        log(
+            "info",
+            "run loaded",
+            run_id=store.run_id,
+            step=lr.step,
+            seconds=round(time.time() - t0, 3),
             trainable_params=sum(p.numel() for p in policy_params),
-            distributed=str(self.acc.distributed_type), wrapper=type(policy).__name__)
+            distributed=str(self.acc.distributed_type),
+            wrapper=type(policy).__name__,
+        )
         return lr
 
     @staticmethod
@@ -372,7 +420,7 @@ class Engine(Serving):
                     p.copy_(sd[n].to(p.dtype))
 
     # ------------------------------------------------------------------ checkpoints
-    def _commit(self, lr: LoadedRun, step: int, stored: Optional[dict], digest: Optional[str]) -> dict:
+    def _commit(self, lr: LoadedRun, step: int, stored: dict | None, digest: str | None) -> dict:
         """Save policy (export), critic and optimizer for `step`, atomically. Collective."""
         store = lr.store
         need_policy = lr.lora is not None or step > 0
@@ -407,16 +455,24 @@ class Engine(Serving):
 
                 cu = _unwrap(self.acc, lr.critic)
                 trainable = {n for n, p in cu.named_parameters() if p.requires_grad}
-                save_file({k: v.detach().to("cpu").contiguous() for k, v in critic_sd.items() if k in trainable},
-                          str(tmp / "critic.safetensors"))
+                save_file(
+                    {k: v.detach().to("cpu").contiguous() for k, v in critic_sd.items() if k in trainable},
+                    str(tmp / "critic.safetensors"),
+                )
             if opt_states is not None:
                 torch.save(opt_states, tmp / "optimizer.pt")
             if self.fault_delay > 0 and step > 0:
                 # test hook: widens the window in which a SIGKILL lands mid-commit
                 log("warning", "fault delay before commit", step=step, seconds=self.fault_delay)
                 time.sleep(self.fault_delay)
-            state = {"step": step, "samples_sha256": digest, "stored": stored, "export": export,
-                     "created": now(), "run_id": lr.run_id}
+            state = {
+                "step": step,
+                "samples_sha256": digest,
+                "stored": stored,
+                "export": export,
+                "created": now(),
+                "run_id": lr.run_id,
+            }
             store.commit_ckpt(tmp, step, state)
             if stored is not None:
                 store.write_result(step, stored)
@@ -437,8 +493,12 @@ class Engine(Serving):
             if sr.step <= lr.step:
                 stored = lr.store.read_result(sr.step) if self.is_main else {}
                 if self.is_main and stored is None:
-                    raise ApiError(409, f"step {sr.step} of run {run_id!r} was applied but its result is gone",
-                                   "conflict_error", field="step")
+                    raise ApiError(
+                        409,
+                        f"step {sr.step} of run {run_id!r} was applied but its result is gone",
+                        "conflict_error",
+                        field="step",
+                    )
                 st_digest = None
                 try:
                     st_digest = lr.store.read_state(sr.step).get("samples_sha256")
@@ -449,7 +509,9 @@ class Engine(Serving):
                         409,
                         f"step {sr.step} of run {run_id!r} was already applied with different samples "
                         f"(expected step {lr.step + 1})",
-                        "conflict_error", field="samples", expected_step=lr.step + 1,
+                        "conflict_error",
+                        field="samples",
+                        expected_step=lr.step + 1,
                     )
                 out = dict(stored or {})
                 out.pop("samples_sha256", None)
@@ -460,7 +522,9 @@ class Engine(Serving):
                 raise ApiError(
                     409,
                     f"run {run_id!r} is at step {lr.step}: expected step {lr.step + 1}, got {sr.step}",
-                    "conflict_error", field="step", expected_step=lr.step + 1,
+                    "conflict_error",
+                    field="step",
+                    expected_step=lr.step + 1,
                 )
             lr.in_progress = sr.step
             t0 = time.time()
@@ -487,8 +551,13 @@ class Engine(Serving):
                 del ck
             finally:
                 lr.in_progress = None
-            log("info", "step applied", run_id=run_id, step=sr.step, **{k: metrics[k] for k in
-                ("loss", "reward_mean", "kl", "grad_norm", "tokens", "seconds")})
+            log(
+                "info",
+                "step applied",
+                run_id=run_id,
+                step=sr.step,
+                **{k: metrics[k] for k in ("loss", "reward_mean", "kl", "grad_norm", "tokens", "seconds")},
+            )
             out = dict(stored)
             out.pop("samples_sha256", None)
             out["replayed"] = False
@@ -504,7 +573,7 @@ class Engine(Serving):
         if len(c) >= hp.max_length:
             c = c[: hp.max_length - 1]
         if len(p) + len(c) > hp.max_length:
-            p = p[-(hp.max_length - len(c)):]
+            p = p[-(hp.max_length - len(c)) :]
         if not p:
             p = [eos_id]
         return Encoded(ids=list(p) + list(c), n_prompt=len(p))
@@ -590,9 +659,13 @@ class Engine(Serving):
         adv: dict[int, torch.Tensor] = {}
         ret: dict[int, torch.Tensor] = {}
         if algo == "grpo":
-            seq_adv = L.grpo_advantages(rewards, [s.group for s in samples], hp.advantage_eps,
-                                        hp.normalize_advantage_std,
-                                        trajectories=[getattr(s, "trajectory", "") for s in samples])
+            seq_adv = L.grpo_advantages(
+                rewards,
+                [s.group for s in samples],
+                hp.advantage_eps,
+                hp.normalize_advantage_std,
+                trajectories=[getattr(s, "trajectory", "") for s in samples],
+            )
             for i in mine:
                 adv[i] = torch.full((encs[i].n_completion,), float(seq_adv[i]), device=self.device)
         else:
@@ -661,7 +734,11 @@ class Engine(Serving):
                     pg, ratio, clipped = L.clipped_surrogate(logp, o, a, hp.clip_ratio)
                     loss_tok = pg - hp.entropy_coef * ent
                     if use_ref:
-                        r = _pad_like(mask, [ref_logp[i] for i in idx]) if (real or idx[0] in ref_logp) else logp.detach()
+                        r = (
+                            _pad_like(mask, [ref_logp[i] for i in idx])
+                            if (real or idx[0] in ref_logp)
+                            else logp.detach()
+                        )
                         kl = L.kl_k3(logp, r)
                         loss_tok = loss_tok + hp.kl_coef * kl
                     else:

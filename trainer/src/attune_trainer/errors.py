@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, type_: str = "invalid_request_error", field: Optional[str] = None, **extra):
+    def __init__(
+        self, status: int, message: str, type_: str = "invalid_request_error", field: str | None = None, **extra
+    ):
         super().__init__(message)
         self.status = status
         self.message = message

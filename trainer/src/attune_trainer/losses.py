@@ -10,7 +10,7 @@ gradient accumulation over micro-batches (and data-parallel ranks) equal to one 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -21,8 +21,11 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def grpo_advantages(
-    rewards: torch.Tensor, groups: Sequence[str], eps: float = 1e-6, normalize_std: bool = True,
-    trajectories: Optional[Sequence[str]] = None,
+    rewards: torch.Tensor,
+    groups: Sequence[str],
+    eps: float = 1e-6,
+    normalize_std: bool = True,
+    trajectories: Sequence[str] | None = None,
 ) -> torch.Tensor:
     """Group-normalised advantage: (r - mean_g) / (std_g + eps), std = sample std (n - 1).
 
@@ -32,13 +35,13 @@ def grpo_advantages(
     """
     rewards = rewards.to(torch.float64)
     out = torch.zeros_like(rewards)
-    index: "OrderedDict[str, list[int]]" = OrderedDict()
+    index: OrderedDict[str, list[int]] = OrderedDict()
     for i, g in enumerate(groups):
         index.setdefault(g, []).append(i)
     for members in index.values():
         # Samples of one dialogue (same non-empty trajectory) count once in the group statistics:
         # a 10-turn dialogue must not outweigh a 2-turn one.
-        units: "OrderedDict[str, list[int]]" = OrderedDict()
+        units: OrderedDict[str, list[int]] = OrderedDict()
         for i in members:
             key = trajectories[i] if trajectories is not None and trajectories[i] else f"#{i}"
             units.setdefault(key, []).append(i)
@@ -52,7 +55,7 @@ def grpo_advantages(
             if std.item() == 0.0:
                 continue
             centred = centred / (std + eps)
-        for value, unit in zip(centred, units.values()):
+        for value, unit in zip(centred, units.values(), strict=True):
             out[torch.tensor(unit)] = value
     return out.to(torch.float32)
 

@@ -11,7 +11,6 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Optional
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -122,7 +121,7 @@ def _convert_gguf(gguf: Path, out_dir: Path) -> None:
     os.replace(tmp, out_dir)
 
 
-def resolve_base(base_model: str, state_dir: Path, run_dir: Optional[Path] = None) -> Path:
+def resolve_base(base_model: str, state_dir: Path, run_dir: Path | None = None) -> Path:
     """Return a local HF model directory for `base_model` (materialising it if needed)."""
     if base_model == "tiny-random":
         if run_dir is None:
@@ -205,7 +204,8 @@ def build_critic(base_path: Path, dtype: torch.dtype, lora_cfg) -> ValueModel:
     hidden = lm.config.hidden_size
     backbone = lm.base_model  # e.g. LlamaModel: the decoder without the LM head
     if lora_cfg is not None:
-        from peft import LoraConfig as PeftLoraConfig, get_peft_model
+        from peft import LoraConfig as PeftLoraConfig
+        from peft import get_peft_model
 
         for p in backbone.parameters():
             p.requires_grad_(False)

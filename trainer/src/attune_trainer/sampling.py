@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 
@@ -29,12 +29,12 @@ def generate(
     max_tokens: int,
     temperature: float,
     top_p: float,
-    seed: Optional[int],
+    seed: int | None,
     stop: list[str],
     eos_ids: list[int],
     device,
     autocast: Callable = contextlib.nullcontext,
-    broadcast: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+    broadcast: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> tuple[list[tuple[str, str]], int]:
     """Return ([(text, finish_reason)] * n, completion tokens generated in total).
 

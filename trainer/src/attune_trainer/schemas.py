@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -18,7 +18,7 @@ class LoraSpec(Strict):
     r: int = Field(16, ge=1, le=512, description="LoRA rank (vLLM's default --max-lora-rank is 16)")
     alpha: float = Field(32.0, gt=0)
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
-    target_modules: Union[list[str], Literal["all-linear"]] = Field(
+    target_modules: list[str] | Literal["all-linear"] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
 
@@ -35,7 +35,7 @@ class Hyperparameters(Strict):
     lam: float = Field(1.0, ge=0, le=1)
     max_grad_norm: float = Field(1.0, gt=0)
     micro_batch_size: int = Field(4, ge=1, description="samples per forward/backward (grad accumulation)")
-    mini_batch_size: Optional[int] = Field(
+    mini_batch_size: int | None = Field(
         None, ge=1, description="samples per optimizer update; null = the whole step (one update)"
     )
     ppo_epochs: int = Field(1, ge=1, le=16, description="passes over the step's samples")
@@ -57,7 +57,7 @@ class RunCreate(Strict):
     run_id: str = Field(..., description="letters, digits, '.', '_', '-' (no '@' or '/')")
     base_model: str = Field(..., description="'tiny-random', 'smollm2-135m' or a local HF model directory")
     algorithm: Literal["grpo", "ppo"]
-    lora: Optional[LoraSpec] = None
+    lora: LoraSpec | None = None
     hyperparameters: Hyperparameters = Field(default_factory=Hyperparameters)
     seed: int = Field(0, ge=0, lt=2**31)
 
@@ -72,7 +72,7 @@ class RunCreate(Strict):
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: str
-    content: Union[str, list[dict[str, Any]], None] = None
+    content: str | list[dict[str, Any]] | None = None
 
     def text(self) -> str:
         if self.content is None:
@@ -88,35 +88,41 @@ class Sample(Strict):
     reward: float = Field(..., allow_inf_nan=False)
     group: str = Field("", description="GRPO group key (e.g. scenario id); one group per prompt set")
     trajectory: str = Field(
-        "", description="dialogue id: samples of one multi-turn dialogue share it, so GRPO group "
-        "statistics count each dialogue once however many turns it has ('' = each sample alone)")
+        "",
+        description="dialogue id: samples of one multi-turn dialogue share it, so GRPO group "
+        "statistics count each dialogue once however many turns it has ('' = each sample alone)",
+    )
 
 
 class StepOverrides(Strict):
-    """Hyperparameters an operator changed on a live run; applied to this step only (the orchestrator sends them each step)."""
-    learning_rate: Optional[float] = Field(None, gt=0)
-    clip_ratio: Optional[float] = Field(None, gt=0, lt=1)
-    kl_coef: Optional[float] = Field(None, ge=0)
-    entropy_coef: Optional[float] = Field(None, ge=0)
-    value_learning_rate: Optional[float] = Field(None, gt=0)
-    max_grad_norm: Optional[float] = Field(None, gt=0)
+    """Hyperparameters an operator changed on a live run.
+
+    Applied to this step only: the orchestrator sends them each step.
+    """
+
+    learning_rate: float | None = Field(None, gt=0)
+    clip_ratio: float | None = Field(None, gt=0, lt=1)
+    kl_coef: float | None = Field(None, ge=0)
+    entropy_coef: float | None = Field(None, ge=0)
+    value_learning_rate: float | None = Field(None, gt=0)
+    max_grad_norm: float | None = Field(None, gt=0)
 
 
 class StepRequest(Strict):
     step: int = Field(..., ge=1)
     samples: list[Sample] = Field(..., min_length=1)
-    hyperparameters: Optional[StepOverrides] = None
+    hyperparameters: StepOverrides | None = None
 
 
 class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="allow")  # the openai client sends fields we ignore
     model: str
     messages: list[ChatMessage] = Field(..., min_length=1)
-    temperature: Optional[float] = Field(None, ge=0, le=2)
-    top_p: Optional[float] = Field(None, gt=0, le=1)
-    max_tokens: Optional[int] = Field(None, ge=1)
-    max_completion_tokens: Optional[int] = Field(None, ge=1)
-    seed: Optional[int] = None
-    stop: Union[str, list[str], None] = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    seed: int | None = None
+    stop: str | list[str] | None = None
     n: int = Field(1, ge=1, le=64)
-    stream: Optional[bool] = False
+    stream: bool | None = False

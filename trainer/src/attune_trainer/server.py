@@ -5,7 +5,6 @@ from __future__ import annotations
 import hmac
 import os
 import time
-from typing import Optional
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,7 +20,7 @@ from .log import log
 from .schemas import RUN_ID_RE, ChatCompletionRequest, RunCreate, StepRequest
 
 
-def _err(status: int, message: str, type_: str, field: Optional[str] = None, **extra) -> JSONResponse:
+def _err(status: int, message: str, type_: str, field: str | None = None, **extra) -> JSONResponse:
     body = {"message": message, "type": type_}
     if field:
         body["field"] = field
@@ -45,7 +44,7 @@ def _validation_response(errors: list) -> JSONResponse:
     return _err(422, "; ".join(parts) or "invalid request body", "invalid_request_error", field=first_field)
 
 
-def create_app(engine: Engine, dispatcher: Optional[Dispatcher] = None, token: Optional[str] = None) -> FastAPI:
+def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str | None = None) -> FastAPI:
     dispatcher = dispatcher or Dispatcher(engine)
     token = token if token is not None else (os.environ.get("TRAINER_TOKEN") or None)
     app = FastAPI(
@@ -62,12 +61,21 @@ def create_app(engine: Engine, dispatcher: Optional[Dispatcher] = None, token: O
             got = request.headers.get("authorization", "")
             if not (got.startswith("Bearer ") and hmac.compare_digest(got[7:].strip(), token)):
                 log("warning", "unauthorized request", method=request.method, path=request.url.path)
-                return _err(401, "missing or invalid bearer token: send 'Authorization: Bearer <TRAINER_TOKEN>'",
-                            "authentication_error")
+                return _err(
+                    401,
+                    "missing or invalid bearer token: send 'Authorization: Bearer <TRAINER_TOKEN>'",
+                    "authentication_error",
+                )
         resp = await call_next(request)
         if request.url.path != "/health":
-            log("info", "http", method=request.method, path=request.url.path, status=resp.status_code,
-                seconds=round(time.time() - t0, 4))
+            log(
+                "info",
+                "http",
+                method=request.method,
+                path=request.url.path,
+                status=resp.status_code,
+                seconds=round(time.time() - t0, 4),
+            )
         return resp
 
     @app.exception_handler(ApiError)
@@ -97,8 +105,14 @@ def create_app(engine: Engine, dispatcher: Optional[Dispatcher] = None, token: O
 
     @app.get("/health", summary="liveness (200 while the process serves)")
     def health():
-        return {"status": "ok", "version": __version__, "device": str(engine.device), "dtype": engine.dtype_name,
-                "world_size": engine.world, "runs_loaded": list(engine.loaded.keys())}
+        return {
+            "status": "ok",
+            "version": __version__,
+            "device": str(engine.device),
+            "dtype": engine.dtype_name,
+            "world_size": engine.world,
+            "runs_loaded": list(engine.loaded.keys()),
+        }
 
     @app.post("/v1/runs", status_code=201, summary="create a run (idempotent; 409 on a different config)")
     def create_run(body: RunCreate):
@@ -130,8 +144,12 @@ def create_app(engine: Engine, dispatcher: Optional[Dispatcher] = None, token: O
         res = store.read_result(step)
         if res is None:
             last = store.latest_step() or 0
-            raise ApiError(404, f"run {run_id!r} has not applied step {step} (last applied: {last})",
-                           "not_found_error", field="step")
+            raise ApiError(
+                404,
+                f"run {run_id!r} has not applied step {step} (last applied: {last})",
+                "not_found_error",
+                field="step",
+            )
         res = dict(res)
         res.pop("samples_sha256", None)
         return res

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class Serving:
-    def resolve_model(self, model: str) -> tuple[str, Optional[int]]:
+    def resolve_model(self, model: str) -> tuple[str, int | None]:
         run_id, _, step_s = model.partition("@")
         store = self.run_store(run_id)
         if not store.exists():
@@ -32,10 +32,15 @@ class Serving:
         try:
             step = int(step_s)
         except ValueError:
-            raise ApiError(422, f"model {model!r}: the part after '@' must be a step number", field="model")
+            raise ApiError(422, f"model {model!r}: the part after '@' must be a step number", field="model") from None
         if step not in store.committed_steps():
-            raise ApiError(404, f"model {model!r}: run {run_id!r} has no checkpoint for step {step} "
-                           f"(available: {store.committed_steps()})", "not_found_error", field="model")
+            raise ApiError(
+                404,
+                f"model {model!r}: run {run_id!r} has no checkpoint for step {step} "
+                f"(available: {store.committed_steps()})",
+                "not_found_error",
+                field="model",
+            )
         return run_id, step
 
     def _inference_model(self, lr: LoadedRun, step: int):
@@ -81,23 +86,42 @@ class Serving:
             max_pos = getattr(self.acc.unwrap_model(lr.policy).config, "max_position_embeddings", 4096) or 4096
             room = max_pos - len(prompt_ids)
             if room < 1:
-                raise ApiError(422, f"messages: the prompt has {len(prompt_ids)} tokens, more than the model's "
-                               f"context of {max_pos}", field="messages")
+                raise ApiError(
+                    422,
+                    f"messages: the prompt has {len(prompt_ids)} tokens, more than the model's context of {max_pos}",
+                    field="messages",
+                )
             max_tokens = cr.max_completion_tokens or cr.max_tokens or 512
             max_tokens = min(max_tokens, room)
             stop = [cr.stop] if isinstance(cr.stop, str) else list(cr.stop or [])
             t0 = time.time()
             choices, n_gen = generate(
-                model, tok, prompt_ids, n=cr.n, max_tokens=max_tokens,
+                model,
+                tok,
+                prompt_ids,
+                n=cr.n,
+                max_tokens=max_tokens,
                 temperature=1.0 if cr.temperature is None else cr.temperature,
-                top_p=1.0 if cr.top_p is None else cr.top_p, seed=cr.seed, stop=stop, eos_ids=lr.eos_ids,
-                device=self.device, autocast=self.acc.autocast,
+                top_p=1.0 if cr.top_p is None else cr.top_p,
+                seed=cr.seed,
+                stop=stop,
+                eos_ids=lr.eos_ids,
+                device=self.device,
+                autocast=self.acc.autocast,
                 broadcast=self._broadcast_tokens if (collective and self.world > 1) else None,
             )
         created = int(time.time())
         rid = "chatcmpl-" + hashlib.sha256(f"{cr.model}{created}{time.time_ns()}".encode()).hexdigest()[:24]
-        log("info", "chat completion", model=cr.model, step=used_step, n=cr.n, prompt_tokens=len(prompt_ids),
-            completion_tokens=n_gen, seconds=round(time.time() - t0, 3))
+        log(
+            "info",
+            "chat completion",
+            model=cr.model,
+            step=used_step,
+            n=cr.n,
+            prompt_tokens=len(prompt_ids),
+            completion_tokens=n_gen,
+            seconds=round(time.time() - t0, 3),
+        )
         return {
             "id": rid,
             "object": "chat.completion",
@@ -105,12 +129,19 @@ class Serving:
             "model": f"{run_id}@{used_step}" if step is not None else run_id,
             "system_fingerprint": f"{run_id}@{used_step}",
             "choices": [
-                {"index": i, "message": {"role": "assistant", "content": text_, "refusal": None},
-                 "logprobs": None, "finish_reason": fr}
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": text_, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": fr,
+                }
                 for i, (text_, fr) in enumerate(choices)
             ],
-            "usage": {"prompt_tokens": len(prompt_ids), "completion_tokens": n_gen,
-                      "total_tokens": len(prompt_ids) + n_gen},
+            "usage": {
+                "prompt_tokens": len(prompt_ids),
+                "completion_tokens": n_gen,
+                "total_tokens": len(prompt_ids) + n_gen,
+            },
         }
 
     def _broadcast_tokens(self, t: torch.Tensor) -> torch.Tensor:
@@ -127,6 +158,13 @@ class Serving:
             created = int(store.read_meta().get("created") or 0)
             out.append({"id": rid, "object": "model", "created": created, "owned_by": "attune-trainer"})
             for s in store.committed_steps():
-                out.append({"id": f"{rid}@{s}", "object": "model", "created": created, "owned_by": "attune-trainer",
-                            "parent": rid})
+                out.append(
+                    {
+                        "id": f"{rid}@{s}",
+                        "object": "model",
+                        "created": created,
+                        "owned_by": "attune-trainer",
+                        "parent": rid,
+                    }
+                )
         return out

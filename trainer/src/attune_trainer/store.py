@@ -1,18 +1,18 @@
 """On-disk layout of runs and checkpoints; atomic (write to a temp dir, fsync, rename) commits.
 
-    <state_dir>/
-      models/smollm2-135m/            dequantised SmolLM2 (converted from the GGUF once)
-      runs/<run_id>/
-        run.json                      {"config": {...normalised request...}, "created": ts}
-        tokenizer/                    tokenizer + chat template used by this run
-        base/                         tiny-random only: the randomly initialised base model
-        checkpoints/step-000003/      one committed step (the rename is the commit)
-          policy/                     LoRA: peft adapter dir (vLLM --enable-lora loadable)
-                                      full fine-tuning: HF model dir (config + safetensors + tokenizer)
-          critic.safetensors          PPO: the critic's trainable tensors (value head, + LoRA or backbone)
-          optimizer.pt                AdamW states (policy, critic), kept in the newest 2 checkpoints
-          state.json                  {"step", "samples_sha256", "result", "export", ...}
-        results/step-000003.json      the stored response of each applied step (never pruned)
+<state_dir>/
+  models/smollm2-135m/            dequantised SmolLM2 (converted from the GGUF once)
+  runs/<run_id>/
+    run.json                      {"config": {...normalised request...}, "created": ts}
+    tokenizer/                    tokenizer + chat template used by this run
+    base/                         tiny-random only: the randomly initialised base model
+    checkpoints/step-000003/      one committed step (the rename is the commit)
+      policy/                     LoRA: peft adapter dir (vLLM --enable-lora loadable)
+                                  full fine-tuning: HF model dir (config + safetensors + tokenizer)
+      critic.safetensors          PPO: the critic's trainable tensors (value head, + LoRA or backbone)
+      optimizer.pt                AdamW states (policy, critic), kept in the newest 2 checkpoints
+      state.json                  {"step", "samples_sha256", "result", "export", ...}
+    results/step-000003.json      the stored response of each applied step (never pruned)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 
 def fsync_dir(path: Path) -> None:
@@ -95,7 +95,7 @@ class RunStore:
                     pass
         return sorted(out)
 
-    def latest_step(self) -> Optional[int]:
+    def latest_step(self) -> int | None:
         steps = self.committed_steps()
         return steps[-1] if steps else None
 
@@ -135,7 +135,7 @@ class RunStore:
     def result_path(self, step: int) -> Path:
         return self.results_dir / f"{step_name(step)}.json"
 
-    def read_result(self, step: int) -> Optional[dict]:
+    def read_result(self, step: int) -> dict | None:
         p = self.result_path(step)
         if p.exists():
             return json.loads(p.read_text())
@@ -168,7 +168,7 @@ class RunStore:
                     continue
                 shutil.rmtree(self.ckpt(s), ignore_errors=True)
 
-    def export_info(self, step: int) -> Optional[dict]:
+    def export_info(self, step: int) -> dict | None:
         try:
             st = self.read_state(step)
         except FileNotFoundError:

@@ -45,8 +45,31 @@ that's it's i'm you're don't can't won't didn't doesn't isn't i've you've i'll y
 what's how's let's there's
 """.split()
 
-CAPITALIZED = ["I", "You", "It", "That", "The", "This", "What", "How", "Why", "We", "My", "Thank",
-               "Sorry", "Yes", "No", "Hello", "Hi", "Maybe", "Please", "Okay", "So", "And", "But"]
+CAPITALIZED = [
+    "I",
+    "You",
+    "It",
+    "That",
+    "The",
+    "This",
+    "What",
+    "How",
+    "Why",
+    "We",
+    "My",
+    "Thank",
+    "Sorry",
+    "Yes",
+    "No",
+    "Hello",
+    "Hi",
+    "Maybe",
+    "Please",
+    "Okay",
+    "So",
+    "And",
+    "But",
+]
 
 
 def _byte_alphabet() -> list[str]:
@@ -106,9 +129,7 @@ def build_tiny_tokenizer():
 
 def _bytes_to_unicode() -> dict[int, str]:
     # GPT-2's reversible byte -> printable unicode map (as used by tokenizers' ByteLevel).
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
-        range(ord("®"), ord("ÿ") + 1)
-    )
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
     cs = bs[:]
     n = 0
     for b in range(256):
@@ -116,7 +137,7 @@ def _bytes_to_unicode() -> dict[int, str]:
             bs.append(b)
             cs.append(256 + n)
             n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
+    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
 
 
 _BYTE_TO_CHAR = _bytes_to_unicode()
