@@ -13,7 +13,7 @@ echo "== format"; npx prettier --check . || status=1
 echo "== ruff"; { .venv/bin/ruff check trainer && .venv/bin/ruff format --check trainer; } || status=1
 
 echo "== mocha"
-npx mocha 2>&1 | tee test-output/mocha.log
+npx mocha "test/**/*.test.ts" 2>&1 | tee test-output/mocha.log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 mocha_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/mocha.log | grep -Eo '[0-9]+' | tail -1)
 mocha_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/mocha.log | grep -Eo '[0-9]+' | tail -1)
