@@ -52,6 +52,23 @@ export async function analyzeAssistantReply(input: SimulatorCallInput): Promise<
   );
 }
 
+/**
+ * The prompt shows the dialogue as JSON strings, and a model may answer in the same form: a reply
+ * that is one JSON string literal is decoded, one in plain quotes loses them.
+ */
+function unquoteMessage(text: string): string {
+  if (/^"[\s\S]*"$/.test(text)) {
+    try {
+      const decoded: unknown = JSON.parse(text);
+      if (typeof decoded === 'string') return decoded;
+    } catch {
+      // Not JSON: plain quotes around the message.
+    }
+    return text.slice(1, -1);
+  }
+  return text;
+}
+
 /** SAGE's second call (and the opening line for profiles without one): plain text in the user's voice. */
 export async function writeUserMessage(input: SimulatorCallInput): Promise<UserMessageResult> {
   const response = await chatCompletion({
@@ -60,11 +77,7 @@ export async function writeUserMessage(input: SimulatorCallInput): Promise<UserM
     messages: input.messages,
     seed: input.seed,
   });
-  const text = response.content
-    .trim()
-    .replace(/^(?:user|you|你)\s*[:：]\s*/i, '')
-    .replace(/^"([\s\S]*)"$/, '$1')
-    .trim();
+  const text = unquoteMessage(response.content.trim().replace(/^(?:user|you|你)\s*[:：]\s*/i, '')).trim();
   if (text.length === 0) {
     throw ApplicationFailure.retryable(
       `simulator endpoint ${input.endpoint.baseURL} (model "${input.endpoint.model}") returned an empty user message`,

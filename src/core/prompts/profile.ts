@@ -1,6 +1,7 @@
 import { emotionState, type EmotionState } from '../emotion.js';
 import type { Scenario } from '../scenario.js';
 import type { ChatMessage } from '../transcript.js';
+import { quoteUtterance } from './quoting.js';
 
 export type Language = Scenario['language'];
 
@@ -73,13 +74,13 @@ export function profileBlock(s: Scenario): string {
     .join('\n');
 }
 
-/** Renders the dialogue so far from the simulated user's side. */
+/** Renders the dialogue so far from the simulated user's side, one quoted utterance per line. */
 export function dialogueBlock(history: ChatMessage[], language: Language): string {
   if (history.length === 0) return language === 'zh' ? '（对话尚未开始）' : '(no messages yet)';
   const you = language === 'zh' ? '你' : 'You';
   const them = language === 'zh' ? 'AI助手' : 'Assistant';
   return history
     .filter((m) => m.role !== 'system')
-    .map((m) => `${m.role === 'user' ? you : them}: ${m.content}`)
+    .map((m) => `${m.role === 'user' ? you : them}: ${quoteUtterance(m.content)}`)
     .join('\n');
 }

@@ -2,6 +2,7 @@ import type { Analysis } from '../analysis.js';
 import type { Scenario } from '../scenario.js';
 import type { ChatMessage } from '../transcript.js';
 import { describeEmotion, dialogueBlock, profileBlock } from './profile.js';
+import { QUOTING_NOTE, quoteUtterance } from './quoting.js';
 
 /**
  * Every simulator system prompt starts with a role tag line. Real models ignore it; the test
@@ -32,11 +33,13 @@ ${profileBlock(s)}
 - assistantIntent：AI助手这句话想表达什么
 - goalFit：这句话是否回应了你的对话目标和隐藏意图，哪里对、哪里不对
 - innerThoughts：你此刻的内心想法（第一人称，符合你的性格）
-- emotionChange：整数，-10 到 10，你的情绪因这句话变化多少。说中隐藏意图时明显上升；泛泛而谈、说教或答非所问时下降。`,
+- emotionChange：整数，-10 到 10，你的情绪因这句话变化多少。说中隐藏意图时明显上升；泛泛而谈、说教或答非所问时下降。
+
+${QUOTING_NOTE.zh}`,
       },
       {
         role: 'user',
-        content: `${describeEmotion(emotion, 'zh')}\n\n【对话】\n${dialogueBlock(history, 'zh')}\n\n【AI助手的最新回复】\n${assistantReply}`,
+        content: `${describeEmotion(emotion, 'zh')}\n\n【对话】\n${dialogueBlock(history, 'zh')}\n\n【AI助手的最新回复】\n${quoteUtterance(assistantReply)}`,
       },
     ];
   }
@@ -52,11 +55,13 @@ Answer with one JSON object only, with these fields:
 - assistantIntent: what the assistant meant by this reply
 - goalFit: whether it served your stated goal and your hidden intention, and where it missed
 - innerThoughts: your private thoughts right now, in the first person and in character
-- emotionChange: an integer from -10 to 10, how much this reply moves your emotion. Replies that meet your hidden intention raise it clearly; generic, preachy or off-target replies lower it.`,
+- emotionChange: an integer from -10 to 10, how much this reply moves your emotion. Replies that meet your hidden intention raise it clearly; generic, preachy or off-target replies lower it.
+
+${QUOTING_NOTE.en}`,
     },
     {
       role: 'user',
-      content: `Your ${describeEmotion(emotion, 'en')}\n\nCONVERSATION\n${dialogueBlock(history, 'en')}\n\nTHE ASSISTANT'S LATEST REPLY\n${assistantReply}`,
+      content: `Your ${describeEmotion(emotion, 'en')}\n\nCONVERSATION\n${dialogueBlock(history, 'en')}\n\nTHE ASSISTANT'S LATEST REPLY\n${quoteUtterance(assistantReply)}`,
     },
   ];
 }
@@ -77,7 +82,7 @@ export function replyMessages(
 
 ${profileBlock(s)}
 
-规则：只输出这条消息本身，口语化，符合你的说话风格；不要直接说出隐藏意图；情绪低时更简短、更冷淡。${endsNow ? '你决定结束对话：用符合情绪的方式道别（例如“再见”）。' : ''}`,
+规则：只输出这条消息本身（纯文本，不加引号），口语化，符合你的说话风格；不要直接说出隐藏意图；情绪低时更简短、更冷淡。${endsNow ? '你决定结束对话：用符合情绪的方式道别（例如“再见”）。' : ''}\n\n${QUOTING_NOTE.zh}`,
       },
       {
         role: 'user',
@@ -93,7 +98,7 @@ You are playing a real person who is talking to an AI assistant. Write your next
 
 ${profileBlock(s)}
 
-Rules: output only the message itself, in your speaking style; never state your hidden intention outright; when your emotion is low, be shorter and cooler.${endsNow ? ' You have decided to end the conversation: say goodbye in a way that fits your mood.' : ''}`,
+Rules: output only the message itself, as plain text without quotes, in your speaking style; never state your hidden intention outright; when your emotion is low, be shorter and cooler.${endsNow ? ' You have decided to end the conversation: say goodbye in a way that fits your mood.' : ''}\n\n${QUOTING_NOTE.en}`,
     },
     {
       role: 'user',
