@@ -1,0 +1,79 @@
+import type { RolloutSettings } from '../rolloutSettingsSchema.js';
+import { stableHash } from '../seeds.js';
+import { scenariosForStep } from './scenarioSchedule.js';
+
+/** One dialogue a training step runs: its ids and seed follow from (run, seed, step) alone. */
+export interface PlannedRollout {
+  rolloutId: string;
+  scenarioId: string;
+  /** The GRPO group: the scenario at its position within the step. */
+  group: string;
+  seed: number;
+}
+
+/** What planning a step needs from the run's settings. */
+export interface StepPlanSettings {
+  runName: string;
+  seed: number;
+  scenariosPerStep: number;
+  samplesPerScenario: number;
+}
+
+/**
+ * The step's dialogues: `samplesPerScenario` per scenario chosen for the step. A retried or
+ * resumed step plans the same ids and seeds, so its child workflow ids are the same too.
+ */
+export function planStepRollouts(
+  settings: StepPlanSettings,
+  step: number,
+  scenarioIds: readonly string[],
+): PlannedRollout[] {
+  const chosen = scenariosForStep(scenarioIds, settings.seed, step, settings.scenariosPerStep).ids;
+  const planned: PlannedRollout[] = [];
+  chosen.forEach((scenarioId, position) => {
+    // The same scenario can appear twice in a step that spans an epoch boundary: position keeps groups apart.
+    const group = `s${step}-${position}-${scenarioId}`;
+    for (let k = 0; k < settings.samplesPerScenario; k++) {
+      planned.push({
+        rolloutId: `${settings.runName}--s${step}--${position}-${scenarioId}--k${k}`,
+        scenarioId,
+        group,
+        seed: stableHash(`${settings.seed}:${step}:${position}:${k}`) % 2_147_483_647,
+      });
+    }
+  });
+  return planned;
+}
+
+/**
+ * The id and seed of one attempt at a planned dialogue. Attempt 0 is the first run; a retry after
+ * the operator resumes gets a new workflow id (the failed child's id is taken) and a new seed.
+ */
+export function rolloutAttempt(planned: PlannedRollout, attempt: number): { rolloutId: string; seed: number } {
+  return {
+    rolloutId: attempt === 0 ? planned.rolloutId : `${planned.rolloutId}--a${attempt}`,
+    seed: planned.seed + attempt,
+  };
+}
+
+/** The step's rollout settings: sampling from `version`, at the operator's temperature if one was set. */
+export function stepRolloutSettings(
+  rollout: RolloutSettings,
+  version: string,
+  temperature: number | undefined,
+): RolloutSettings {
+  return {
+    ...rollout,
+    policy: { ...rollout.policy, model: version, ...(temperature !== undefined ? { temperature } : {}) },
+  };
+}
+
+/** Every `evalEvery` steps and after the last one; `evalEvery` 0 turns evaluations off. */
+export function evaluatesAfterStep(step: number, evalEvery: number, steps: number): boolean {
+  return evalEvery > 0 && (step % evalEvery === 0 || step === steps);
+}
+
+/** The workflow id of the evaluation after a step. */
+export function stepEvaluationId(runName: string, step: number): string {
+  return `${runName}-eval-s${step}`;
+}

@@ -1,0 +1,61 @@
+import type { StepMetricsRecord, TrainerStepMetrics } from '../runMetrics.js';
+import type { RolloutSummary } from '../transcript.js';
+
+export function mean(values: readonly number[]): number {
+  return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
+}
+
+/** Mean, population standard deviation and range; all 0 for no values. */
+export function valueStats(values: readonly number[]): StepMetricsRecord['reward'] {
+  const m = mean(values);
+  const std = Math.sqrt(mean(values.map((v) => (v - m) ** 2)));
+  return { mean: m, std, min: values.length ? Math.min(...values) : 0, max: values.length ? Math.max(...values) : 0 };
+}
+
+export type StepEvalSummary = NonNullable<StepMetricsRecord['eval']>;
+
+/** What a step's metrics line is made of. */
+export interface StepRecordInput {
+  runName: string;
+  step: number;
+  algorithm: 'grpo' | 'ppo';
+  /** ISO time the step was recorded. */
+  time: string;
+  /** The version the step's dialogues sampled from. */
+  policyVersion: string;
+  /** The dialogues the optimizer trained on (at least one). */
+  kept: readonly RolloutSummary[];
+  failed: number;
+  dropped: number;
+  trainer: TrainerStepMetrics;
+  eval?: StepEvalSummary;
+}
+
+/** The step's line of `metrics.jsonl`: rates over the dialogues the optimizer trained on. */
+export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
+  const { kept } = input;
+  return {
+    kind: 'attune.step',
+    run: input.runName,
+    step: input.step,
+    algorithm: input.algorithm,
+    time: input.time,
+    policyVersion: input.policyVersion,
+    rollouts: { ok: kept.length, failed: input.failed, dropped: input.dropped },
+    reward: valueStats(kept.map((s) => s.reward)),
+    successRate: kept.filter((s) => s.outcome === 'success').length / kept.length,
+    failureRate: kept.filter((s) => s.outcome === 'failure').length / kept.length,
+    malformedRate: kept.filter((s) => s.outcome === 'malformed').length / kept.length,
+    meanTurns: mean(kept.map((s) => s.turns)),
+    trainer: input.trainer,
+    ...(input.eval ? { eval: input.eval } : {}),
+  };
+}
+
+/** The evaluation's headline numbers as the step records them. */
+export function stepEvalSummary(
+  evalId: string,
+  summary: { score: number; success: number; failure: number; count: number },
+): StepEvalSummary {
+  return { evalId, score: summary.score, success: summary.success, failure: summary.failure, count: summary.count };
+}

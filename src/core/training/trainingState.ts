@@ -1,0 +1,130 @@
+import type { StepMetricsRecord } from '../runMetrics.js';
+import type { LiveSettings } from './liveSet.js';
+import { mean } from './stepRecord.js';
+
+export type TrainingPhase =
+  | 'starting'
+  | 'rollouts'
+  | 'waiting-for-operator'
+  | 'paused'
+  | 'optimizing'
+  | 'publishing'
+  | 'evaluating'
+  | 'recording'
+  | 'done'
+  | 'stopped';
+
+/** Small state carried across continue-as-new: never transcripts. */
+export interface TrainingState {
+  /** Next step to run (1-based). */
+  step: number;
+  /** Policy version the next step samples from. */
+  version: string;
+  initialized: boolean;
+  paused: boolean;
+  stopRequested: boolean;
+  live: LiveSettings;
+  /** Durations of recent steps, for the ETA. */
+  stepDurationsMs: number[];
+  lastMetrics: StepMetricsRecord | null;
+}
+
+export interface RolloutProgressCounts {
+  total: number;
+  done: number;
+  failed: number;
+  inFlight: number;
+}
+
+export interface TrainingStatus {
+  runName: string;
+  algorithm: 'grpo' | 'ppo';
+  step: number;
+  steps: number;
+  phase: TrainingPhase;
+  paused: boolean;
+  stopRequested: boolean;
+  version: string;
+  rollouts: RolloutProgressCounts;
+  blockedReason: string | null;
+  lastMetrics: StepMetricsRecord | null;
+  etaMs: number | null;
+  live: LiveSettings;
+}
+
+export interface TrainingResult {
+  runName: string;
+  stepsApplied: number;
+  stopped: boolean;
+  version: string;
+  lastMetrics: StepMetricsRecord | null;
+}
+
+/** How many recent step durations the ETA averages over. */
+const ETA_WINDOW = 10;
+
+export function initialTrainingState(baseVersion: string): TrainingState {
+  return {
+    step: 1,
+    version: baseVersion,
+    initialized: false,
+    paused: false,
+    stopRequested: false,
+    live: {},
+    stepDurationsMs: [],
+    lastMetrics: null,
+  };
+}
+
+/** The run ends before its next step: stopped by the operator, or every step applied. */
+export function runIsOver(state: TrainingState, steps: number): boolean {
+  return state.stopRequested || state.step > steps;
+}
+
+/** What `attune status` shows, the ETA from the mean of recent step durations. */
+export function trainingStatus(view: {
+  runName: string;
+  algorithm: 'grpo' | 'ppo';
+  steps: number;
+  state: TrainingState;
+  phase: TrainingPhase;
+  progress: RolloutProgressCounts;
+  blockedReason: string | null;
+}): TrainingStatus {
+  const { state, phase, steps } = view;
+  // The step under way counts as remaining until the run has ended.
+  const remaining = Math.max(0, steps - state.step + (phase === 'done' || phase === 'stopped' ? 0 : 1));
+  const perStep = state.stepDurationsMs.length > 0 ? mean(state.stepDurationsMs) : null;
+  return {
+    runName: view.runName,
+    algorithm: view.algorithm,
+    step: state.step,
+    steps,
+    phase,
+    paused: state.paused,
+    stopRequested: state.stopRequested,
+    version: state.version,
+    rollouts: { ...view.progress },
+    blockedReason: view.blockedReason,
+    lastMetrics: state.lastMetrics,
+    etaMs: perStep === null ? null : Math.round(perStep * remaining),
+    live: state.live,
+  };
+}
+
+export function trainingResult(runName: string, state: TrainingState, stopped: boolean): TrainingResult {
+  return {
+    runName,
+    stepsApplied: state.step - 1,
+    stopped,
+    version: state.version,
+    lastMetrics: state.lastMetrics,
+  };
+}
+
+/** A recorded step moves the run on: the next step, its metrics for status, its duration for the ETA. */
+export function completeStep(state: TrainingState, step: number, record: StepMetricsRecord, durationMs: number): void {
+  state.lastMetrics = record;
+  state.stepDurationsMs = [...state.stepDurationsMs, durationMs].slice(-ETA_WINDOW);
+  state.step = step + 1;
+}

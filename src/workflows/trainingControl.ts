@@ -1,0 +1,117 @@
+import { condition, defineQuery, defineUpdate, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  applyLiveSet,
+  checkLiveSet,
+  settingsInForce,
+  type AdjustableSettings,
+} from '../core/training/liveOverrides.js';
+import type { LiveSettings } from '../core/training/liveSet.js';
+import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
+import {
+  trainingResult,
+  trainingStatus,
+  type RolloutProgressCounts,
+  type TrainingPhase,
+  type TrainingResult,
+  type TrainingState,
+  type TrainingStatus,
+} from '../core/training/trainingState.js';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
+
+export const trainingStatusQuery = defineQuery<TrainingStatus>('trainingStatus');
+export const pauseUpdate = defineUpdate<TrainingStatus>('pause');
+export const resumeUpdate = defineUpdate<TrainingStatus>('resume');
+export const stopUpdate = defineUpdate<TrainingStatus>('stop');
+export const setUpdate = defineUpdate<LiveSettings, [Record<string, unknown>]>('set');
+
+/**
+ * The operator's side of a run (`attune status|pause|resume|stop|set`): the phase and rollout
+ * progress it reports, the handlers that change the carried state, and the waits on the operator.
+ */
+export class TrainingControl {
+  private phase: TrainingPhase = 'starting';
+  private blockedReason: string | null = null;
+  private resumeRequested = false;
+  /** Live counts for status; the step's fan-out keeps them up to date. */
+  readonly progress: RolloutProgressCounts = { total: 0, done: 0, failed: 0, inFlight: 0 };
+
+  constructor(
+    private readonly settings: TrainingSettings,
+    private readonly state: TrainingState,
+  ) {
+    setHandler(trainingStatusQuery, () => this.status());
+    setHandler(pauseUpdate, () => {
+      state.paused = true;
+      return this.status();
+    });
+    setHandler(resumeUpdate, () => {
+      state.paused = false;
+      this.resumeRequested = true;
+      return this.status();
+    });
+    setHandler(stopUpdate, () => {
+      state.stopRequested = true;
+      return this.status();
+    });
+    setHandler(
+      setUpdate,
+      (pairs) => {
+        state.live = applyLiveSet(state.live, pairs);
+        return state.live;
+      },
+      { validator: (pairs) => checkLiveSet(pairs, state.step - 1) },
+    );
+  }
+
+  /** Steps, concurrency, failure limit and evaluation interval with the operator's changes. */
+  inForce(): AdjustableSettings {
+    return settingsInForce(this.settings, this.state.live);
+  }
+
+  status(): TrainingStatus {
+    return trainingStatus({
+      runName: this.settings.runName,
+      algorithm: this.settings.algorithm,
+      steps: this.inForce().steps,
+      state: this.state,
+      phase: this.phase,
+      progress: this.progress,
+      blockedReason: this.blockedReason,
+    });
+  }
+
+  setPhase(next: TrainingPhase): void {
+    this.phase = next;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: next }]);
+  }
+
+  /** Shown in status until the next block or resume; an evaluation failure is reported this way. */
+  report(reason: string): void {
+    this.blockedReason = reason;
+  }
+
+  finish(stopped: boolean): TrainingResult {
+    this.setPhase(stopped ? 'stopped' : 'done');
+    return trainingResult(this.settings.runName, this.state, stopped);
+  }
+
+  /**
+   * Resolves when the run is no longer paused, or is stopped. The condition's own promise, not an
+   * async wrapper: rollout lanes wait on it, and extra ticks could reorder their child starts.
+   */
+  pauseLifted(): Promise<void> {
+    return condition(() => !this.state.paused || this.state.stopRequested);
+  }
+
+  /** Blocks the run in `waiting-for-operator` until `attune resume` (true) or `attune stop` (false). */
+  async resumedByOperator(reason: string): Promise<boolean> {
+    this.blockedReason = reason;
+    this.setPhase('waiting-for-operator');
+    this.resumeRequested = false;
+    await condition(() => this.resumeRequested || this.state.stopRequested);
+    if (this.state.stopRequested) return false;
+    this.blockedReason = null;
+    this.setPhase('rollouts');
+    return true;
+  }
+}
