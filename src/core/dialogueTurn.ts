@@ -47,19 +47,25 @@ export interface PlayedTurn {
   messages: ChatMessage[];
 }
 
+/** A turn after the policy's reply: its record so far, and the whole turn when that reply ends the dialogue (malformed). */
+export interface PolicyReplied {
+  record: TranscriptTurn;
+  ended: PlayedTurn | null;
+}
+
 export type TurnPhase = 'policy' | 'analysis' | 'reply';
 
-/**
- * One assistant turn of SAGE: the policy answers, the simulated user analyses the answer (its
- * emotion moves), and unless the dialogue ends there, writes its next message. The same code runs
- * in the workflow (each call an activity) and inside a turn activity, so both give the same transcript.
- */
-export async function playTurn(
-  calls: DialogueCalls,
+type OnPhase = (phase: TurnPhase) => void;
+
+const noPhases: OnPhase = () => {};
+
+/** The first half of a turn: the policy answers the user's last message. */
+export async function policyStep(
+  calls: Pick<DialogueCalls, 'generatePolicyTurn'>,
   input: TurnInput,
-  onPhase: (phase: TurnPhase) => void = () => {},
-): Promise<PlayedTurn> {
-  const { settings, scenario, history, turn, seed } = input;
+  onPhase: OnPhase = noPhases,
+): Promise<PolicyReplied> {
+  const { settings, history, turn, seed } = input;
   onPhase('policy');
   const promptMessages = policyMessages(input.systemPrompt, history);
   const policy = await calls.generatePolicyTurn({
@@ -79,19 +85,35 @@ export async function playTurn(
     state: emotionState(input.emotion),
     userReply: null,
   };
-  if (policy.malformed) return { record, emotion: input.emotion, outcome: 'malformed', messages: [] };
+  const ended: PlayedTurn | null = policy.malformed
+    ? { record, emotion: input.emotion, outcome: 'malformed', messages: [] }
+    : null;
+  return { record, ended };
+}
 
+/**
+ * The second half of a turn, after a well-formed policy reply (`record`, which it completes): the
+ * simulated user analyses the reply (its emotion moves) and, unless the dialogue ends there, writes
+ * its next message.
+ */
+export async function simulatorStep(
+  calls: Pick<DialogueCalls, 'analyzeAssistantReply' | 'writeUserMessage'>,
+  input: TurnInput,
+  record: TranscriptTurn,
+  onPhase: OnPhase = noPhases,
+): Promise<PlayedTurn> {
+  const { settings, scenario, history, turn, seed } = input;
   onPhase('analysis');
   const analysis = await calls.analyzeAssistantReply({
     endpoint: settings.simulator,
-    messages: analysisMessages(scenario, history, policy.reply, input.emotion),
+    messages: analysisMessages(scenario, history, record.policy.reply, input.emotion),
     seed: callSeed(seed, turn, 'analysis'),
   });
   const emotion = emotionAfterTurn(input.emotion, analysis.analysis.emotionChange);
   record.analysis = analysis;
   record.emotionAfter = emotion;
   record.state = emotionState(emotion);
-  const assistant: ChatMessage = { role: 'assistant', content: policy.reply };
+  const assistant: ChatMessage = { role: 'assistant', content: record.policy.reply };
   const ended = outcomeAfterAnalysis(emotion, turn, settings.maxTurns);
   if (ended !== null) return { record, emotion, outcome: ended, messages: [assistant] };
 
@@ -108,4 +130,18 @@ export async function playTurn(
     outcome: isGoodbye(reply.text, scenario.language) ? 'goodbye' : null,
     messages: [assistant, { role: 'user', content: reply.text }],
   };
+}
+
+/**
+ * One assistant turn of SAGE: the policy answers, the simulated user analyses the answer (its
+ * emotion moves), and unless the dialogue ends there, writes its next message. The same code runs
+ * in the workflow (each call an activity) and inside a turn activity, so both give the same transcript.
+ */
+export async function playTurn(
+  calls: DialogueCalls,
+  input: TurnInput,
+  onPhase: OnPhase = noPhases,
+): Promise<PlayedTurn> {
+  const replied = await policyStep(calls, input, onPhase);
+  return replied.ended ?? simulatorStep(calls, input, replied.record, onPhase);
 }

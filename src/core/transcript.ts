@@ -105,3 +105,14 @@ export interface RolloutSummary {
 export function emptyTotals(): TokenTotals {
   return { policyPrompt: 0, policyCompletion: 0, simulatorPrompt: 0, simulatorCompletion: 0 };
 }
+
+/** Token totals grow by what one turn's calls used. */
+export function addTurnUsage(tokens: TokenTotals, turn: TranscriptTurn): void {
+  tokens.policyPrompt += turn.policy.usage.prompt;
+  tokens.policyCompletion += turn.policy.usage.completion;
+  for (const call of [turn.analysis, turn.userReply]) {
+    if (!call) continue;
+    tokens.simulatorPrompt += call.usage.prompt;
+    tokens.simulatorCompletion += call.usage.completion;
+  }
+}

@@ -14,21 +14,12 @@ import type {
   SimulatorActivities,
 } from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
-import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput, type TurnPhase } from '../core/dialogueTurn.js';
-import { openingMessages } from '../core/prompts/simulator.js';
-import { defaultPolicySystemPrompt } from '../core/prompts/policy.js';
+import { Dialogue } from '../core/dialogue.js';
+import { playTurn, type DialogueCalls, type TurnPhase } from '../core/dialogueTurn.js';
 import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import type { Scenario } from '../core/scenario.js';
-import { callSeed } from '../core/seeds.js';
-import { rewardFor, type Outcome } from '../core/termination.js';
-import {
-  emptyTotals,
-  type ChatMessage,
-  type RolloutSummary,
-  type TokenTotals,
-  type Transcript,
-  type TranscriptTurn,
-} from '../core/transcript.js';
+import type { Outcome } from '../core/termination.js';
+import type { RolloutSummary } from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
@@ -68,17 +59,6 @@ function retryOptions(retry: RetryPolicySettings) {
     ...(retry.maximumAttempts > 0 ? { maximumAttempts: retry.maximumAttempts } : {}),
     nonRetryableErrorTypes: ['LlmRequestRejected', 'UnparseableSimulatorOutput'],
   };
-}
-
-/** Token totals grow by what one turn's calls used. */
-function addUsage(tokens: TokenTotals, turn: TranscriptTurn): void {
-  tokens.policyPrompt += turn.policy.usage.prompt;
-  tokens.policyCompletion += turn.policy.usage.completion;
-  for (const call of [turn.analysis, turn.userReply]) {
-    if (!call) continue;
-    tokens.simulatorPrompt += call.usage.prompt;
-    tokens.simulatorCompletion += call.usage.completion;
-  }
 }
 
 /** Retries of a turn activity: as patient as the more patient of its two endpoints. */
@@ -176,10 +156,11 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   else if (input.scenarioRef) scenario = await artifacts.loadScenario(input.scenarioRef);
   else throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
 
+  const dialogue = new Dialogue({ settings, scenario, seed });
   const progress: RolloutProgress = {
     turn: 0,
     emotion: settings.initialEmotion,
-    emotions: [settings.initialEmotion],
+    emotions: dialogue.emotions,
     outcome: null,
     phase: 'opening',
   };
@@ -191,33 +172,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     ...(step !== null ? [{ key: SEARCH_ATTRIBUTES.step, value: step }] : []),
   ]);
 
-  const tokens = emptyTotals();
-  const systemPrompt = settings.policySystemPrompt ?? defaultPolicySystemPrompt(scenario.language, settings.think);
-
-  let opening: Transcript['opening'];
-  if (scenario.firstMessage) {
-    opening = {
-      text: scenario.firstMessage,
-      writtenBySimulator: false,
-      latencyMs: 0,
-      usage: { prompt: 0, completion: 0 },
-    };
-  } else {
-    const written = await simulator.writeUserMessage({
-      endpoint: settings.simulator,
-      messages: openingMessages(scenario, settings.initialEmotion),
-      seed: callSeed(seed, 0, 'opening'),
-    });
-    tokens.simulatorPrompt += written.usage.prompt;
-    tokens.simulatorCompletion += written.usage.completion;
-    opening = { text: written.text, writtenBySimulator: true, latencyMs: written.latencyMs, usage: written.usage };
-  }
-
-  // The visible dialogue: user messages and assistant replies (never the assistant's thinking).
-  const history: ChatMessage[] = [{ role: 'user', content: opening.text }];
-  const turns: TranscriptTurn[] = [];
-  let emotion = settings.initialEmotion;
-  let outcome: Outcome | null = null;
+  await dialogue.open(simulator.writeUserMessage);
   // Per call, the workflow plays the turn itself and each call is an activity; per turn, one activity plays it.
   // (Activity proxies have no own keys to spread: each function is looked up by name.)
   const callsOfTurn: DialogueCalls = {
@@ -228,56 +183,28 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const onPhase = (phase: TurnPhase) => {
     progress.phase = phase;
   };
-
-  for (let turn = 1; outcome === null; turn++) {
-    progress.turn = turn;
-    const turnInput: TurnInput = { settings, scenario, systemPrompt, history: [...history], emotion, turn, seed };
-    let played: PlayedTurn;
-    if (turnActivity) {
+  const ended = await dialogue.playToEnd(
+    async (turnInput) => {
+      if (!turnActivity) return playTurn(callsOfTurn, turnInput, onPhase);
       progress.phase = 'turn';
-      played = await turnActivity.playDialogueTurn(turnInput);
-    } else {
-      played = await playTurn(callsOfTurn, turnInput, onPhase);
-    }
-    const { record } = played;
-    turns.push(record);
-    addUsage(tokens, record);
-    if (record.analysis) {
-      progress.emotion = played.emotion;
-      progress.emotions.push(played.emotion);
-    }
-    emotion = played.emotion;
-    outcome = played.outcome;
-    history.push(...played.messages);
-  }
+      return turnActivity.playDialogueTurn(turnInput);
+    },
+    {
+      beforeTurn: (turnInput) => {
+        progress.turn = turnInput.turn;
+      },
+      afterTurn: () => {
+        progress.emotion = dialogue.emotion;
+      },
+    },
+  );
 
-  const finalEmotion = emotion;
-  const reward = rewardFor(outcome, finalEmotion);
+  const { outcome, emotion: finalEmotion } = ended;
   progress.outcome = outcome;
   progress.phase = 'saving';
   const rolloutId = input.rolloutId;
-  const transcript: Transcript = {
-    kind: 'attune.rollout',
-    version: 1,
-    rolloutId,
-    runName,
-    step,
-    scenario,
-    policyModel: settings.policy.model,
-    simulatorModel: settings.simulator.model,
-    think: settings.think,
-    seed,
-    initialEmotion: settings.initialEmotion,
-    maxTurns: settings.maxTurns,
-    opening,
-    turns,
-    outcome,
-    finalEmotion,
-    reward,
-    tokens,
-    startedAt,
-    finishedAt: new Date().toISOString(),
-  };
+  const transcript = ended.transcript({ rolloutId, runName, step, startedAt, finishedAt: new Date().toISOString() });
+  const { reward, tokens } = transcript;
   const artifact = await artifacts.saveTranscript(transcript);
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.outcome, value: outcome },
@@ -295,8 +222,8 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     outcome,
     finalEmotion,
     reward,
-    turns: turns.length,
-    emotions: progress.emotions,
+    turns: transcript.turns.length,
+    emotions: dialogue.emotions,
     tokens,
     artifact,
   };
