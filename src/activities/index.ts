@@ -3,6 +3,7 @@ import { createArtifactActivities } from './artifacts.js';
 import { createDialogueTurnActivities } from './dialogueTurn.js';
 import { EndpointGate, gated, type EndpointLimits } from './endpointLimits.js';
 import { createEvaluationActivities } from './evaluationReports.js';
+import { heartbeating } from './heartbeating.js';
 import { generatePolicyTurn } from './policy.js';
 import { loadScenario } from './scenarios.js';
 import { analyzeAssistantReply, writeUserMessage } from './simulator.js';
@@ -12,6 +13,9 @@ import { createOptimizerActivities } from './optimizer.js';
 
 export const policyActivities = { generatePolicyTurn };
 export const simulatorActivities = { analyzeAssistantReply, writeUserMessage };
+/** The calls as the endpoints' queue workers run them: one activity per call, heartbeating while it waits. */
+export const queuedPolicyActivities = heartbeating(policyActivities);
+export const queuedSimulatorActivities = heartbeating(simulatorActivities);
 
 /** Activities of the rollouts queue: small local I/O next to the workflows. */
 export function rolloutQueueActivities(store: ArtifactStore) {

@@ -34,7 +34,7 @@ export const LIMITS = {
    * the endpoints' HTTP timeouts are shorter); a live one heartbeats three times as often, even
    * while it waits for an endpoint.
    */
-  turnHeartbeatTimeoutMs: 60_000,
+  turnHeartbeatTimeoutMs: 20_000,
   /**
    * A turn activity's finished calls reach the server at most this late (the SDK sends one
    * heartbeat at once, then at most one per interval): what a SIGKILLed worker can lose of a turn.
@@ -42,4 +42,9 @@ export const LIMITS = {
   turnHeartbeatThrottleMs: 2_000,
   /** Artifact writes are local and quick. */
   artifactActivityTimeoutMs: 60_000,
+  /**
+   * A queued LLM call heartbeats while its request is open, so the server hands the call of a
+   * worker that died to a live one this soon, not after the call's whole start-to-close timeout.
+   */
+  llmCallHeartbeatTimeoutMs: 20_000,
 } as const;

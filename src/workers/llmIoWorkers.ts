@@ -4,9 +4,9 @@ import {
   dialogueTurnActivities,
   endpointGates,
   gatedLlmCalls,
-  policyActivities,
+  queuedPolicyActivities,
   rolloutQueueActivities,
-  simulatorActivities,
+  queuedSimulatorActivities,
 } from '../activities/index.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS } from '../config/limits.js';
@@ -67,7 +67,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const policy = await Worker.create({
     ...common,
     taskQueue: queues.policy,
-    activities: policyActivities,
+    activities: queuedPolicyActivities,
     maxConcurrentActivityTaskExecutions: config.policy.maxConcurrency,
     ...(config.policy.requestsPerSecond !== undefined
       ? { maxTaskQueueActivitiesPerSecond: config.policy.requestsPerSecond }
@@ -76,7 +76,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const simulator = await Worker.create({
     ...common,
     taskQueue: queues.simulator,
-    activities: simulatorActivities,
+    activities: queuedSimulatorActivities,
     maxConcurrentActivityTaskExecutions: config.simulator.maxConcurrency,
     ...(config.simulator.requestsPerSecond !== undefined
       ? { maxTaskQueueActivitiesPerSecond: config.simulator.requestsPerSecond }

@@ -86,7 +86,7 @@ function turnActivityProxy(settings: RolloutSettings, local: boolean) {
       'rollout settings with activityPer=turn need turnsTaskQueue',
       'BadRolloutInput',
     );
-  // A dead worker is noticed as soon as a dead worker's single call would be (or within a minute).
+  // A dead worker is noticed as soon as its single call would be, or within the turn heartbeat timeout.
   const heartbeatTimeout = Math.min(
     LIMITS.turnHeartbeatTimeoutMs,
     activityTimeoutFor(Math.min(settings.policy.timeoutMs, settings.simulator.timeoutMs)),
@@ -130,9 +130,15 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     ...options,
     startToCloseTimeout: Math.max(options.startToCloseTimeout, LIMITS.localLlmCallTimeoutMs),
   });
+  // A queued call heartbeats while it waits for its answer: a dead worker's call moves on in seconds.
+  const queuedCallOptions = { heartbeatTimeout: LIMITS.llmCallHeartbeatTimeoutMs };
   const policy = local
     ? proxyLocalActivities<PolicyActivities>(localOptions(policyOptions))
-    : proxyActivities<PolicyActivities>({ ...policyOptions, taskQueue: settings.policy.taskQueue });
+    : proxyActivities<PolicyActivities>({
+        ...policyOptions,
+        ...queuedCallOptions,
+        taskQueue: settings.policy.taskQueue,
+      });
   const simulatorOptions = {
     // The analysis activity may ask again after an unparseable answer, within one attempt.
     startToCloseTimeout: activityTimeoutFor(settings.simulator.timeoutMs) * (settings.simulator.parseRetries + 1),
@@ -140,7 +146,11 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   };
   const simulator = local
     ? proxyLocalActivities<SimulatorActivities>(localOptions(simulatorOptions))
-    : proxyActivities<SimulatorActivities>({ ...simulatorOptions, taskQueue: settings.simulator.taskQueue });
+    : proxyActivities<SimulatorActivities>({
+        ...simulatorOptions,
+        ...queuedCallOptions,
+        taskQueue: settings.simulator.taskQueue,
+      });
   const turnActivity = settings.activityPer === 'turn' ? turnActivityProxy(settings, local) : null;
   const artifactOptions = { startToCloseTimeout: LIMITS.artifactActivityTimeoutMs, retry: { maximumAttempts: 10 } };
   // With local LLM calls the scenario load and the transcript write run as local activities too:

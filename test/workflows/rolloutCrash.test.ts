@@ -128,4 +128,30 @@ describe('rollout durability', function () {
     ).length;
     assert.equal(turnsScheduled, 4);
   });
+
+  /** Seconds from a new worker being ready to the dead worker's call arriving again at the endpoint. */
+  async function takeoverSeconds(role: 'policy' | 'reply', set: string[]): Promise<number> {
+    const { rig, handle, restart } = await killDuringThird(role, set);
+    await restart();
+    const ready = performance.timeOrigin + performance.now();
+    await rig.fake.waitForCall(role, 4);
+    const retried = rig.fake.calls.find((c) => c.role === role && c.nth === 4)!;
+    const summary = await handle.result();
+    assert.deepEqual(summary.emotions, [40, 42, 44, 46, 48]);
+    for (const [key, count] of rig.fake.successCountsByKey())
+      assert.equal(count, 1, `request ${key} answered ${count} times`);
+    return (retried.arrivedAtMs - ready) / 1000;
+  }
+
+  // With the endpoint's default two-minute HTTP timeout, a call of a dead worker used to wait for its
+  // whole start-to-close timeout (about 151 s); its heartbeat timeout now hands it over.
+  it("a dead worker's queued LLM call is taken over within 30 s of a live worker, not after its HTTP timeout", async () => {
+    const seconds = await takeoverSeconds('policy', ['policy.timeoutMs=120000']);
+    assert.ok(seconds < 30, `taken over ${seconds.toFixed(1)} s after the new worker was ready`);
+  });
+
+  it("rollout.activityPer=turn: a dead worker's turn is taken over within 30 s of a live worker", async () => {
+    const seconds = await takeoverSeconds('reply', ['simulator.timeoutMs=120000', 'rollout.activityPer=turn']);
+    assert.ok(seconds < 30, `taken over ${seconds.toFixed(1)} s after the new worker was ready`);
+  });
 });
