@@ -1,4 +1,5 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { runMetricsKey } from '../../artifacts/keys.js';
 import type { AttuneConfig } from '../../config/schema.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
 import { trainingSettingsFromConfig } from '../../config/trainingSettingsFromConfig.js';
@@ -100,7 +101,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
       }
       const result = await follow(ctx, temporal.client, runName);
       process.stdout.write(
-        `Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(`runs/${runName}/metrics.jsonl`)}\n`,
+        `Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(runMetricsKey(runName))}\n`,
       );
       return 0;
     },
