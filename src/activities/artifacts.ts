@@ -1,10 +1,6 @@
+import { transcriptKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { Transcript } from '../core/transcript.js';
-
-export function transcriptKey(runName: string | null, rolloutId: string): string {
-  const safe = (s: string) => s.replace(/[^A-Za-z0-9._@=-]/g, '_');
-  return `rollouts/${safe(runName ?? 'adhoc')}/${safe(rolloutId)}.json`;
-}
 
 export function createArtifactActivities(store: ArtifactStore) {
   return {

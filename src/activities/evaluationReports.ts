@@ -1,9 +1,6 @@
+import { evaluationKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
-
-export function evaluationKey(evalId: string): string {
-  return `evaluations/${evalId.replace(/[^A-Za-z0-9._@=-]/g, '_')}/evaluation.json`;
-}
 
 export function createEvaluationActivities(store: ArtifactStore) {
   return {

@@ -1,8 +1,8 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { loadScenarioLibrary } from '../scenarios/library.js';
-import { runMetricsKey } from '../report/load.js';
 
 export interface PublishInput {
   mode: 'trainer' | 'vllm';
@@ -13,9 +13,6 @@ export interface PublishInput {
   /** Adapter directory returned by the trainer (vLLM mode). */
   exportPath: string | null;
 }
-
-/** One key scheme for writers and the report. */
-export const metricsKey = runMetricsKey;
 
 export function createRunBookkeepingActivities(store: ArtifactStore) {
   return {
@@ -70,7 +67,7 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
 
     /** Appends the step's line once: a retried activity finds it there and writes nothing. */
     async recordStepMetrics(record: StepMetricsRecord): Promise<void> {
-      const key = metricsKey(record.run);
+      const key = runMetricsKey(record.run);
       const text = await store.getText(key);
       const lines = (text ?? '').split('\n').filter(Boolean);
       if (lines.some((line) => (JSON.parse(line) as StepMetricsRecord).step === record.step)) return;

@@ -1,5 +1,6 @@
 import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { isValidArtifactKey } from './keys.js';
 
 /** Where transcripts, metrics and reports live. Small on purpose, so an object store can implement it. */
 export interface ArtifactStore {
@@ -29,12 +30,7 @@ export class FileArtifactStore implements ArtifactStore {
   }
 
   private pathOf(key: string): string {
-    if (
-      !/^[A-Za-z0-9._@=-]+(\/[A-Za-z0-9._@=-]+)*$/.test(key) ||
-      key.split('/').some((part) => part === '..' || part === '.')
-    ) {
-      throw new Error(`invalid artifact key "${key}"`);
-    }
+    if (!isValidArtifactKey(key)) throw new Error(`invalid artifact key "${key}"`);
     return join(this.root, ...key.split('/'));
   }
 

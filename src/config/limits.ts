@@ -5,8 +5,8 @@ export const LIMITS = {
   /**
    * Share of the rollout worker's workflow-task polls that take new workflows (the rest take tasks
    * of cached ones) when LLM calls are local activities. Those workflows have few tasks after their
-   * first, so more pollers on the start side pick up a burst of new rollouts sooner (64 at once:
-   * 200 instead of 290 ms to the first task, bench/orchestration). The SDK's default is 0.2.
+   * first, so more pollers on the start side pick up a burst of new rollouts sooner. The SDK's
+   * default is 0.2.
    */
   localCallsNonStickyPollRatio: 1,
   /** Cached workflow executions per worker (sticky cache). */
@@ -20,9 +20,8 @@ export const LIMITS = {
   /**
    * Workflow-task timeout of rollouts with local LLM calls (unless `rollout.workflowTaskTimeoutMs`
    * says otherwise). Their workflow task stays open while the calls run, and the worker must report
-   * back at 80 % of the timeout. At Temporal's 10 s an overloaded worker missed that and the
-   * unrecorded calls ran again (1,590 repeated calls at 256 dialogues on 2 cores, none at 60 s);
-   * the price is that a crash repeats up to ~48 s of calls instead of ~8 s.
+   * back at 80 % of the timeout; with Temporal's 10 s an overloaded worker misses that, and the
+   * calls not yet recorded run again. The price of a longer timeout: a crash repeats more calls.
    */
   localCallsWorkflowTaskTimeoutMs: 60_000,
   /** Bound on a local LLM activity, waiting for its endpoint's slot included (`rollout.llmCalls: local`). */

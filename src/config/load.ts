@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { describeIssues } from '../core/scenario.js';
@@ -76,23 +77,107 @@ export function readYamlFile(file: string): Tree {
   return value as Tree;
 }
 
-/** Defaults <- YAML file <- environment variables <- --set options; then one zod validation naming file and key. */
+/** The key by which a config file names the file it builds on. */
+export const EXTENDS_KEY = 'extends';
+
+function isMapping(value: unknown): value is Tree {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `over` on top of `base`: mappings merge key by key; anything else (lists, null) replaces. */
+function mergeTrees(base: Tree, over: Tree): Tree {
+  const out: Tree = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const below = out[key];
+    out[key] = isMapping(value) && isMapping(below) ? mergeTrees(below, value) : value;
+  }
+  return out;
+}
+
+/** Records `file` as the origin of every key of `tree` (dotted paths; lists count as one value). */
+function noteOrigins(tree: Tree, file: string, origins: Map<string, string>, prefix = ''): void {
+  for (const [key, value] of Object.entries(tree)) {
+    const path = `${prefix}${key}`;
+    origins.set(path, file);
+    if (isMapping(value)) noteOrigins(value, file, origins, `${path}.`);
+  }
+}
+
+interface ConfigFileTree {
+  tree: Tree;
+  /** Dotted key -> the file that set it, for error messages about keys from a base file. */
+  origins: Map<string, string>;
+}
+
+/**
+ * Reads a config file and, through `extends: FILE` (relative to the file), the files it builds on,
+ * merged base first. A missing base file or a cycle is an error naming the file that refers to it.
+ */
+export function readConfigFile(file: string, chain: readonly string[] = []): ConfigFileTree {
+  const { [EXTENDS_KEY]: ref, ...rest } = readYamlFile(file);
+  let base: ConfigFileTree = { tree: {}, origins: new Map() };
+  if (ref !== undefined) {
+    if (typeof ref !== 'string' || ref === '')
+      throw new ConfigError(`${file}: ${EXTENDS_KEY} must be the name of a config file`);
+    const baseFile = isAbsolute(ref) ? ref : join(dirname(file), ref);
+    const seen = [...chain, file];
+    if (seen.some((f) => resolve(f) === resolve(baseFile)))
+      throw new ConfigError(`${file}: ${EXTENDS_KEY} ${ref}: a cycle (${[...seen, baseFile].join(' -> ')})`);
+    if (!existsSync(baseFile)) throw new ConfigError(`${file}: ${EXTENDS_KEY} ${ref}: no such config file ${baseFile}`);
+    base = readConfigFile(baseFile, seen);
+  }
+  noteOrigins(rest, file, base.origins);
+  return { tree: mergeTrees(base.tree, rest), origins: base.origins };
+}
+
+/** Origin of keys set by an environment variable or --set. */
+const NOT_A_FILE = '';
+
+/** The file a key came from when it is a base file (not `file` itself, the environment or --set), else null. */
+function baseFileOf(path: readonly PropertyKey[], file: string, origins: Map<string, string>): string | null {
+  for (let n = path.length; n > 0; n--) {
+    const origin = origins.get(path.slice(0, n).join('.'));
+    if (origin !== undefined) return origin === file || origin === NOT_A_FILE ? null : origin;
+  }
+  return null;
+}
+
+function describeConfigIssues(error: z.ZodError, file: string | undefined, origins: Map<string, string>): string[] {
+  const lines = describeIssues(error);
+  if (file === undefined) return lines;
+  return error.issues.map((issue, i) => {
+    const path = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0] ?? ''] : issue.path;
+    const from = baseFileOf(path, file, origins);
+    return from ? `${lines[i]} (in ${from})` : (lines[i] as string);
+  });
+}
+
+/**
+ * Defaults <- YAML file (after the files it extends) <- environment variables <- --set options;
+ * then one zod validation naming file and key.
+ */
 export function loadConfig(options: LoadConfigOptions = {}): AttuneConfig {
   const env = options.env ?? process.env;
-  const tree: Tree = options.file ? readYamlFile(options.file) : {};
+  const { tree, origins } = options.file
+    ? readConfigFile(options.file)
+    : { tree: {}, origins: new Map<string, string>() };
   for (const [variable, key] of Object.entries(ENV_OVERRIDES)) {
     const value = env[variable];
-    if (value !== undefined && value !== '') setPath(tree, key, value);
+    if (value !== undefined && value !== '') {
+      setPath(tree, key, value);
+      origins.set(key, NOT_A_FILE);
+    }
   }
   for (const option of options.set ?? []) {
     const [key, value] = parseSetOption(option);
     setPath(tree, key, value);
+    origins.set(key, NOT_A_FILE);
   }
   const result = configSchema.safeParse(tree);
   if (!result.success) {
     const where = options.file ?? 'configuration';
     throw new ConfigError(
-      `${where}: invalid configuration\n${describeIssues(result.error)
+      `${where}: invalid configuration\n${describeConfigIssues(result.error, options.file, origins)
         .map((l) => `  - ${l}`)
         .join('\n')}`,
     );

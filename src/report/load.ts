@@ -1,17 +1,8 @@
-import { evaluationKey } from '../activities/evaluationReports.js';
+import { EVALUATIONS_PREFIX, evaluationKey, isEvaluationKey, runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
 import type { Transcript } from '../core/transcript.js';
-
-const safe = (s: string) => s.replace(/[^A-Za-z0-9._@=-]/g, '_');
-
-export { evaluationKey };
-
-/** `runs/<run>/metrics.jsonl`: one StepMetricsRecord per line. */
-export function runMetricsKey(run: string): string {
-  return `runs/${safe(run)}/metrics.jsonl`;
-}
 
 export interface LoadedEvaluation {
   report: EvaluationReport;
@@ -110,7 +101,7 @@ export async function evaluationsOfRun(
   store: ArtifactStore,
   run: string,
 ): Promise<{ evaluations: EvaluationReport[]; notes: string[] }> {
-  const keys = (await store.list('evaluations')).filter((k) => k.endsWith('/evaluation.json'));
+  const keys = (await store.list(EVALUATIONS_PREFIX)).filter(isEvaluationKey);
   const notes: string[] = [];
   const all = await mapLimit(keys, 16, async (key) => {
     try {

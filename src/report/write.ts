@@ -3,7 +3,8 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { renderEvaluationPage } from './evaluationPage.js';
-import { evaluationKey, loadEvaluation, loadRun, runMetricsKey } from './load.js';
+import { evaluationKey, runMetricsKey } from '../artifacts/keys.js';
+import { loadEvaluation, loadRun } from './load.js';
 import { renderRunPage } from './runPage.js';
 
 export const DEFAULT_CHROMIUM = '/usr/bin/chromium';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { evaluationKey } from '../../src/activities/evaluationReports.js';
+import { evaluationKey } from '../../src/artifacts/keys.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { Transcript } from '../../src/core/transcript.js';
 import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluations.js';

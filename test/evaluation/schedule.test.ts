@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ScheduleNotFoundError, ScheduleOverlapPolicy } from '@temporalio/client';
-import { evaluationKey } from '../../src/activities/evaluationReports.js';
+import { evaluationKey } from '../../src/artifacts/keys.js';
 import { createEvaluationSchedule } from '../../src/cli/commands/schedule.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { EvaluationSummary } from '../../src/workflows/evaluation.js';

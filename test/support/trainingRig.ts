@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { DevServer } from '../../src/temporal/devServer.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
-import { metricsKey } from '../../src/activities/runBookkeeping.js';
+import { runMetricsKey } from '../../src/artifacts/keys.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { AttuneConfig } from '../../src/config/schema.js';
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
@@ -105,7 +105,7 @@ export async function createTrainingRig(
     },
     start: (runName, cfg = config) => startOrAttachTraining(client, cfg, runName),
     async metrics(runName) {
-      const text = await store.getText(metricsKey(runName));
+      const text = await store.getText(runMetricsKey(runName));
       return (text ?? '')
         .split('\n')
         .filter(Boolean)

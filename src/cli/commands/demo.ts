@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { reportDirKey } from '../../artifacts/keys.js';
 import type { EvaluationReport } from '../../core/evaluationReport.js';
 import { buildEvaluationInput, startEvaluation } from '../../client/evaluations.js';
 import { REPO_ROOT } from '../../paths.js';
@@ -156,7 +157,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
         `[${elapsed()}] score ${comparison.score.a} -> ${comparison.score.b} (${comparison.score.delta >= 0 ? '+' : ''}${comparison.score.delta})`,
       );
 
-      const outDir = resolve(ctx.store.root, 'reports', runName);
+      const outDir = resolve(ctx.store.root, reportDirKey(runName));
       const report = await writeReport({ store: ctx.store, target: runName, outDir });
       for (const warning of report.warnings) log.warn(warning);
       say('');

@@ -1,5 +1,5 @@
 import type { EvaluationReport } from '../../core/evaluationReport.js';
-import { evaluationKey } from '../../activities/evaluationReports.js';
+import { evaluationKey } from '../../artifacts/keys.js';
 import { buildEvaluationInput, startEvaluation } from '../../client/evaluations.js';
 import type { EvaluationSummary } from '../../workflows/evaluation.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';

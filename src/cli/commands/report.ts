@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { reportDirKey } from '../../artifacts/keys.js';
 import { writeReport } from '../../report/write.js';
 import { artifactsDir, commandContext } from '../context.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
@@ -27,7 +28,7 @@ export async function reportCommand(argv: string[]): Promise<number> {
   if (!target) throw new UsageError(`a run name or an evaluation id is required\n\n${REPORT_HELP}`);
   if (positionals.length > 1) throw new UsageError(`one run or evaluation at a time (got ${positionals.join(', ')})`);
   const { config, store } = commandContext(values, 'report');
-  const outDir = values.out ?? join(artifactsDir(config), 'reports', target.replace(/[^A-Za-z0-9._@=-]/g, '_'));
+  const outDir = values.out ?? join(artifactsDir(config), reportDirKey(target));
   let result;
   try {
     result = await writeReport({ store, target, outDir, png: !values['html-only'] });

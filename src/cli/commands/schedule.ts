@@ -1,6 +1,7 @@
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import type { AttuneConfig } from '../../config/schema.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
+import { isValidName, NAME_RULE } from '../../core/names.js';
 import { buildEvaluationInput } from '../../client/evaluations.js';
 import { connectTemporal } from '../../temporal/connect.js';
 import type { ScheduledEvaluationInput } from '../../workflows/scheduledEvaluation.js';
@@ -47,8 +48,7 @@ export async function createEvaluationSchedule(
   config: AttuneConfig,
   options: CreateScheduleOptions,
 ): Promise<string> {
-  if (!/^[A-Za-z0-9._-]+$/.test(options.name))
-    throw new UsageError(`schedule name "${options.name}": letters, digits, ".", "_" and "-" only`);
+  if (!isValidName(options.name)) throw new UsageError(`schedule name "${options.name}": ${NAME_RULE}`);
   if (options.run && options.policy) throw new UsageError('give --run or --policy, not both');
   const evaluation = buildEvaluationInput(config, {
     ...(options.scenarios ? { scenarios: options.scenarios } : {}),

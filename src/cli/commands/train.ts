@@ -1,6 +1,8 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { runMetricsKey } from '../../artifacts/keys.js';
 import type { AttuneConfig } from '../../config/schema.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
+import { isValidName, NAME_RULE } from '../../core/names.js';
 import { trainingSettingsFromConfig } from '../../config/trainingSettingsFromConfig.js';
 import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
 import {
@@ -83,8 +85,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
   const runName =
     values.name ??
     `${ctx.config.training.algorithm}-${new Date().toISOString().replace(/[:.]/g, '-').replace(/Z$/, '')}`;
-  if (!/^[A-Za-z0-9._-]+$/.test(runName))
-    throw new UsageError(`--name "${runName}": letters, digits, ".", "_" and "-" only`);
+  if (!isValidName(runName)) throw new UsageError(`--name "${runName}": ${NAME_RULE}`);
   return withRuntime(
     ctx,
     async (temporal) => {
@@ -100,7 +101,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
       }
       const result = await follow(ctx, temporal.client, runName);
       process.stdout.write(
-        `Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(`runs/${runName}/metrics.jsonl`)}\n`,
+        `Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(runMetricsKey(runName))}\n`,
       );
       return 0;
     },

@@ -1,10 +1,16 @@
 import { z } from 'zod';
+import { NAME_PATTERN, NAME_RULE } from '../names.js';
 import { rolloutSettingsSchema } from '../rolloutSettingsSchema.js';
 import { goalTypeSchema, personalitySchema } from '../scenario.js';
 
 export const ALGORITHMS = ['grpo', 'ppo'] as const;
 
-/** Trainer hyperparameters (the trainer's own names); bounds mirror the trainer's validation. */
+const TRAINER_MAX_SEED = 2 ** 31 - 1;
+
+/**
+ * Trainer hyperparameters (the trainer's own names). The source of their bounds: the trainer's
+ * models and the live-settings table are tested against this schema (test/contracts, test/training).
+ */
 export const hyperparametersSchema = z.strictObject({
   learning_rate: z.number().gt(0).max(1).optional(),
   warmup_steps: z.number().int().min(0).optional(),
@@ -36,12 +42,13 @@ export const loraSchema = z.strictObject({
 
 /** Everything the training workflow needs, without secrets. */
 export const trainingSettingsSchema = z.strictObject({
-  runName: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" and "-" only'),
+  runName: z.string().regex(NAME_PATTERN, NAME_RULE),
   algorithm: z.enum(ALGORITHMS),
   steps: z.number().int().min(1),
   scenariosPerStep: z.number().int().min(1),
   samplesPerScenario: z.number().int().min(1).max(64),
-  seed: z.number().int().min(0),
+  /** The trainer seeds its generators with it and takes values below 2^31. */
+  seed: z.number().int().min(0).max(TRAINER_MAX_SEED),
   maxInFlight: z.number().int().min(1).max(1000),
   maxFailedShare: z.number().min(0).max(1),
   scenarioDir: z.string().min(1),

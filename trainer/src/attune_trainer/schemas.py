@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# \Z, not $: $ would also match before a trailing newline. The orchestrator checks the same rule
+# (src/core/names.ts); test/contracts/trainerContracts.test.ts keeps the two equal.
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 
 
 class Strict(BaseModel):
@@ -24,12 +26,12 @@ class LoraSpec(Strict):
 
 
 class Hyperparameters(Strict):
-    learning_rate: float = Field(1e-6, gt=0, description="policy learning rate (paper: 1e-6)")
+    learning_rate: float = Field(1e-6, gt=0, le=1, description="policy learning rate (paper: 1e-6)")
     warmup_steps: int = Field(0, ge=0, description="linear LR warm-up over this many run steps")
     clip_ratio: float = Field(0.2, gt=0, lt=1, description="PPO/GRPO surrogate clip epsilon")
     kl_coef: float = Field(0.0, ge=0, description="weight of the k3 KL to the frozen reference")
     entropy_coef: float = Field(0.0, ge=0, description="entropy bonus weight")
-    value_learning_rate: float = Field(1e-5, gt=0, description="critic learning rate (PPO)")
+    value_learning_rate: float = Field(1e-5, gt=0, le=1, description="critic learning rate (PPO)")
     value_clip: float = Field(0.5, gt=0, description="clip range of the value loss (PPO)")
     gamma: float = Field(1.0, ge=0, le=1)
     lam: float = Field(1.0, ge=0, le=1)
@@ -65,7 +67,7 @@ class RunCreate(Strict):
     @classmethod
     def _run_id(cls, v: str) -> str:
         if not RUN_ID_RE.match(v):
-            raise ValueError("run_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+            raise ValueError(f"run_id must match {RUN_ID_RE.pattern}")
         return v
 
 
@@ -100,11 +102,11 @@ class StepOverrides(Strict):
     Applied to this step only: the orchestrator sends them each step.
     """
 
-    learning_rate: float | None = Field(None, gt=0)
+    learning_rate: float | None = Field(None, gt=0, le=1)
     clip_ratio: float | None = Field(None, gt=0, lt=1)
     kl_coef: float | None = Field(None, ge=0)
     entropy_coef: float | None = Field(None, ge=0)
-    value_learning_rate: float | None = Field(None, gt=0)
+    value_learning_rate: float | None = Field(None, gt=0, le=1)
     max_grad_norm: float | None = Field(None, gt=0)
 
 

@@ -1,0 +1,57 @@
+/**
+ * Where each artifact lives in the store: the one place that builds keys, so writers (activities),
+ * readers (reports, the CLI) and the store's own key check agree. Keys are `/`-separated parts
+ * made of KEY_PART_CHARS only; names from outside (run names, ids) pass through `keyPart`.
+ */
+
+/** Characters allowed in one part of a key: safe in file names and object-store keys alike. */
+const KEY_PART_CHARS = 'A-Za-z0-9._@=-';
+const UNSAFE_CHAR = new RegExp(`[^${KEY_PART_CHARS}]`, 'g');
+const VALID_KEY = new RegExp(`^[${KEY_PART_CHARS}]+(/[${KEY_PART_CHARS}]+)*$`);
+
+/** A name made fit for one key part: every other character becomes `_`. */
+export function keyPart(name: string): string {
+  return name.replace(UNSAFE_CHAR, '_');
+}
+
+/** Whether a key is well formed: allowed characters only, no empty, `.` or `..` parts. */
+export function isValidArtifactKey(key: string): boolean {
+  return VALID_KEY.test(key) && key.split('/').every((part) => part !== '.' && part !== '..');
+}
+
+/** Transcripts of rollouts outside any run sit under this run name. */
+export const ADHOC_RUN = 'adhoc';
+
+/** `rollouts/<run>`: the transcripts of one run. */
+export function runTranscriptsPrefix(runName: string | null): string {
+  return `rollouts/${keyPart(runName ?? ADHOC_RUN)}`;
+}
+
+/** `rollouts/<run>/<rollout>.json`: one dialogue's transcript. */
+export function transcriptKey(runName: string | null, rolloutId: string): string {
+  return `${runTranscriptsPrefix(runName)}/${keyPart(rolloutId)}.json`;
+}
+
+/** `runs/<run>/metrics.jsonl`: one StepMetricsRecord per line. */
+export function runMetricsKey(runName: string): string {
+  return `runs/${keyPart(runName)}/metrics.jsonl`;
+}
+
+/** Prefix under which every evaluation report lies. */
+export const EVALUATIONS_PREFIX = 'evaluations';
+const EVALUATION_FILE = 'evaluation.json';
+
+/** `evaluations/<id>/evaluation.json`: one evaluation report. */
+export function evaluationKey(evalId: string): string {
+  return `${EVALUATIONS_PREFIX}/${keyPart(evalId)}/${EVALUATION_FILE}`;
+}
+
+/** Whether a key (from listing EVALUATIONS_PREFIX) is an evaluation report. */
+export function isEvaluationKey(key: string): boolean {
+  return key.startsWith(`${EVALUATIONS_PREFIX}/`) && key.endsWith(`/${EVALUATION_FILE}`);
+}
+
+/** `reports/<target>`: the default output folder of `attune report` for a run or an evaluation. */
+export function reportDirKey(target: string): string {
+  return `reports/${keyPart(target)}`;
+}
