@@ -173,7 +173,7 @@ export const configSchema = z.strictObject({
         .int()
         .positive()
         .default(6 * 3600 * 1000),
-      heartbeatTimeoutMs: z.number().int().positive().default(120_000),
+      heartbeatTimeoutMs: z.number().int().positive().default(20_000),
     })
     .prefault({}),
   /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */

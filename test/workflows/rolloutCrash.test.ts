@@ -99,18 +99,25 @@ describe('rollout durability', function () {
     return payload ? (JSON.parse(Buffer.from(payload).toString('utf8')) as Record<string, unknown>) : null;
   }
 
+  /** Waits until turn 3's heartbeat carrying its policy reply and analysis has reached the server. */
+  async function untilTurnHeartbeatHolds(pending: WorkflowHandle): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const details = await heartbeatOfPendingTurn(pending);
+      if (details?.policy && details.analysis) return;
+      if (Date.now() > deadline)
+        throw new Error(`turn 3's heartbeat never carried its analysis: ${JSON.stringify(details)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   it('rollout.activityPer=turn: after a SIGKILL mid-turn, the turn resumes after the calls its heartbeat recorded', async () => {
     // Turn 3's policy and analysis are done; wait until its heartbeat carrying both reaches the server.
-    const { rig, handle, restart } = await killDuringThird('reply', ['rollout.activityPer=turn'], async (pending) => {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const details = await heartbeatOfPendingTurn(pending);
-        if (details?.policy && details.analysis) return;
-        if (Date.now() > deadline)
-          throw new Error(`turn 3's heartbeat never carried its analysis: ${JSON.stringify(details)}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    });
+    const { rig, handle, restart } = await killDuringThird(
+      'reply',
+      ['rollout.activityPer=turn'],
+      untilTurnHeartbeatHolds,
+    );
     await restart();
     const summary = await handle.result();
 
@@ -130,8 +137,12 @@ describe('rollout durability', function () {
   });
 
   /** Seconds from a new worker being ready to the dead worker's call arriving again at the endpoint. */
-  async function takeoverSeconds(role: 'policy' | 'reply', set: string[]): Promise<number> {
-    const { rig, handle, restart } = await killDuringThird(role, set);
+  async function takeoverSeconds(
+    role: 'policy' | 'reply',
+    set: string[],
+    beforeKill?: (handle: WorkflowHandle) => Promise<void>,
+  ): Promise<number> {
+    const { rig, handle, restart } = await killDuringThird(role, set, beforeKill);
     await restart();
     const ready = performance.timeOrigin + performance.now();
     await rig.fake.waitForCall(role, 4);
@@ -151,7 +162,11 @@ describe('rollout durability', function () {
   });
 
   it("rollout.activityPer=turn: a dead worker's turn is taken over within 30 s of a live worker", async () => {
-    const seconds = await takeoverSeconds('reply', ['simulator.timeoutMs=120000', 'rollout.activityPer=turn']);
+    const seconds = await takeoverSeconds(
+      'reply',
+      ['simulator.timeoutMs=120000', 'rollout.activityPer=turn'],
+      untilTurnHeartbeatHolds,
+    );
     assert.ok(seconds < 30, `taken over ${seconds.toFixed(1)} s after the new worker was ready`);
   });
 });
