@@ -6,13 +6,13 @@ Written to a temporary folder, fsynced and renamed into place: the rename is the
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
 from .compute import Compute, inner_optimizer
+from .faults import FaultInjection
 from .log import log
 from .store import now
 
@@ -21,10 +21,9 @@ if TYPE_CHECKING:
 
 
 class CheckpointWriter:
-    def __init__(self, compute: Compute, fault_delay_s: float = 0.0):
+    def __init__(self, compute: Compute, faults: FaultInjection):
         self.compute = compute
-        # test hook (ATTUNE_TRAINER_FAULT_DELAY_S): widens the window in which a SIGKILL lands mid-commit
-        self.fault_delay_s = fault_delay_s
+        self.faults = faults
 
     def save(self, run: LoadedRun, step: int, stored: dict | None, digest: str | None) -> dict:
         """Save the run's state as checkpoint `step` and commit it. Collective: every rank calls it."""
@@ -75,11 +74,10 @@ class CheckpointWriter:
                 {k: v.detach().to("cpu").contiguous() for k, v in critic_sd.items() if k in trainable},
                 str(tmp / "critic.safetensors"),
             )
+        self.faults.fire("during_commit", step, where=str(tmp))
         if optimizer_states is not None:
             torch.save(optimizer_states, tmp / "optimizer.pt")
-        if self.fault_delay_s > 0 and step > 0:
-            log("warning", "fault delay before commit", step=step, seconds=self.fault_delay_s)
-            time.sleep(self.fault_delay_s)
+        self.faults.delay_commit(step)
         state = {
             "step": step,
             "samples_sha256": digest,
@@ -89,6 +87,8 @@ class CheckpointWriter:
             "run_id": run.run_id,
         }
         store.commit_ckpt(tmp, step, state)
+        log("info", "checkpoint committed", run_id=run.run_id, step=step)
+        self.faults.fire("after_commit", step)
         if stored is not None:
             store.write_result(step, stored)
         store.prune(run.hp.keep_checkpoints)

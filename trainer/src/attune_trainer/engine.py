@@ -7,7 +7,6 @@ what `dispatch.py` runs on every rank and `server.py` serves over HTTP.
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import torch
 
 from .checkpoints import CheckpointWriter
 from .compute import Compute
+from .faults import FaultInjection
 from .log import log
 from .run_loading import LoadedRun
 from .runs import RunRegistry
@@ -28,11 +28,10 @@ class Engine:
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.compute = Compute(device, dtype)
-        checkpoints = CheckpointWriter(
-            self.compute, fault_delay_s=float(os.environ.get("ATTUNE_TRAINER_FAULT_DELAY_S", "0") or 0)
-        )
+        faults = FaultInjection.from_env()  # tests only; off unless its environment variable is set
+        checkpoints = CheckpointWriter(self.compute, faults)
         self.runs = RunRegistry(self.state_dir, self.compute, checkpoints, max_loaded_runs)
-        self.steps = StepApplier(self.compute, self.runs, checkpoints)
+        self.steps = StepApplier(self.compute, self.runs, checkpoints, faults)
         self.sampler = Sampler(self.compute, self.runs)
         self.runs.remove_unfinished()
         log(

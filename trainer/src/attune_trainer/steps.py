@@ -13,6 +13,7 @@ import time
 from .checkpoints import CheckpointWriter
 from .compute import Compute
 from .errors import StepConflict
+from .faults import FaultInjection
 from .log import log
 from .run_loading import LoadedRun
 from .runs import RunRegistry
@@ -26,10 +27,11 @@ def samples_digest(samples: list[dict]) -> str:
 
 
 class StepApplier:
-    def __init__(self, compute: Compute, runs: RunRegistry, checkpoints: CheckpointWriter):
+    def __init__(self, compute: Compute, runs: RunRegistry, checkpoints: CheckpointWriter, faults: FaultInjection):
         self.compute = compute
         self.runs = runs
         self.checkpoints = checkpoints
+        self.faults = faults
 
     def apply_step(self, run_id: str, req: dict) -> dict:
         request = StepRequest.model_validate(req)
@@ -80,7 +82,8 @@ class StepApplier:
         t0 = time.time()
         try:
             log("info", "applying step", run_id=run.run_id, step=step, samples=len(request.samples))
-            metrics = PolicyUpdate(self.compute, run, request).apply()
+            metrics = PolicyUpdate(self.compute, run, request, self.faults).apply()
+            self.faults.fire("after_update", step)
             metrics["seconds"] = round(time.time() - t0, 4)
             stored = {
                 "run_id": run.run_id,

@@ -17,6 +17,7 @@ from . import losses
 from .advantages import AdvantageInputs, Advantages, estimator_for
 from .compute import Compute, inner_optimizer, seed_for
 from .encoding import encode_sample, pad_batch
+from .faults import FaultInjection
 from .run_loading import LoadedRun
 from .schemas import StepRequest
 
@@ -75,9 +76,10 @@ def _pad_like(mask: torch.Tensor, parts: list[torch.Tensor]) -> torch.Tensor:
 
 
 class PolicyUpdate:
-    def __init__(self, compute: Compute, run: LoadedRun, request: StepRequest):
+    def __init__(self, compute: Compute, run: LoadedRun, request: StepRequest, faults: FaultInjection):
         self.compute = compute
         self.run = run
+        self.faults = faults
         self.step = request.step
         hp = run.hp
         if request.hyperparameters is not None:
@@ -259,6 +261,8 @@ class PolicyUpdate:
                     if run.critic is not None:
                         totals.add("value_loss", value_loss, mask)
                         totals.add("value_clipped", value_clipped, mask)
+        if totals.updates > 0:
+            self.faults.fire("during_update", self.step)
         # pass model.parameters() itself: accelerate then uses FSDP's own (global) clip
         totals.grad_norm += float(compute.acc.clip_grad_norm_(run.policy.parameters(), hp.max_grad_norm))
         run.policy_opt.step()
