@@ -45,9 +45,18 @@ class CheckpointWriter:
                 optimizer_states["critic"] = get_optimizer_state_dict(
                     run.critic, inner_optimizer(run.critic_opt), options=options
                 )
+        error = None
         if compute.is_main:
-            self._write(run, step, stored, digest, policy_sd, critic_sd, optimizer_states)
-        compute.barrier()
+            try:
+                self._write(run, step, stored, digest, policy_sd, critic_sd, optimizer_states)
+            except Exception as e:  # noqa: BLE001 - re-raised below, after every rank has heard of it
+                error = e
+        # every rank learns whether rank 0's write failed, so all of them fail the step together
+        failed = compute.any_rank(error is not None)
+        if error is not None:
+            raise error
+        if failed:
+            raise RuntimeError(f"rank 0 failed to write the checkpoint of step {step} of run {run.run_id!r}")
         run.step = step
         return {"step": step, "path": str(run.store.ckpt(step).resolve())}
 

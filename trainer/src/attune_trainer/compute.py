@@ -42,6 +42,12 @@ class Compute:
         if self.world > 1:
             self.acc.wait_for_everyone()
 
+    def any_rank(self, flag: bool) -> bool:
+        """True on every rank if `flag` is true on any rank. Collective (and so also a barrier)."""
+        if self.world == 1:
+            return flag
+        return bool(self.all_reduce(torch.tensor([1.0 if flag else 0.0])).item() > 0)
+
     def broadcast_from_main(self, t: torch.Tensor) -> torch.Tensor:
         import torch.distributed as dist
 

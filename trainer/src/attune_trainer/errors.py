@@ -5,6 +5,8 @@ The engine raises these and knows nothing of HTTP; `server.py` maps each kind to
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class TrainerError(Exception):
     """A request the trainer cannot serve as asked; `details` are extra fields of the error body."""
@@ -49,3 +51,14 @@ class StepConflict(Conflict):
 class InvalidRequest(TrainerError):
     def __init__(self, field: str, message: str):
         super().__init__(message, field=field)
+
+
+class DiskFull(TrainerError):
+    """The state directory ran out of space while a step's checkpoint was written: nothing was applied."""
+
+    def __init__(self, state_dir: Path):
+        super().__init__(
+            f"disk full: no space left in the state directory {state_dir} while writing a checkpoint; "
+            "the step was not applied: free space there, then retry it",
+            state_dir=str(state_dir),
+        )

@@ -160,6 +160,13 @@ class RunRegistry:
             self.loaded[run_id] = run
             return run
 
+    def evict(self, run_id: str) -> None:
+        """Drop a loaded run from memory; its next use reloads it from its newest checkpoint."""
+        with self.lock:
+            run = self.loaded.pop(run_id, None)
+            if run is not None:
+                self._release(run)
+
     def _release(self, run: LoadedRun) -> None:
         acc = self.compute.acc
         for obj in (run.policy, run.critic, run.ref, run.policy_opt, run.critic_opt):

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from . import __version__
 from .dispatch import Dispatcher
 from .engine import Engine
-from .errors import Conflict, InvalidRequest, NotFound, RunNotFound, TrainerError
+from .errors import Conflict, DiskFull, InvalidRequest, NotFound, RunNotFound, TrainerError
 from .log import log
 from .schemas import RUN_ID_RE, ChatCompletionRequest, RunCreate, StepRequest
 
@@ -24,6 +24,7 @@ ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [
     (NotFound, 404, "not_found_error"),
     (Conflict, 409, "conflict_error"),
     (InvalidRequest, 422, "invalid_request_error"),
+    (DiskFull, 507, "storage_error"),  # 5xx: the orchestrator retries once space is freed
 ]
 
 

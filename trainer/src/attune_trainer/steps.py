@@ -6,13 +6,14 @@ samples differ). A step is computed, then checkpointed; the checkpoint's rename 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import time
 
 from .checkpoints import CheckpointWriter
 from .compute import Compute
-from .errors import StepConflict
+from .errors import DiskFull, StepConflict
 from .faults import FaultInjection
 from .log import log
 from .run_loading import LoadedRun
@@ -99,6 +100,11 @@ class StepApplier:
                 },
             }
             self.checkpoints.save(run, step, stored=stored, digest=digest)
+        except Exception as e:
+            self._recover(run, step, e)
+            if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(self.runs.state_dir) from e
+            raise
         finally:
             run.in_progress_step = None
         log(
@@ -109,3 +115,29 @@ class StepApplier:
             **{k: metrics[k] for k in ("loss", "reward_mean", "kl", "grad_norm", "tokens", "seconds")},
         )
         return stored
+
+    def _recover(self, run: LoadedRun, step: int, error: Exception) -> None:
+        """After a failure inside a step, the run is exactly its newest committed checkpoint.
+
+        The update changed weights, optimizer states and gradients in memory, so the run is dropped
+        and reloads from disk at its next use. If the failure came after the commit (the rename),
+        the step counts as applied and its retry returns the stored result.
+        """
+        self.runs.evict(run.run_id)
+        store = run.store
+        if self.compute.is_main:
+            try:
+                store.cleanup_tmp()
+                store.reconcile_results()
+            except OSError as cleanup_error:
+                log("warning", "clean-up after a failed step failed", run_id=run.run_id, error=repr(cleanup_error))
+        committed = store.latest_step()
+        log(
+            "error",
+            "step failed; the run is back at its newest committed checkpoint",
+            run_id=run.run_id,
+            step=step,
+            committed_step=committed,
+            applied=committed == step,
+            error=repr(error),
+        )

@@ -188,6 +188,10 @@ class PolicyUpdate:
         if run.critic_opt is not None:
             for group in inner_optimizer(run.critic_opt).param_groups:
                 group["lr"] = value_lr
+        # gradients left by a failed attempt must not leak into this step
+        run.policy_opt.zero_grad(set_to_none=True)
+        if run.critic_opt is not None:
+            run.critic_opt.zero_grad(set_to_none=True)
         shuffle = torch.Generator().manual_seed(seed_for(run.config["seed"], "shuffle", self.step))
         for epoch in range(hp.ppo_epochs):
             order = list(range(n_samples))
