@@ -19,6 +19,7 @@ from .log import log
 from .run_loading import LoadedRun
 from .runs import RunRegistry
 from .serving import Sampler
+from .state_lock import StateDirLock
 from .steps import StepApplier
 from .store import RunStore
 
@@ -28,6 +29,9 @@ class Engine:
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.compute = Compute(device, dtype)
+        # one trainer per state directory (rank 0 holds it for all ranks); taken before the
+        # start-up clean-up, which would otherwise delete another trainer's in-flight checkpoints
+        self.state_lock = StateDirLock(self.state_dir) if self.compute.is_main else None
         faults = FaultInjection.from_env()  # tests only; off unless its environment variable is set
         checkpoints = CheckpointWriter(self.compute, faults)
         self.runs = RunRegistry(self.state_dir, self.compute, checkpoints, max_loaded_runs)
