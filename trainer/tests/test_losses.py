@@ -119,42 +119,6 @@ def test_warmup():
     assert L.warmup_lr(1e-6, 1, 0) == 1e-6
 
 
-def test_prompt_tokens_are_masked(engine):
-    from conftest import tiny_run
-
-    engine.create_run(tiny_run("m"))
-    lr = engine.loaded["m"]
-    tok = lr.tokenizer
-    prompt = [{"role": "system", "content": "Be kind."}, {"role": "user", "content": "I feel sad"}]
-    enc = engine.encode(tok, prompt, "I hear you", lr.hp, tok.eos_token_id)
-    comp = tok("I hear you", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    assert enc.ids[enc.n_prompt :] == comp
-    text = tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False)
-    assert enc.ids[: enc.n_prompt] == tok(text, add_special_tokens=False)["input_ids"]
-    enc2 = engine.encode(tok, prompt, "ok", lr.hp, tok.eos_token_id)
-    ids, attn, mask = engine._batch([enc, enc2], tok.pad_token_id)
-    assert mask.sum(1).tolist() == [enc.n_completion, enc2.n_completion]
-    # the mask selects exactly the positions predicting completion tokens
-    assert ids[0, 1:][mask[0] > 0].tolist() == comp
-    # gradient of a masked token loss is zero at every prompt and padding position
-    logits = lr.policy(input_ids=ids, attention_mask=attn).logits[:, :-1].detach().requires_grad_(True)
-    lp, _ = L.token_logprobs(logits, ids[:, 1:])
-    ((-lp) * mask).sum().backward()
-    g = logits.grad.abs().sum(-1)
-    assert (g[mask == 0] == 0).all() and (g[mask > 0] > 0).all()
-
-
-def test_truncation_keeps_the_completion(engine):
-    from conftest import tiny_run
-
-    engine.create_run(tiny_run("t", max_length=32))
-    lr = engine.loaded["t"]
-    tok = lr.tokenizer
-    enc = engine.encode(tok, [{"role": "user", "content": "word " * 200}], "I hear you", lr.hp, tok.eos_token_id)
-    assert len(enc.ids) == 32
-    assert enc.ids[enc.n_prompt :] == tok("I hear you", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-
-
 def test_grpo_counts_each_dialogue_once_in_group_statistics():
     # Group g: dialogue A (reward 1, three turns) and dialogue B (reward 0, one turn).
     rewards = torch.tensor([1.0, 1.0, 1.0, 0.0])

@@ -70,8 +70,14 @@ def main(argv=None) -> int:
 
     from .dispatch import Dispatcher
     from .engine import Engine
+    from .state_lock import StateDirInUse
 
-    engine = Engine(state_dir, device=args.device, dtype=args.dtype, max_loaded_runs=args.max_loaded_runs)
+    try:
+        engine = Engine(state_dir, device=args.device, dtype=args.dtype, max_loaded_runs=args.max_loaded_runs)
+    except StateDirInUse as e:
+        log("error", "state directory in use", state_dir=str(e.state_dir), holder_pid=e.holder_pid, error=str(e))
+        print(f"attune-trainer: {e}", file=sys.stderr, flush=True)
+        return 1
     dispatcher = Dispatcher(engine)
     if not engine.is_main:
         dispatcher.worker_loop()

@@ -8,7 +8,7 @@ import threading
 from datetime import timedelta
 
 from .engine import Engine
-from .errors import ApiError
+from .errors import TrainerError
 from .log import log
 
 OPS = ("create_run", "apply_step", "chat", "ensure_loaded")
@@ -54,7 +54,7 @@ class Dispatcher:
                 return
             try:
                 getattr(self.engine, op)(*args)
-            except ApiError:
+            except TrainerError:
                 pass  # rank 0 reports it; every rank raised the same error at the same point
             except Exception as e:  # noqa: BLE001
                 log("error", "operation failed on a worker rank", op=op, error=repr(e))

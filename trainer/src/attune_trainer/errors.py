@@ -1,15 +1,64 @@
-"""The trainer's HTTP-facing error: a status, a message, and the field it is about."""
+"""Domain errors of the trainer: what went wrong and which request field it is about.
+
+The engine raises these and knows nothing of HTTP; `server.py` maps each kind to a status code.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 
-class ApiError(Exception):
-    def __init__(
-        self, status: int, message: str, type_: str = "invalid_request_error", field: str | None = None, **extra
-    ):
+
+class TrainerError(Exception):
+    """A request the trainer cannot serve as asked; `details` are extra fields of the error body."""
+
+    def __init__(self, message: str, field: str | None = None, **details):
         super().__init__(message)
-        self.status = status
         self.message = message
-        self.type = type_
         self.field = field
-        self.extra = extra
+        self.details = details
+
+
+class NotFound(TrainerError):
+    """A run, checkpoint or step that does not exist."""
+
+
+class RunNotFound(NotFound):
+    def __init__(self, run_id: str, message: str | None = None):
+        super().__init__(message or f"run {run_id!r} not found", field="run_id")
+        self.run_id = run_id
+
+
+class Conflict(TrainerError):
+    """A request that contradicts what the trainer already holds."""
+
+
+class ConfigConflict(Conflict):
+    def __init__(self, run_id: str, differing_keys: list[str]):
+        super().__init__(
+            f"run {run_id!r} exists with a different config; differing keys: {', '.join(differing_keys)}",
+            field=differing_keys[0],
+            differing_keys=differing_keys,
+        )
+
+
+class StepConflict(Conflict):
+    """A step out of order, or an applied step posted again with other samples."""
+
+    def __init__(self, message: str, field: str, expected_step: int | None = None):
+        super().__init__(message, field=field, expected_step=expected_step)
+
+
+class InvalidRequest(TrainerError):
+    def __init__(self, field: str, message: str):
+        super().__init__(message, field=field)
+
+
+class DiskFull(TrainerError):
+    """The state directory ran out of space while a step's checkpoint was written: nothing was applied."""
+
+    def __init__(self, state_dir: Path):
+        super().__init__(
+            f"disk full: no space left in the state directory {state_dir} while writing a checkpoint; "
+            "the step was not applied: free space there, then retry it",
+            state_dir=str(state_dir),
+        )

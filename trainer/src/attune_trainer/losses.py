@@ -13,11 +13,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return (x * mask).sum() / mask.sum().clamp_min(1.0)
 
 
 def grpo_advantages(
@@ -159,8 +154,3 @@ def warmup_lr(base_lr: float, step: int, warmup_steps: int) -> float:
     if warmup_steps <= 0:
         return base_lr
     return base_lr * min(1.0, step / warmup_steps)
-
-
-def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
-    logits = logits.float()
-    return torch.logsumexp(logits, -1) - (F.softmax(logits, -1) * logits).sum(-1)

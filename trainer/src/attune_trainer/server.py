@@ -15,9 +15,24 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from . import __version__
 from .dispatch import Dispatcher
 from .engine import Engine
-from .errors import ApiError
+from .errors import Conflict, DiskFull, InvalidRequest, NotFound, RunNotFound, TrainerError
 from .log import log
 from .schemas import RUN_ID_RE, ChatCompletionRequest, RunCreate, StepRequest
+
+# status code and error type of each kind of domain error (most specific first)
+ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [
+    (NotFound, 404, "not_found_error"),
+    (Conflict, 409, "conflict_error"),
+    (InvalidRequest, 422, "invalid_request_error"),
+    (DiskFull, 507, "storage_error"),  # 5xx: the orchestrator retries once space is freed
+]
+
+
+def _error_status(exc: TrainerError) -> tuple[int, str]:
+    for kind, status, type_ in ERROR_STATUS:
+        if isinstance(exc, kind):
+            return status, type_
+    return 500, "server_error"
 
 
 def _err(status: int, message: str, type_: str, field: str | None = None, **extra) -> JSONResponse:
@@ -78,9 +93,10 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
             )
         return resp
 
-    @app.exception_handler(ApiError)
-    async def _api_error(_req, exc: ApiError):
-        return _err(exc.status, exc.message, exc.type, exc.field, **exc.extra)
+    @app.exception_handler(TrainerError)
+    async def _trainer_error(_req, exc: TrainerError):
+        status, type_ = _error_status(exc)
+        return _err(status, exc.message, type_, exc.field, **exc.details)
 
     @app.exception_handler(RequestValidationError)
     async def _req_validation(_req, exc: RequestValidationError):
@@ -101,7 +117,7 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
 
     def _check_run_id(run_id: str) -> None:
         if not RUN_ID_RE.match(run_id):
-            raise ApiError(404, f"run {run_id!r} not found (not a valid run id)", "not_found_error", field="run_id")
+            raise RunNotFound(run_id, f"run {run_id!r} not found (not a valid run id)")
 
     @app.get("/health", summary="liveness (200 while the process serves)")
     def health():
@@ -132,7 +148,7 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
     def post_step(run_id: str, body: StepRequest):
         _check_run_id(run_id)
         if not engine.run_store(run_id).exists():
-            raise ApiError(404, f"run {run_id!r} not found", "not_found_error", field="run_id")
+            raise RunNotFound(run_id)
         return dispatcher.call("apply_step", run_id, body.model_dump(mode="json"))
 
     @app.get("/v1/runs/{run_id}/steps/{step}", summary="the stored result of an applied step")
@@ -140,16 +156,11 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
         _check_run_id(run_id)
         store = engine.run_store(run_id)
         if not store.exists():
-            raise ApiError(404, f"run {run_id!r} not found", "not_found_error", field="run_id")
+            raise RunNotFound(run_id)
         res = store.read_result(step)
         if res is None:
             last = store.latest_step() or 0
-            raise ApiError(
-                404,
-                f"run {run_id!r} has not applied step {step} (last applied: {last})",
-                "not_found_error",
-                field="step",
-            )
+            raise NotFound(f"run {run_id!r} has not applied step {step} (last applied: {last})", field="step")
         res = dict(res)
         res.pop("samples_sha256", None)
         return res

@@ -1,6 +1,7 @@
 """On-disk layout of runs and checkpoints; atomic (write to a temp dir, fsync, rename) commits.
 
 <state_dir>/
+  trainer.lock                    the running trainer's lock and pid (state_lock.py)
   models/smollm2-135m/            dequantised SmolLM2 (converted from the GGUF once)
   runs/<run_id>/
     run.json                      {"config": {...normalised request...}, "created": ts}

@@ -1,0 +1,114 @@
+"""Writing a run's checkpoint for a step: policy (in the form vLLM loads), critic, AdamW states.
+
+Written to a temporary folder, fsynced and renamed into place: the rename is the commit.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from .compute import Compute, inner_optimizer
+from .faults import FaultInjection
+from .log import log
+from .store import now
+
+if TYPE_CHECKING:
+    from .run_loading import LoadedRun
+
+
+class CheckpointWriter:
+    def __init__(self, compute: Compute, faults: FaultInjection):
+        self.compute = compute
+        self.faults = faults
+
+    def save(self, run: LoadedRun, step: int, stored: dict | None, digest: str | None) -> dict:
+        """Save the run's state as checkpoint `step` and commit it. Collective: every rank calls it."""
+        compute = self.compute
+        acc = compute.acc
+        need_policy = run.lora is not None or step > 0
+        # full state dicts on rank 0 (FSDP gathers the shards); collective, same on all ranks
+        policy_sd = acc.get_state_dict(run.policy) if need_policy else None
+        critic_sd = acc.get_state_dict(run.critic) if run.critic is not None else None
+        optimizer_states = None
+        if step > 0:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+            options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+            optimizer_states = {
+                "policy": get_optimizer_state_dict(run.policy, inner_optimizer(run.policy_opt), options=options)
+            }
+            if run.critic is not None:
+                optimizer_states["critic"] = get_optimizer_state_dict(
+                    run.critic, inner_optimizer(run.critic_opt), options=options
+                )
+        error = None
+        if compute.is_main:
+            try:
+                self._write(run, step, stored, digest, policy_sd, critic_sd, optimizer_states)
+            except Exception as e:  # noqa: BLE001 - re-raised below, after every rank has heard of it
+                error = e
+        # every rank learns whether rank 0's write failed, so all of them fail the step together
+        failed = compute.any_rank(error is not None)
+        if error is not None:
+            raise error
+        if failed:
+            raise RuntimeError(f"rank 0 failed to write the checkpoint of step {step} of run {run.run_id!r}")
+        run.step = step
+        return {"step": step, "path": str(run.store.ckpt(step).resolve())}
+
+    def _write(self, run, step, stored, digest, policy_sd, critic_sd, optimizer_states) -> None:
+        store = run.store
+        tmp = store.new_tmp_ckpt(step)
+        unwrapped = self.compute.unwrap(run.policy)
+        if run.lora is not None:
+            unwrapped.save_pretrained(str(tmp / "policy"), state_dict=policy_sd, safe_serialization=True)
+            _patch_adapter_config(tmp / "policy", run.base_path)
+            export = {"path": f"checkpoints/step-{step:06d}/policy", "format": "peft_lora"}
+        elif step == 0:
+            # step 0 of full fine-tuning is the base model itself: no copy
+            export = {"path": str(run.base_path), "format": "hf_full"}
+        else:
+            unwrapped.save_pretrained(str(tmp / "policy"), state_dict=policy_sd, safe_serialization=True)
+            run.tokenizer.save_pretrained(str(tmp / "policy"))
+            export = {"path": f"checkpoints/step-{step:06d}/policy", "format": "hf_full"}
+        if critic_sd is not None:
+            from safetensors.torch import save_file
+
+            trainable = {n for n, p in self.compute.unwrap(run.critic).named_parameters() if p.requires_grad}
+            save_file(
+                {k: v.detach().to("cpu").contiguous() for k, v in critic_sd.items() if k in trainable},
+                str(tmp / "critic.safetensors"),
+            )
+        self.faults.fire("during_commit", step, where=str(tmp))
+        if optimizer_states is not None:
+            torch.save(optimizer_states, tmp / "optimizer.pt")
+        self.faults.delay_commit(step)
+        state = {
+            "step": step,
+            "samples_sha256": digest,
+            "stored": stored,
+            "export": export,
+            "created": now(),
+            "run_id": run.run_id,
+        }
+        store.commit_ckpt(tmp, step, state)
+        log("info", "checkpoint committed", run_id=run.run_id, step=step)
+        self.faults.fire("after_commit", step)
+        if stored is not None:
+            store.write_result(step, stored)
+        store.prune(run.hp.keep_checkpoints)
+
+
+def _patch_adapter_config(adapter_dir: Path, base_path: Path) -> None:
+    """Make the adapter self-describing for vLLM: base model path, no modules_to_save."""
+    p = adapter_dir / "adapter_config.json"
+    if not p.exists():
+        return
+    config = json.loads(p.read_text())
+    config["base_model_name_or_path"] = str(base_path)
+    config["inference_mode"] = True
+    p.write_text(json.dumps(config, indent=2, sort_keys=True))

@@ -1,0 +1,53 @@
+"""Samples as token ids: the prompt through the chat template, the completion after it, padded batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .schemas import Hyperparameters, Sample
+
+
+@dataclass
+class Encoded:
+    ids: list[int]
+    n_prompt: int
+
+    @property
+    def n_completion(self) -> int:
+        return len(self.ids) - self.n_prompt
+
+
+def encode_sample(tokenizer, sample: Sample, hp: Hyperparameters, eos_id: int) -> Encoded:
+    """Prompt rendered with `add_generation_prompt`, completion tokenised apart and ended by EOS.
+
+    Over `max_length`, the completion is cut at its end and then the prompt at its start.
+    """
+    messages = [{"role": m.role, "content": m.text()} for m in sample.prompt]
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
+    completion = tokenizer(sample.completion, add_special_tokens=False)["input_ids"] if sample.completion else []
+    if hp.append_eos:
+        completion = completion + [eos_id]
+    if len(completion) >= hp.max_length:
+        completion = completion[: hp.max_length - 1]
+    if len(prompt) + len(completion) > hp.max_length:
+        prompt = prompt[-(hp.max_length - len(completion)) :]
+    if not prompt:
+        prompt = [eos_id]
+    return Encoded(ids=list(prompt) + list(completion), n_prompt=len(prompt))
+
+
+def pad_batch(encoded: list[Encoded], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(input ids, attention mask, completion mask); the completion mask is shifted by one position
+    (position t predicts token t+1), so it lines up with per-token log-probs."""
+    width = max(len(e.ids) for e in encoded)
+    ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(encoded), width), dtype=torch.long)
+    completion_mask = torch.zeros((len(encoded), width - 1), dtype=torch.float32)
+    for i, e in enumerate(encoded):
+        ids[i, : len(e.ids)] = torch.tensor(e.ids)
+        attention[i, : len(e.ids)] = 1
+        completion_mask[i, e.n_prompt - 1 : len(e.ids) - 1] = 1.0
+    return ids.to(device), attention.to(device), completion_mask.to(device)

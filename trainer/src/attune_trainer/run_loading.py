@@ -1,0 +1,200 @@
+"""Loading a run into memory from its newest committed checkpoint: policy, critic, reference, AdamW."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .compute import Compute, inner_optimizer, seed_for
+from .log import log
+from .models import build_critic, load_causal_lm, load_tokenizer, peft_lora_config, resolve_base
+from .schemas import Hyperparameters, LoraSpec, RunCreate
+from .store import RunStore
+
+if TYPE_CHECKING:
+    from .checkpoints import CheckpointWriter
+
+
+@dataclass
+class LoadedRun:
+    run_id: str
+    config: dict
+    hp: Hyperparameters
+    lora: LoraSpec | None
+    store: RunStore
+    base_path: Path
+    tokenizer: Any
+    policy: Any
+    policy_opt: Any
+    critic: Any = None
+    critic_opt: Any = None
+    ref: Any = None
+    step: int = 0
+    in_progress_step: int | None = None
+    eos_ids: list[int] = field(default_factory=list)
+
+
+def _adamw(params: list, lr: float, hp: Hyperparameters) -> torch.optim.AdamW:
+    return torch.optim.AdamW(
+        params,
+        lr=lr,
+        betas=(hp.adam_beta1, hp.adam_beta2),
+        eps=hp.adam_eps,
+        weight_decay=hp.weight_decay,
+        foreach=False,
+    )
+
+
+def _build_policy(compute: Compute, spec: RunCreate, base_path: Path, latest_dir: Path | None):
+    lora = spec.lora
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed_for(spec.seed, "policy-init"))
+        if lora is None:
+            source = base_path
+            if latest_dir is not None and (latest_dir / "policy" / "config.json").exists():
+                source = latest_dir / "policy"
+            policy = load_causal_lm(source, torch.float32)
+        else:
+            from peft import LoraConfig as PeftLoraConfig
+            from peft import get_peft_model, set_peft_model_state_dict
+
+            base = load_causal_lm(base_path, compute.frozen_dtype)
+            for p in base.parameters():
+                p.requires_grad_(False)
+            policy = get_peft_model(
+                base, PeftLoraConfig(task_type="CAUSAL_LM", **peft_lora_config(lora)), autocast_adapter_dtype=True
+            )
+            for p in policy.parameters():
+                if p.requires_grad:
+                    p.data = p.data.float()
+            if latest_dir is not None:
+                from safetensors.torch import load_file
+
+                adapter = load_file(str(latest_dir / "policy" / "adapter_model.safetensors"))
+                result = set_peft_model_state_dict(policy, adapter)
+                if getattr(result, "unexpected_keys", None):
+                    raise RuntimeError(f"adapter keys do not match: {result.unexpected_keys[:5]}")
+    if spec.hyperparameters.gradient_checkpointing:
+        policy.gradient_checkpointing_enable()
+        if lora is not None:
+            policy.enable_input_require_grads()
+    return policy
+
+
+def _build_critic(compute: Compute, spec: RunCreate, base_path: Path, latest_dir: Path | None):
+    """PPO's critic: a separate model (README "Critic")."""
+    lora = spec.lora
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed_for(spec.seed, "critic-init"))
+        critic = build_critic(
+            base_path,
+            compute.frozen_dtype if lora is not None else torch.float32,
+            peft_lora_config(lora) if lora is not None else None,
+        )
+    if latest_dir is not None and (latest_dir / "critic.safetensors").exists():
+        from safetensors.torch import load_file
+
+        load_trainable(critic, load_file(str(latest_dir / "critic.safetensors")))
+    return critic
+
+
+def load_trainable(module: torch.nn.Module, tensors: dict) -> None:
+    names = {n for n, p in module.named_parameters() if p.requires_grad}
+    missing = names - set(tensors)
+    if missing:
+        raise RuntimeError(f"checkpoint lacks trainable tensors: {sorted(missing)[:5]}")
+    with torch.no_grad():
+        for n, p in module.named_parameters():
+            if n in tensors:
+                p.copy_(tensors[n].to(p.dtype))
+
+
+def load_run(compute: Compute, store: RunStore, state_dir: Path, checkpoints: CheckpointWriter) -> LoadedRun:
+    """Load the run at its newest checkpoint; a new run gets its step-0 checkpoint written here."""
+    t0 = time.time()
+    config = store.read_meta()["config"]
+    spec = RunCreate.model_validate(config)
+    hp = spec.hyperparameters
+    base_path = resolve_base(spec.base_model, state_dir, store.dir)
+    tokenizer = load_tokenizer(store.tokenizer_dir)
+    latest = store.latest_step()
+    latest_dir = store.ckpt(latest) if latest is not None else None
+
+    policy = _build_policy(compute, spec, base_path, latest_dir)
+    policy_params = [p for p in policy.parameters() if p.requires_grad]
+    policy_opt = _adamw(policy_params, hp.learning_rate, hp)
+    critic = critic_opt = None
+    if spec.algorithm == "ppo":
+        critic = _build_critic(compute, spec, base_path, latest_dir)
+        critic_opt = _adamw([p for p in critic.parameters() if p.requires_grad], hp.value_learning_rate, hp)
+    # the KL reference: LoRA uses the base with the adapter disabled; full fine-tuning a frozen copy
+    ref = None
+    if hp.kl_coef > 0 and spec.lora is None:
+        ref = load_causal_lm(base_path, compute.frozen_dtype)
+        for p in ref.parameters():
+            p.requires_grad_(False)
+        ref.eval()
+
+    # wrap for the device / DDP / FSDP
+    acc = compute.acc
+    if critic is not None:
+        policy, policy_opt, critic, critic_opt = acc.prepare(policy, policy_opt, critic, critic_opt)
+    else:
+        policy, policy_opt = acc.prepare(policy, policy_opt)
+    if ref is not None:
+        ref = acc.prepare_model(ref, evaluation_mode=True)
+
+    if latest_dir is not None and (latest_dir / "optimizer.pt").exists():
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+        states = torch.load(latest_dir / "optimizer.pt", map_location="cpu", weights_only=False)
+        options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=compute.world > 1)
+        set_optimizer_state_dict(policy, inner_optimizer(policy_opt), states["policy"], options=options)
+        if critic is not None and states.get("critic") is not None:
+            set_optimizer_state_dict(critic, inner_optimizer(critic_opt), states["critic"], options=options)
+    elif latest_dir is not None and latest > 0:
+        log("warning", "no optimizer state in the latest checkpoint; AdamW restarts", run_id=store.run_id, step=latest)
+
+    run = LoadedRun(
+        run_id=store.run_id,
+        config=config,
+        hp=hp,
+        lora=spec.lora,
+        store=store,
+        base_path=base_path,
+        tokenizer=tokenizer,
+        policy=policy,
+        policy_opt=policy_opt,
+        critic=critic,
+        critic_opt=critic_opt,
+        ref=ref,
+        step=latest or 0,
+        eos_ids=_end_of_turn_ids(compute, policy, tokenizer),
+    )
+    if latest is None:
+        checkpoints.save(run, 0, stored=None, digest=None)
+    log(
+        "info",
+        "run loaded",
+        run_id=store.run_id,
+        step=run.step,
+        seconds=round(time.time() - t0, 3),
+        trainable_params=sum(p.numel() for p in policy_params),
+        distributed=str(acc.distributed_type),
+        wrapper=type(policy).__name__,
+    )
+    return run
+
+
+def _end_of_turn_ids(compute: Compute, policy, tokenizer) -> list[int]:
+    """Tokens that end a sampled reply: the tokenizer's EOS and the generation config's."""
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(getattr(compute.unwrap(policy), "generation_config", None), "eos_token_id", None)
+    for e in configured if isinstance(configured, (list, tuple)) else [configured]:
+        if e is not None:
+            ids.add(int(e))
+    return sorted(e for e in ids if e is not None)

@@ -1,0 +1,180 @@
+"""The runs of one state directory: creation, their state, and the LRU of runs loaded in memory."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .checkpoints import CheckpointWriter
+from .compute import Compute
+from .errors import ConfigConflict, InvalidRequest, RunNotFound
+from .log import log
+from .models import ModelError, build_tiny_random, check_base, load_tokenizer, resolve_base
+from .run_loading import LoadedRun, load_run
+from .schemas import RunCreate
+from .store import RunStore, now, write_json_atomic
+
+
+def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
+    """Dotted keys whose values differ between two nested configs."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            out += config_diff(a.get(k), b.get(k), f"{prefix}.{k}" if prefix else k)
+        return out
+    return [] if a == b else [prefix]
+
+
+class RunRegistry:
+    def __init__(self, state_dir: Path, compute: Compute, checkpoints: CheckpointWriter, max_loaded_runs: int):
+        self.state_dir = state_dir
+        self.runs_dir = state_dir / "runs"
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.compute = compute
+        self.checkpoints = checkpoints
+        self.max_loaded_runs = max_loaded_runs
+        self.loaded: OrderedDict[str, LoadedRun] = OrderedDict()
+        self.lock = threading.RLock()  # serialises heavy work (load, step, sample) in this process
+
+    def store(self, run_id: str) -> RunStore:
+        return RunStore(self.state_dir, run_id)
+
+    def remove_unfinished(self) -> None:
+        """Start-up: drop half-created runs and uncommitted checkpoints a crash left behind."""
+        if not self.compute.is_main:
+            return
+        for d in self.runs_dir.iterdir():
+            if d.name.startswith(".tmp-"):
+                shutil.rmtree(d, ignore_errors=True)
+            elif d.is_dir():
+                store = self.store(d.name)
+                removed = store.cleanup_tmp()
+                if removed:
+                    log("warning", "removed unfinished checkpoint(s) left by a crash", run_id=d.name, count=removed)
+                if store.exists():
+                    store.reconcile_results()
+
+    def create_run(self, req: dict) -> tuple[bool, dict]:
+        """POST /v1/runs. Returns (created, state). Raises ConfigConflict on a different config."""
+        spec = RunCreate.model_validate(req)
+        config = spec.model_dump(mode="json")
+        store = self.store(spec.run_id)
+        with self.lock:
+            if store.exists():
+                diff = config_diff(store.read_meta()["config"], config)
+                if diff:
+                    raise ConfigConflict(spec.run_id, diff)
+                self.ensure_loaded(spec.run_id)  # completes an interrupted creation
+                return False, self.run_state(spec.run_id)
+            try:
+                check_base(spec.base_model)
+            except ModelError as e:
+                raise InvalidRequest("base_model", str(e)) from e
+            if self.compute.is_main:
+                self._write_new_run(spec, config, store)
+            self.compute.barrier()
+            self.ensure_loaded(spec.run_id)
+            return True, self.run_state(spec.run_id)
+
+    def _write_new_run(self, spec: RunCreate, config: dict, store: RunStore) -> None:
+        tmp = self.runs_dir / f".tmp-{spec.run_id}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        if spec.base_model == "tiny-random":
+            build_tiny_random(tmp / "base", spec.seed)
+            base_path = tmp / "base"
+        else:
+            base_path = resolve_base(spec.base_model, self.state_dir)
+        load_tokenizer(base_path).save_pretrained(tmp / "tokenizer")
+        write_json_atomic(tmp / "run.json", {"config": config, "created": now(), "format": 1})
+        os.replace(tmp, store.dir)
+        log(
+            "info",
+            "run created",
+            run_id=spec.run_id,
+            base_model=spec.base_model,
+            algorithm=spec.algorithm,
+            lora=spec.lora is not None,
+        )
+
+    def run_state(self, run_id: str) -> dict:
+        store = self.store(run_id)
+        if not store.exists():
+            raise RunNotFound(run_id)
+        meta = store.read_meta()
+        config = meta["config"]
+        steps = store.committed_steps()
+        checkpoints = []
+        for step in steps:
+            export = store.export_info(step) or {}
+            checkpoints.append(
+                {
+                    "step": step,
+                    "path": str(store.ckpt(step).resolve()),
+                    "export_path": export.get("path"),
+                    "export_format": export.get("format"),
+                    "model": f"{run_id}@{step}",
+                }
+            )
+        run = self.loaded.get(run_id)
+        return {
+            "run_id": run_id,
+            "step": steps[-1] if steps else 0,
+            "algorithm": config["algorithm"],
+            "base_model": config["base_model"],
+            "lora": config["lora"],
+            "seed": config["seed"],
+            "hyperparameters": config["hyperparameters"],
+            "checkpoints": checkpoints,
+            "created": meta.get("created"),
+            "loaded": run is not None,
+            "in_progress_step": run.in_progress_step if run else None,
+            "model": run_id,
+        }
+
+    def list_runs(self) -> list[str]:
+        return sorted(
+            p.name for p in self.runs_dir.iterdir() if not p.name.startswith(".") and (p / "run.json").exists()
+        )
+
+    def ensure_loaded(self, run_id: str) -> LoadedRun:
+        with self.lock:
+            if run_id in self.loaded:
+                self.loaded.move_to_end(run_id)
+                return self.loaded[run_id]
+            store = self.store(run_id)
+            if not store.exists():
+                raise RunNotFound(run_id)
+            while len(self.loaded) >= self.max_loaded_runs:
+                old_id, old = self.loaded.popitem(last=False)
+                self._release(old)
+                log("info", "run unloaded (LRU)", run_id=old_id)
+            run = load_run(self.compute, store, self.state_dir, self.checkpoints)
+            self.loaded[run_id] = run
+            return run
+
+    def evict(self, run_id: str) -> None:
+        """Drop a loaded run from memory; its next use reloads it from its newest checkpoint."""
+        with self.lock:
+            run = self.loaded.pop(run_id, None)
+            if run is not None:
+                self._release(run)
+
+    def _release(self, run: LoadedRun) -> None:
+        acc = self.compute.acc
+        for obj in (run.policy, run.critic, run.ref, run.policy_opt, run.critic_opt):
+            for registered in (getattr(acc, "_models", []), getattr(acc, "_optimizers", [])):
+                for i in reversed(range(len(registered))):
+                    if registered[i] is obj:
+                        del registered[i]
+        run.policy = run.critic = run.ref = run.policy_opt = run.critic_opt = None
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()

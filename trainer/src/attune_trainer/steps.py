@@ -1,0 +1,143 @@
+"""The exactly-once step protocol: step n of a run is applied once; posting it again replays its result.
+
+`step` must be `last + 1`. An applied step posted again returns the stored result (409 if its
+samples differ). A step is computed, then checkpointed; the checkpoint's rename is the commit.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import time
+
+from .checkpoints import CheckpointWriter
+from .compute import Compute
+from .errors import DiskFull, StepConflict
+from .faults import FaultInjection
+from .log import log
+from .run_loading import LoadedRun
+from .runs import RunRegistry
+from .schemas import StepRequest
+from .update import PolicyUpdate
+
+
+def samples_digest(samples: list[dict]) -> str:
+    """SHA-256 of the samples' canonical JSON: tells a retried step from a different one."""
+    return hashlib.sha256(json.dumps(samples, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class StepApplier:
+    def __init__(self, compute: Compute, runs: RunRegistry, checkpoints: CheckpointWriter, faults: FaultInjection):
+        self.compute = compute
+        self.runs = runs
+        self.checkpoints = checkpoints
+        self.faults = faults
+
+    def apply_step(self, run_id: str, req: dict) -> dict:
+        request = StepRequest.model_validate(req)
+        digest = samples_digest([s.model_dump(mode="json") for s in request.samples])
+        with self.runs.lock:
+            run = self.runs.ensure_loaded(run_id)
+            if request.step <= run.step:
+                return self._replay(run, request.step, digest)
+            if request.step != run.step + 1:
+                raise StepConflict(
+                    f"run {run_id!r} is at step {run.step}: expected step {run.step + 1}, got {request.step}",
+                    field="step",
+                    expected_step=run.step + 1,
+                )
+            stored = self._apply(run, request, digest)
+            out = dict(stored)
+            out.pop("samples_sha256", None)
+            out["replayed"] = False
+            return out
+
+    def _replay(self, run: LoadedRun, step: int, digest: str) -> dict:
+        """The stored result of an applied step; refused if the samples differ from the applied ones."""
+        is_main = self.compute.is_main
+        stored = run.store.read_result(step) if is_main else {}
+        if is_main and stored is None:
+            raise StepConflict(f"step {step} of run {run.run_id!r} was applied but its result is gone", field="step")
+        try:
+            applied_digest = run.store.read_state(step).get("samples_sha256")
+        except FileNotFoundError:
+            applied_digest = (stored or {}).get("samples_sha256")
+        if is_main and applied_digest and applied_digest != digest:
+            raise StepConflict(
+                f"step {step} of run {run.run_id!r} was already applied with different samples "
+                f"(expected step {run.step + 1})",
+                field="samples",
+                expected_step=run.step + 1,
+            )
+        out = dict(stored or {})
+        out.pop("samples_sha256", None)
+        out["replayed"] = True
+        log("info", "step already applied; returning the stored result", run_id=run.run_id, step=step)
+        return out
+
+    def _apply(self, run: LoadedRun, request: StepRequest, digest: str) -> dict:
+        """Update the weights and commit the checkpoint; returns the stored result."""
+        step = request.step
+        run.in_progress_step = step
+        t0 = time.time()
+        try:
+            log("info", "applying step", run_id=run.run_id, step=step, samples=len(request.samples))
+            metrics = PolicyUpdate(self.compute, run, request, self.faults).apply()
+            self.faults.fire("after_update", step)
+            metrics["seconds"] = round(time.time() - t0, 4)
+            stored = {
+                "run_id": run.run_id,
+                "step": step,
+                "metrics": metrics,
+                "samples_sha256": digest,
+                "model": f"{run.run_id}@{step}",
+                "checkpoint": {
+                    "step": step,
+                    "path": str(run.store.ckpt(step).resolve()),
+                    "export_path": str((run.store.ckpt(step) / "policy").resolve()),
+                    "export_format": "peft_lora" if run.lora is not None else "hf_full",
+                },
+            }
+            self.checkpoints.save(run, step, stored=stored, digest=digest)
+        except Exception as e:
+            self._recover(run, step, e)
+            if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(self.runs.state_dir) from e
+            raise
+        finally:
+            run.in_progress_step = None
+        log(
+            "info",
+            "step applied",
+            run_id=run.run_id,
+            step=step,
+            **{k: metrics[k] for k in ("loss", "reward_mean", "kl", "grad_norm", "tokens", "seconds")},
+        )
+        return stored
+
+    def _recover(self, run: LoadedRun, step: int, error: Exception) -> None:
+        """After a failure inside a step, the run is exactly its newest committed checkpoint.
+
+        The update changed weights, optimizer states and gradients in memory, so the run is dropped
+        and reloads from disk at its next use. If the failure came after the commit (the rename),
+        the step counts as applied and its retry returns the stored result.
+        """
+        self.runs.evict(run.run_id)
+        store = run.store
+        if self.compute.is_main:
+            try:
+                store.cleanup_tmp()
+                store.reconcile_results()
+            except OSError as cleanup_error:
+                log("warning", "clean-up after a failed step failed", run_id=run.run_id, error=repr(cleanup_error))
+        committed = store.latest_step()
+        log(
+            "error",
+            "step failed; the run is back at its newest committed checkpoint",
+            run_id=run.run_id,
+            step=step,
+            committed_step=committed,
+            applied=committed == step,
+            error=repr(error),
+        )

@@ -1,0 +1,311 @@
+"""One PPO/GRPO update of a run from a step's samples, in phases: old log-probs (and reference
+log-probs, old values), advantages, policy and critic updates, metrics. See README "The math".
+
+Every loss is a token-mean over all completion tokens of one optimizer update, across micro-batches
+and ranks. Each rank works on its own samples (sample i on rank i mod N); a rank with fewer
+micro-batches than another runs zero-weight dummy ones, so every rank makes the same collectives.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from . import losses
+from .advantages import AdvantageInputs, Advantages, estimator_for
+from .compute import Compute, inner_optimizer, seed_for
+from .encoding import encode_sample, pad_batch
+from .faults import FaultInjection
+from .run_loading import LoadedRun
+from .schemas import StepRequest
+
+TOKEN_SUMS = (
+    "tokens",
+    "policy_loss",
+    "entropy",
+    "kl",
+    "clipped",
+    "value_loss",
+    "value_clipped",
+    "advantage",
+    "ratio",
+    "ppo_kl",
+)
+
+
+@dataclass
+class UpdateTotals:
+    """Per-token quantities summed over this rank's completion tokens (`TOKEN_SUMS`, float64 on the
+    device), grad norms summed over optimizer updates, and the number of updates."""
+
+    token_sums: dict[str, torch.Tensor]
+    grad_norm: float = 0.0
+    value_grad_norm: float = 0.0
+    updates: int = 0
+
+    @classmethod
+    def zeros(cls, device) -> UpdateTotals:
+        return cls({name: torch.zeros((), dtype=torch.float64, device=device) for name in TOKEN_SUMS})
+
+    def add(self, name: str, per_token: torch.Tensor, mask: torch.Tensor) -> None:
+        self.token_sums[name] += (per_token * mask).sum()
+
+    def token_means(self, all_reduce) -> dict[str, float]:
+        """Each token sum over all ranks, divided by the number of completion tokens."""
+        summed = all_reduce(torch.stack([self.token_sums[name] for name in TOKEN_SUMS]))
+        totals = dict(zip(TOKEN_SUMS, summed.tolist(), strict=True))
+        n_tokens = max(totals["tokens"], 1.0)
+        return {name: value / n_tokens for name, value in totals.items()}
+
+
+@dataclass
+class OldOutputs:
+    """Per-sample tensors over completion tokens, from the weights before the update."""
+
+    logp: dict[int, torch.Tensor] = field(default_factory=dict)
+    ref_logp: dict[int, torch.Tensor] = field(default_factory=dict)
+    values: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+def _pad_like(mask: torch.Tensor, parts: list[torch.Tensor]) -> torch.Tensor:
+    out = torch.zeros_like(mask)
+    out[mask > 0] = torch.cat(parts).to(out.dtype)
+    return out
+
+
+class PolicyUpdate:
+    def __init__(self, compute: Compute, run: LoadedRun, request: StepRequest, faults: FaultInjection):
+        self.compute = compute
+        self.run = run
+        self.faults = faults
+        self.step = request.step
+        hp = run.hp
+        if request.hyperparameters is not None:
+            overrides = {k: v for k, v in request.hyperparameters.model_dump().items() if v is not None}
+            if overrides:
+                hp = hp.model_copy(update=overrides)
+        self.hp = hp
+        self.samples = request.samples
+        tokenizer = run.tokenizer
+        eos_id = tokenizer.eos_token_id
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
+        self.encoded = [encode_sample(tokenizer, s, hp, eos_id) for s in self.samples]
+        self.rewards = torch.tensor([s.reward for s in self.samples], dtype=torch.float32)
+        self.use_ref = hp.kl_coef > 0
+        self.mine = [i for i in range(len(self.samples)) if i % compute.world == compute.rank]
+
+    def _micro_batches(self, indices: list[int]) -> list[list[int]]:
+        size = self.hp.micro_batch_size
+        return [indices[i : i + size] for i in range(0, len(indices), size)]
+
+    def _batch(self, indices: list[int]):
+        return pad_batch([self.encoded[i] for i in indices], self.pad_id, self.compute.device)
+
+    def _logprobs(self, model, ids, attention):
+        with self.compute.acc.autocast():
+            logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits
+        return losses.token_logprobs(logits[:, :-1], ids[:, 1:], self.hp.temperature)
+
+    def _values(self, ids, attention):
+        with self.compute.acc.autocast():
+            values = self.run.critic(ids, attention)
+        return values[:, :-1].float()
+
+    def apply(self) -> dict:
+        """Run the phases in order; the run's weights and optimizer states change in memory."""
+        torch.manual_seed(seed_for(self.run.config["seed"], "step", self.step))  # dropout, if any, is reproducible
+        old = self.old_outputs()
+        advantages = self.advantages(old)
+        totals, policy_lr, value_lr = self.optimise(old, advantages)
+        return self.metrics(totals, policy_lr, value_lr)
+
+    # ---------------------------------------------------------------- phase 1: before the update
+    def old_outputs(self) -> OldOutputs:
+        """Log-probs of the current policy and the reference, and critic values (no grad)."""
+        run = self.run
+        old = OldOutputs()
+        run.policy.eval()
+        per_rank_max = math.ceil(len(self.samples) / self.compute.world)
+        n_micro_batches = math.ceil(per_rank_max / self.hp.micro_batch_size)
+        my_batches = self._micro_batches(self.mine)
+        with torch.no_grad():
+            for b in range(n_micro_batches):
+                real = b < len(my_batches)
+                indices = my_batches[b] if real else (my_batches[0] if my_batches else [0])
+                ids, attention, mask = self._batch(indices)
+                logp, _ = self._logprobs(run.policy, ids, attention)
+                if self.use_ref:
+                    if run.ref is not None:
+                        ref_logp, _ = self._logprobs(run.ref, ids, attention)
+                    else:
+                        with self.compute.unwrap(run.policy).disable_adapter():
+                            ref_logp, _ = self._logprobs(run.policy, ids, attention)
+                if run.critic is not None:
+                    run.critic.eval()
+                    values = self._values(ids, attention)
+                if not real:
+                    continue
+                for row, i in enumerate(indices):
+                    completion = mask[row] > 0
+                    old.logp[i] = logp[row][completion].detach()
+                    if self.use_ref:
+                        old.ref_logp[i] = ref_logp[row][completion].detach()
+                    if run.critic is not None:
+                        old.values[i] = values[row][completion].detach()
+        return old
+
+    # ---------------------------------------------------------------- phase 2: advantages
+    def advantages(self, old: OldOutputs) -> Advantages:
+        estimate = estimator_for(self.run.config["algorithm"])
+        return estimate(
+            AdvantageInputs(
+                samples=self.samples,
+                rewards=self.rewards,
+                encoded=self.encoded,
+                mine=self.mine,
+                old_values=old.values,
+                hp=self.hp,
+                device=self.compute.device,
+                all_reduce=self.compute.all_reduce,
+            )
+        )
+
+    # ---------------------------------------------------------------- phase 3: policy and critic updates
+    def optimise(self, old: OldOutputs, adv: Advantages) -> tuple[UpdateTotals, float, float]:
+        """`ppo_epochs` passes over the samples in mini-batches, one optimizer update each.
+
+        Returns the totals and the learning rates used (after warm-up)."""
+        run, hp = self.run, self.hp
+        n_samples = len(self.samples)
+        totals = UpdateTotals.zeros(self.compute.device)
+        mini_batch_size = hp.mini_batch_size or n_samples
+        policy_lr = losses.warmup_lr(hp.learning_rate, self.step, hp.warmup_steps)
+        value_lr = losses.warmup_lr(hp.value_learning_rate, self.step, hp.warmup_steps)
+        for group in inner_optimizer(run.policy_opt).param_groups:
+            group["lr"] = policy_lr
+        if run.critic_opt is not None:
+            for group in inner_optimizer(run.critic_opt).param_groups:
+                group["lr"] = value_lr
+        # gradients left by a failed attempt must not leak into this step
+        run.policy_opt.zero_grad(set_to_none=True)
+        if run.critic_opt is not None:
+            run.critic_opt.zero_grad(set_to_none=True)
+        shuffle = torch.Generator().manual_seed(seed_for(run.config["seed"], "shuffle", self.step))
+        for epoch in range(hp.ppo_epochs):
+            order = list(range(n_samples))
+            if epoch > 0 or mini_batch_size < n_samples:
+                order = torch.randperm(n_samples, generator=shuffle).tolist()
+            for start in range(0, n_samples, mini_batch_size):
+                self._optimiser_update(order[start : start + mini_batch_size], old, adv, totals)
+        run.policy.eval()
+        if run.critic is not None:
+            run.critic.eval()
+        return totals, policy_lr, value_lr
+
+    def _optimiser_update(self, batch: list[int], old: OldOutputs, adv: Advantages, totals: UpdateTotals) -> None:
+        """One optimizer update of the policy (and critic) from one mini-batch, over micro-batches."""
+        run, hp, compute = self.run, self.hp, self.compute
+        mine = [i for i in batch if i % compute.world == compute.rank]
+        n_tokens = torch.tensor([float(sum(self.encoded[i].n_completion for i in mine))], device=compute.device)
+        n_tokens = float(compute.all_reduce(n_tokens).item())
+        rank_max = max(sum(1 for i in batch if i % compute.world == r) for r in range(compute.world))
+        n_micro_batches = math.ceil(rank_max / hp.micro_batch_size) if rank_max else 0
+        if n_tokens == 0 or n_micro_batches == 0:
+            return
+        my_batches = self._micro_batches(mine)
+        run.policy.train()
+        if run.critic is not None:
+            run.critic.train()
+        for b in range(n_micro_batches):
+            real = b < len(my_batches)
+            indices = my_batches[b] if real else (my_batches[0] if my_batches else [self.mine[0] if self.mine else 0])
+            ids, attention, mask = self._batch(indices)
+            # the token-mean over the whole update, across ranks (gradients are averaged over ranks)
+            scale = (1.0 if real else 0.0) * compute.world / n_tokens
+            logp, entropy = self._logprobs(run.policy, ids, attention)
+            if real or indices[0] in old.logp:
+                old_logp = _pad_like(mask, [old.logp[i] for i in indices])
+                advantage = _pad_like(mask, [adv.advantages[i] for i in indices])
+            else:  # a dummy micro-batch on a rank without samples: zero loss, same collectives
+                old_logp, advantage = logp.detach(), torch.zeros_like(logp)
+            pg, ratio, clipped = losses.clipped_surrogate(logp, old_logp, advantage, hp.clip_ratio)
+            loss_per_token = pg - hp.entropy_coef * entropy
+            if self.use_ref:
+                ref_logp = (
+                    _pad_like(mask, [old.ref_logp[i] for i in indices])
+                    if (real or indices[0] in old.ref_logp)
+                    else logp.detach()
+                )
+                kl = losses.kl_k3(logp, ref_logp)
+                loss_per_token = loss_per_token + hp.kl_coef * kl
+            else:
+                kl = torch.zeros_like(logp)
+            compute.acc.backward((loss_per_token * mask).sum() * scale)
+            if run.critic is not None:
+                values = self._values(ids, attention)
+                if real or indices[0] in old.values:
+                    old_values = _pad_like(mask, [old.values[i] for i in indices])
+                    returns = _pad_like(mask, [adv.returns[i] for i in indices])
+                else:
+                    old_values, returns = values.detach(), values.detach()
+                value_loss, value_clipped = losses.clipped_value_loss(values, old_values, returns, hp.value_clip)
+                compute.acc.backward((value_loss * mask).sum() * scale)
+            if real:
+                with torch.no_grad():
+                    totals.token_sums["tokens"] += mask.sum()
+                    totals.add("policy_loss", pg, mask)
+                    totals.add("entropy", entropy, mask)
+                    totals.add("kl", kl, mask)
+                    totals.add("clipped", clipped, mask)
+                    totals.add("advantage", advantage, mask)
+                    totals.add("ratio", ratio, mask)
+                    totals.add("ppo_kl", old_logp - logp, mask)
+                    if run.critic is not None:
+                        totals.add("value_loss", value_loss, mask)
+                        totals.add("value_clipped", value_clipped, mask)
+        if totals.updates > 0:
+            self.faults.fire("during_update", self.step)
+        # pass model.parameters() itself: accelerate then uses FSDP's own (global) clip
+        totals.grad_norm += float(compute.acc.clip_grad_norm_(run.policy.parameters(), hp.max_grad_norm))
+        run.policy_opt.step()
+        run.policy_opt.zero_grad(set_to_none=True)
+        if run.critic is not None:
+            totals.value_grad_norm += float(compute.acc.clip_grad_norm_(run.critic.parameters(), hp.max_grad_norm))
+            run.critic_opt.step()
+            run.critic_opt.zero_grad(set_to_none=True)
+        totals.updates += 1
+
+    # ---------------------------------------------------------------- phase 4: metrics
+    def metrics(self, totals: UpdateTotals, policy_lr: float, value_lr: float) -> dict:
+        hp, n_samples = self.hp, len(self.samples)
+        means = totals.token_means(self.compute.all_reduce)
+        n_updates = max(totals.updates, 1)
+        loss = (
+            means["policy_loss"] - hp.entropy_coef * means["entropy"] + hp.kl_coef * means["kl"] + means["value_loss"]
+        )
+        return {
+            "loss": loss,
+            "policy_loss": means["policy_loss"],
+            "value_loss": means["value_loss"],
+            "kl": means["kl"],
+            "entropy": means["entropy"],
+            "clip_fraction": means["clipped"],
+            "value_clip_fraction": means["value_clipped"],
+            "grad_norm": totals.grad_norm / n_updates,
+            "value_grad_norm": totals.value_grad_norm / n_updates,
+            "reward_mean": float(self.rewards.mean()),
+            "reward_std": float(self.rewards.std()) if n_samples > 1 else 0.0,
+            "advantage_mean": means["advantage"],
+            "ratio_mean": means["ratio"],
+            "ppo_kl": means["ppo_kl"],
+            "tokens": int(sum(e.n_completion for e in self.encoded)),
+            "prompt_tokens": int(sum(e.n_prompt for e in self.encoded)),
+            "samples": n_samples,
+            "groups": len({s.group for s in self.samples}),
+            "updates": totals.updates,
+            "learning_rate": policy_lr,
+            "value_learning_rate": value_lr if self.run.critic is not None else 0.0,
+            "seconds": 0.0,
+        }

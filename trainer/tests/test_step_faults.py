@@ -1,0 +1,114 @@
+"""A step that fails part-way is never applied twice: the run stays at its last committed checkpoint,
+and the retried step ends bit-identical to an undisturbed run (faults from `faults.py`)."""
+
+import json
+
+import pytest
+import torch
+from conftest import fixed_samples, policy_tensors, tiny_run
+from fastapi.testclient import TestClient
+
+from attune_trainer import log as trainer_log
+
+# PPO with two optimizer updates per step: policy, critic and both AdamW states must all come back
+RUN = tiny_run("f", algorithm="ppo", mini_batch_size=3, kl_coef=0.05, seed=9)
+STEPS = 3
+FAILING_STEP = 2
+
+
+def _client(state_dir):
+    from attune_trainer.engine import Engine
+    from attune_trainer.server import create_app
+
+    engine = Engine(state_dir, device="cpu")
+    return engine, TestClient(create_app(engine, token=""), raise_server_exceptions=False)
+
+
+def _post(client, step):
+    return client.post(f"/v1/runs/{RUN['run_id']}/steps", json={"step": step, "samples": fixed_samples(step)})
+
+
+def _metrics(body):
+    return {k: v for k, v in body["metrics"].items() if k != "seconds"}
+
+
+def _optimizer_tensors(state_dir, step):
+    path = state_dir / "runs" / RUN["run_id"] / "checkpoints" / f"step-{step:06d}" / "optimizer.pt"
+    states = torch.load(path, weights_only=False)
+    out = {}
+    for model, sd in states.items():
+        for param, fields in sd["state"].items():
+            for name, value in fields.items():
+                out[f"{model}/{param}/{name}"] = torch.as_tensor(value)
+    return out
+
+
+def _committed(log_text, step):
+    events = [json.loads(line) for line in log_text.splitlines() if line.startswith("{")]
+    return [e for e in events if e.get("msg") == "checkpoint committed" and e.get("step") == step]
+
+
+@pytest.fixture
+def undisturbed(tmp_path_factory):
+    state_dir = tmp_path_factory.mktemp("undisturbed") / "state"
+    _, client = _client(state_dir)
+    assert client.post("/v1/runs", json=RUN).status_code == 201
+    results = [_post(client, s).json() for s in range(1, STEPS + 1)]
+    return state_dir, results
+
+
+@pytest.mark.parametrize("point", ["during_update", "after_update", "during_commit", "after_commit"])
+def test_a_failed_step_is_applied_once(point, undisturbed, tmp_path, monkeypatch, capsys):
+    ref_dir, ref_results = undisturbed
+    monkeypatch.setenv("ATTUNE_TRAINER_FAULT_INJECTION", f"{point}@{FAILING_STEP}:1")
+    monkeypatch.setattr(trainer_log, "_min_level", 20)  # info: the commit events
+    capsys.readouterr()
+    state_dir = tmp_path / "state"
+    engine, client = _client(state_dir)
+    assert client.post("/v1/runs", json=RUN).status_code == 201
+    assert _post(client, 1).status_code == 200
+
+    failed = _post(client, FAILING_STEP)
+    error = failed.json()["error"]
+    if point == "during_commit":
+        assert failed.status_code == 507, failed.text
+        assert str(state_dir) in error["message"] and "disk full" in error["message"]
+    else:
+        assert failed.status_code == 500 and "injected fault" in error["message"]
+    ckpts = state_dir / "runs" / RUN["run_id"] / "checkpoints"
+    assert not [p.name for p in ckpts.iterdir() if p.name.startswith(".tmp-")]
+    # committed or not, the run's state is what is on disk
+    committed = point == "after_commit"
+    assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == (FAILING_STEP if committed else 1)
+
+    retried = _post(client, FAILING_STEP)
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["replayed"] is committed
+    assert _metrics(retried.json()) == _metrics(ref_results[FAILING_STEP - 1])
+    last = _post(client, STEPS)
+    assert last.status_code == 200 and _metrics(last.json()) == _metrics(ref_results[STEPS - 1])
+
+    for want, got in (
+        (policy_tensors(ref_dir, RUN["run_id"], STEPS), policy_tensors(state_dir, RUN["run_id"], STEPS)),
+        (_optimizer_tensors(ref_dir, STEPS), _optimizer_tensors(state_dir, STEPS)),
+    ):
+        assert want.keys() == got.keys() and want
+        for k in want:
+            assert torch.equal(want[k], got[k]), f"tensor {k} differs"
+    assert len(_committed(capsys.readouterr().err, FAILING_STEP)) == 1
+
+
+def test_stale_gradients_do_not_leak_into_a_step(undisturbed, tmp_path):
+    ref_dir, ref_results = undisturbed
+    state_dir = tmp_path / "state"
+    engine, client = _client(state_dir)
+    assert client.post("/v1/runs", json=RUN).status_code == 201
+    run = engine.loaded[RUN["run_id"]]
+    for model in (run.policy, run.critic):
+        for p in model.parameters():
+            if p.requires_grad:
+                p.grad = torch.full_like(p, 0.5)  # as left by a failed attempt
+    results = [_post(client, s).json() for s in range(1, STEPS + 1)]
+    assert [_metrics(r) for r in results] == [_metrics(r) for r in ref_results]
+    want, got = policy_tensors(ref_dir, RUN["run_id"], STEPS), policy_tensors(state_dir, RUN["run_id"], STEPS)
+    assert all(torch.equal(want[k], got[k]) for k in want)
