@@ -164,7 +164,7 @@ describe('rollout durability', function () {
   it("rollout.activityPer=turn: a dead worker's turn is taken over within 30 s of a live worker", async () => {
     const seconds = await takeoverSeconds(
       'reply',
-      ['simulator.timeoutMs=120000', 'rollout.activityPer=turn'],
+      ['simulator.timeoutMs=120000', 'policy.timeoutMs=120000', 'rollout.activityPer=turn'],
       untilTurnHeartbeatHolds,
     );
     assert.ok(seconds < 30, `taken over ${seconds.toFixed(1)} s after the new worker was ready`);
