@@ -1,7 +1,8 @@
 import { emotionState, type EmotionState } from '../core/emotion.js';
 import type { EvaluationEntry, EvaluationReport, ScoreGroup } from '../core/evaluationReport.js';
 import type { Transcript, TranscriptTurn } from '../core/transcript.js';
-import { barChart, lineChart, sparkline, type LineSeries } from './charts.js';
+import { barChart } from './barChart.js';
+import { lineChart, sparkline, type LineSeries } from './charts.js';
 import { formatInt, formatNumber, formatSigned, formatTime, html, join, uniqueSlug, type SafeHtml } from './html.js';
 import { renderPage } from './page.js';
 import { STATE_COLORS, STATES, stateColor } from './theme.js';
