@@ -1,6 +1,6 @@
 /**
  * A small dependency-free SVG chart module: line charts (with bands, gaps, markers and a hover
- * crosshair the page script reads from `data-hover`), horizontal bar charts and sparklines.
+ * crosshair the page script reads from `data-hover`) and sparklines; bar charts are in barChart.ts.
  * Everything returned is static SVG, so charts show without JavaScript.
  */
 import { escapeHtml, html, raw, type SafeHtml } from './html.js';
@@ -63,9 +63,10 @@ export interface LineChartOptions {
   hoverDigits?: number;
 }
 
-const FONT = 12;
+export const CHART_FONT_SIZE = 12;
 
-function fmt(value: number): string {
+/** A number as chart labels show it: integers as they are, others to two decimals at most. */
+export function formatChartNumber(value: number): string {
   return Number.isInteger(value) ? String(value) : String(Math.round(value * 100) / 100);
 }
 
@@ -187,7 +188,7 @@ export function lineChart(options: LineChartOptions): SafeHtml {
     parts.push(
       `<rect class="yband" x="${plot.left}" y="${top.toFixed(1)}" width="${plot.right - plot.left}" height="${(bottom - top).toFixed(1)}" fill="${escapeHtml(band.color)}"/>`,
     );
-    if (band.label && bottom - top >= FONT) {
+    if (band.label && bottom - top >= CHART_FONT_SIZE) {
       parts.push(
         `<text class="yband-label" x="${plot.right + 8}" y="${((top + bottom) / 2 + 4).toFixed(1)}" text-anchor="start">${escapeHtml(band.label)}</text>`,
       );
@@ -260,7 +261,7 @@ export function lineChart(options: LineChartOptions): SafeHtml {
       const lonely = !isValue(s.points[i - 1]?.y ?? null) && !isValue(s.points[i + 1]?.y ?? null);
       if (!markers && !lonely) continue;
       group.push(
-        `<circle class="marker" cx="${sx(p.x).toFixed(1)}" cy="${sy(p.y).toFixed(1)}" r="${markers ? 3 : 2.5}" fill="${color}"${s.opacity !== undefined ? ` fill-opacity="${s.opacity}"` : ''}><title>${escapeHtml(`${s.name}: ${fmt(p.x)}, ${fmt(p.y)}`)}</title></circle>`,
+        `<circle class="marker" cx="${sx(p.x).toFixed(1)}" cy="${sy(p.y).toFixed(1)}" r="${markers ? 3 : 2.5}" fill="${color}"${s.opacity !== undefined ? ` fill-opacity="${s.opacity}"` : ''}><title>${escapeHtml(`${s.name}: ${formatChartNumber(p.x)}, ${formatChartNumber(p.y)}`)}</title></circle>`,
       );
     }
     parts.push(
@@ -300,7 +301,7 @@ export function lineChart(options: LineChartOptions): SafeHtml {
   }
 
   return raw(
-    `<svg class="chart${options.className ? ` ${escapeHtml(options.className)}` : ''}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.ariaLabel)}" font-size="${FONT}"${hover}>${parts.join('')}</svg>`,
+    `<svg class="chart${options.className ? ` ${escapeHtml(options.className)}` : ''}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.ariaLabel)}" font-size="${CHART_FONT_SIZE}"${hover}>${parts.join('')}</svg>`,
   );
 }
 
@@ -312,80 +313,6 @@ function hashString(value: string): number {
   let h = 0;
   for (let i = 0; i < value.length; i++) h = (Math.imul(31, h) + value.charCodeAt(i)) | 0;
   return h;
-}
-
-export interface BarRow {
-  label: string;
-  value: number;
-  color: string;
-  /** Text to the right of the bar (counts, success/failure). */
-  note?: string;
-  title?: string;
-}
-
-export interface BarChartOptions {
-  rows: BarRow[];
-  ariaLabel: string;
-  max?: number;
-  width?: number;
-  /** A dashed reference line (e.g. the overall score). */
-  ref?: { value: number; label: string };
-  valueFormat?: (value: number) => string;
-}
-
-/** Horizontal bars on a 0..max scale, one row per label. */
-export function barChart(options: BarChartOptions): SafeHtml {
-  const width = options.width ?? 540;
-  const rowHeight = 34;
-  const max = options.max ?? Math.max(1, ...options.rows.map((r) => r.value));
-  const labelWidth = Math.min(200, Math.max(60, ...options.rows.map((r) => r.label.length * 7.4 + 12)));
-  const noteWidth = Math.min(170, Math.max(0, ...options.rows.map((r) => (r.note ?? '').length * 6.6 + 14)));
-  const left = labelWidth;
-  const right = width - noteWidth - 44;
-  const top = options.ref ? 22 : 6;
-  const height = top + options.rows.length * rowHeight + 24;
-  const scale = (v: number) => left + (Math.max(0, Math.min(max, v)) / max) * (right - left);
-  const format = options.valueFormat ?? fmt;
-  const parts: string[] = [];
-  for (const t of niceTicks(0, max, 4)) {
-    const x = scale(t).toFixed(1);
-    parts.push(`<line class="grid" x1="${x}" x2="${x}" y1="${top}" y2="${height - 20}"/>`);
-    parts.push(`<text class="tick" x="${x}" y="${height - 6}" text-anchor="middle">${escapeHtml(fmt(t))}</text>`);
-  }
-  options.rows.forEach((row, i) => {
-    const y = top + i * rowHeight;
-    const barY = y + 8;
-    const barH = rowHeight - 16;
-    const w = Math.max(0, scale(row.value) - left);
-    parts.push(`<g class="bar-row"><title>${escapeHtml(row.title ?? `${row.label}: ${format(row.value)}`)}</title>`);
-    parts.push(
-      `<text class="bar-label" x="${left - 10}" y="${(barY + barH / 2 + 4).toFixed(1)}" text-anchor="end">${escapeHtml(row.label)}</text>`,
-    );
-    parts.push(
-      `<rect class="bar-track" x="${left}" y="${barY}" width="${(right - left).toFixed(1)}" height="${barH}" rx="4"/>`,
-    );
-    parts.push(
-      `<rect class="bar" x="${left}" y="${barY}" width="${w.toFixed(1)}" height="${barH}" rx="4" fill="${escapeHtml(row.color)}"/>`,
-    );
-    parts.push(
-      `<text class="bar-value" x="${(left + w + 6).toFixed(1)}" y="${(barY + barH / 2 + 4).toFixed(1)}">${escapeHtml(format(row.value))}</text>`,
-    );
-    if (row.note)
-      parts.push(
-        `<text class="bar-note" x="${right + 44}" y="${(barY + barH / 2 + 4).toFixed(1)}">${escapeHtml(row.note)}</text>`,
-      );
-    parts.push('</g>');
-  });
-  if (options.ref && options.ref.value >= 0 && options.ref.value <= max) {
-    const x = scale(options.ref.value).toFixed(1);
-    parts.push(`<line class="ref" x1="${x}" x2="${x}" y1="${top - 4}" y2="${height - 20}"/>`);
-    parts.push(
-      `<text class="ref-label" x="${x}" y="${top - 8}" text-anchor="middle">${escapeHtml(options.ref.label)}</text>`,
-    );
-  }
-  return raw(
-    `<svg class="chart bars" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.ariaLabel)}" font-size="${FONT}">${parts.join('')}</svg>`,
-  );
 }
 
 /** A tiny line for tables and headers: emotion 0..100 over turns. */

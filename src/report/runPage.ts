@@ -77,9 +77,7 @@ function smooth(values: (number | null)[], alpha: number): (number | null)[] {
 }
 
 function legend(series: { name: string; color: string; dashed?: boolean }[]): SafeHtml {
-  return html`<div class="legend">
-    ${series.map((s) => html`<span><span class="swatch ${s.dashed ? 'dash' : 'line'}" style="${s.dashed ? `color:${s.color}` : `background:${s.color}`}"></span>${s.name}</span>`)}
-  </div>`;
+  return html`<div class="legend">${series.map((s) => html`<span><span class="swatch ${s.dashed ? 'dash' : 'line'}" style="${s.dashed ? `color:${s.color}` : `background:${s.color}`}"></span>${s.name}</span>`)}</div>`;
 }
 
 function figure(
@@ -91,23 +89,13 @@ function figure(
   wide = false,
 ): SafeHtml {
   return html`<figure class="card${wide ? ' wide' : ''}" data-png="${png}">
-    <div class="card-head">
-      <div>
-        <h2>${title}</h2>
-        <p>${caption}</p>
-      </div>
-      ${legendItems.length > 1 ? legend(legendItems) : ''}
-    </div>
-    <div class="chart-box">${chart}</div>
-  </figure>`;
+  <div class="card-head"><div><h2>${title}</h2><p>${caption}</p></div>${legendItems.length > 1 ? legend(legendItems) : ''}</div>
+  <div class="chart-box">${chart}</div>
+</figure>`;
 }
 
 function stat(label: string, value: SafeHtml | string | number, detail: SafeHtml | string, state?: string): SafeHtml {
-  return html`<div class="stat${state ? ` st-${state}` : ''}">
-    <div class="k">${label}</div>
-    <div class="v">${value}</div>
-    <div class="d">${detail}</div>
-  </div>`;
+  return html`<div class="stat${state ? ` st-${state}` : ''}"><div class="k">${label}</div><div class="v">${value}</div><div class="d">${detail}</div></div>`;
 }
 
 /** Table numbers: fixed decimals so columns line up; tiny values in exponent form. */
@@ -266,191 +254,84 @@ export function renderRunPage(input: RunPageInput): string {
   const stepTable =
     steps.length === 0
       ? empty('No steps recorded yet.')
-      : html`<div class="table-wrap tall">
-          <table class="sortable steps">
-            <thead>
-              <tr>
-                <th class="num" data-sortable>Step</th>
-                <th class="num" data-sortable>Reward ± std</th>
-                <th class="num" data-sortable>Success</th>
-                <th class="num" data-sortable>Failure</th>
-                <th class="num" data-sortable>Malformed</th>
-                <th class="num" data-sortable>Turns</th>
-                <th class="num" data-sortable>Loss</th>
-                <th class="num" data-sortable>KL</th>
-                <th class="num" data-sortable>Entropy</th>
-                <th class="num" data-sortable>Grad norm</th>
-                <th class="num" data-sortable>Rollouts</th>
-                <th class="num" data-sortable>Eval</th>
-                <th data-sortable>Time (UTC)</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${[...steps].reverse().map(
-                (s) =>
-                  html`<tr>
-                    <td class="num" data-v="${s.step}"><b>${s.step}</b></td>
-                    <td class="num" data-v="${s.reward.mean}">
-                      ${fixed(s.reward.mean, 3)}<span class="muted"> ± ${fixed(s.reward.std, 2)}</span>
-                    </td>
-                    <td class="num" data-v="${s.successRate}">${formatPercent(s.successRate)}</td>
-                    <td class="num" data-v="${s.failureRate}">${formatPercent(s.failureRate)}</td>
-                    <td class="num" data-v="${s.malformedRate}">${formatPercent(s.malformedRate)}</td>
-                    <td class="num" data-v="${s.meanTurns}">${fixed(s.meanTurns, 1)}</td>
-                    <td class="num" data-v="${s.trainer?.loss}">${fixed(s.trainer?.loss, 4)}</td>
-                    <td class="num" data-v="${s.trainer?.kl}">${fixed(s.trainer?.kl, 4)}</td>
-                    <td class="num" data-v="${s.trainer?.entropy}">${fixed(s.trainer?.entropy, 3)}</td>
-                    <td
-                      class="num"
-                      data-v="${s.trainer?.grad_norm}"
-                      title="clip fraction ${fixed(s.trainer?.clip_fraction, 3)}"
-                    >
-                      ${fixed(s.trainer?.grad_norm, 3)}
-                    </td>
-                    <td
-                      class="num"
-                      data-v="${s.rollouts.ok}"
-                      title="${s.rollouts.ok} ok, ${s.rollouts.failed} failed, ${s.rollouts.dropped} dropped"
-                    >
-                      ${s.rollouts.ok}${s.rollouts.failed + s.rollouts.dropped > 0 ? html`<span class="muted"> +${s.rollouts.failed + s.rollouts.dropped}✗</span>` : ''}
-                    </td>
-                    <td class="num" data-v="${s.eval?.score ?? -1}">
-                      ${s.eval ? html`<span class="emo-pill tinted st-${emotionState(s.eval.score)}">${fixed(s.eval.score, 1)}</span>` : html`<span class="muted">–</span>`}
-                    </td>
-                    <td data-v="${s.time}" class="muted" title="${s.time}">
-                      ${formatTime(s.time)
-                        .replace(/^\d{4}-/, '')
-                        .replace(/ UTC$/, '')}
-                    </td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-        </div>`;
+      : html`<div class="table-wrap tall"><table class="sortable steps">
+<thead><tr><th class="num" data-sortable>Step</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable>Rollouts</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
+<tbody>${[...steps].reverse().map(
+          (s) => html`<tr>
+<td class="num" data-v="${s.step}"><b>${s.step}</b></td>
+<td class="num" data-v="${s.reward.mean}">${fixed(s.reward.mean, 3)}<span class="muted"> ± ${fixed(s.reward.std, 2)}</span></td>
+<td class="num" data-v="${s.successRate}">${formatPercent(s.successRate)}</td>
+<td class="num" data-v="${s.failureRate}">${formatPercent(s.failureRate)}</td>
+<td class="num" data-v="${s.malformedRate}">${formatPercent(s.malformedRate)}</td>
+<td class="num" data-v="${s.meanTurns}">${fixed(s.meanTurns, 1)}</td>
+<td class="num" data-v="${s.trainer?.loss}">${fixed(s.trainer?.loss, 4)}</td>
+<td class="num" data-v="${s.trainer?.kl}">${fixed(s.trainer?.kl, 4)}</td>
+<td class="num" data-v="${s.trainer?.entropy}">${fixed(s.trainer?.entropy, 3)}</td>
+<td class="num" data-v="${s.trainer?.grad_norm}" title="clip fraction ${fixed(s.trainer?.clip_fraction, 3)}">${fixed(s.trainer?.grad_norm, 3)}</td>
+<td class="num" data-v="${s.rollouts.ok}" title="${s.rollouts.ok} ok, ${s.rollouts.failed} failed, ${s.rollouts.dropped} dropped">${s.rollouts.ok}${s.rollouts.failed + s.rollouts.dropped > 0 ? html`<span class="muted"> +${s.rollouts.failed + s.rollouts.dropped}✗</span>` : ''}</td>
+<td class="num" data-v="${s.eval?.score ?? -1}">${s.eval ? html`<span class="emo-pill tinted st-${emotionState(s.eval.score)}">${fixed(s.eval.score, 1)}</span>` : html`<span class="muted">–</span>`}</td>
+<td data-v="${s.time}" class="muted" title="${s.time}">${formatTime(s.time)
+            .replace(/^\d{4}-/, '')
+            .replace(/ UTC$/, '')}</td>
+</tr>`,
+        )}</tbody></table></div>`;
 
   const evalTable =
     evals.length === 0
       ? ''
       : html`<section class="card" id="evaluations">
-          <div class="card-head">
-            <div>
-              <h2>Evaluations</h2>
-              <p>
-                ${evals.length} evaluation${evals.length === 1 ? '' : 's'} of this run;
-                <code>attune report EVAL-ID</code> shows one in full
-              </p>
-            </div>
-          </div>
-          <div class="table-wrap">
-            <table class="sortable evals">
-              <thead>
-                <tr>
-                  <th data-sortable>Evaluation</th>
-                  <th class="num" data-sortable>Step</th>
-                  <th class="num" data-sortable>Score</th>
-                  <th class="num" data-sortable>Success</th>
-                  <th class="num" data-sortable>Failure</th>
-                  <th class="num" data-sortable>Dialogues</th>
-                  <th class="num" data-sortable>Failed</th>
-                  <th data-sortable>Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${evals.map(
-                  (e) =>
-                    html`<tr>
-                      <td data-v="${e.evalId}">${e.evalId}</td>
-                      <td class="num" data-v="${e.step ?? -1}">${e.step ?? '–'}</td>
-                      <td class="num" data-v="${e.score}">
-                        <span class="emo-pill st-${emotionState(e.score)}"
-                          ><span class="state">${emotionState(e.score)}</span>${formatNumber(e.score, 2)}</span
-                        >
-                      </td>
-                      <td class="num" data-v="${e.success}">${e.success}</td>
-                      <td class="num" data-v="${e.failure}">${e.failure}</td>
-                      <td class="num" data-v="${e.count}">${e.count}</td>
-                      <td class="num" data-v="${e.failed ?? -1}">${e.failed ?? '–'}</td>
-                      <td class="muted" data-v="${e.createdAt ?? ''}">${formatTime(e.createdAt)}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-          </div>
-        </section>`;
+  <div class="card-head"><div><h2>Evaluations</h2><p>${evals.length} evaluation${evals.length === 1 ? '' : 's'} of this run; <code>attune report EVAL-ID</code> shows one in full</p></div></div>
+  <div class="table-wrap"><table class="sortable evals">
+  <thead><tr><th data-sortable>Evaluation</th><th class="num" data-sortable>Step</th><th class="num" data-sortable>Score</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Dialogues</th><th class="num" data-sortable>Failed</th><th data-sortable>Created</th></tr></thead>
+  <tbody>${evals.map((e) => html`<tr><td data-v="${e.evalId}">${e.evalId}</td><td class="num" data-v="${e.step ?? -1}">${e.step ?? '–'}</td><td class="num" data-v="${e.score}"><span class="emo-pill st-${emotionState(e.score)}"><span class="state">${emotionState(e.score)}</span>${formatNumber(e.score, 2)}</span></td><td class="num" data-v="${e.success}">${e.success}</td><td class="num" data-v="${e.failure}">${e.failure}</td><td class="num" data-v="${e.count}">${e.count}</td><td class="num" data-v="${e.failed ?? -1}">${e.failed ?? '–'}</td><td class="muted" data-v="${e.createdAt ?? ''}">${formatTime(e.createdAt)}</td></tr>`)}</tbody>
+  </table></div>
+</section>`;
 
   const notes = input.notes ?? [];
-  const body = html`<header class="top">
-      <div class="wrap">
-        <div class="brand">Attune <span>· training run report</span></div>
-        <h1>${run}</h1>
-        <div class="meta">
-          ${algorithms.length > 0 ? html`<span>algorithm <b>${algorithms.join(', ').toUpperCase()}</b></span>` : ''}<span
-            ><b>${steps.length}</b> step${steps.length === 1 ? '' : 's'} recorded</span
-          >${
-            last
-              ? html`<span>latest policy <b>${last.policyVersion}</b></span
-                  ><span>last step ${formatTime(last.time)}</span>`
-              : ''
-          }<span><b>${evals.length}</b> evaluation${evals.length === 1 ? '' : 's'}</span>
-        </div>
-      </div>
-    </header>
-    <main class="wrap">
-      ${
-        notes.length > 0
-          ? html`<div class="notes">
-              <b>Notes</b>
-              <ul>
-                ${notes.map((n) => html`<li>${n}</li>`)}
-              </ul>
-            </div>`
-          : ''
-      }
-      <section class="stats run-stats">
-        ${stat('Reward', last ? html`${formatNumber(last.reward.mean, 3)}<small> ± ${formatNumber(last.reward.std, 2)}</small>` : '–', last ? `step ${last.step}; first ${formatNumber(steps[0]?.reward.mean, 3)}` : 'no steps yet', last ? emotionState(last.reward.mean * 100) : undefined)}
-        ${stat('Sentient score', latestEval ? html`${formatNumber(latestEval.score, 1)}<small> / 100</small>` : '–', bestEval && latestEval ? `step ${latestEval.step}; best ${formatNumber(bestEval.score, 1)} at step ${bestEval.step}` : 'no evaluation yet', latestEval ? emotionState(latestEval.score) : undefined)}
-        ${stat('Success rate', last ? formatPercent(last.successRate) : '–', last ? `failure ${formatPercent(last.failureRate)} · malformed ${formatPercent(last.malformedRate)}` : '', 'S')}
-        ${stat('KL', last ? formatNumber(last.trainer?.kl, 4) : '–', last ? `entropy ${formatNumber(last.trainer?.entropy, 3)}` : '')}
-        ${stat('Loss', last ? formatNumber(last.trainer?.loss, 4) : '–', last ? `policy ${formatNumber(last.trainer?.policy_loss, 4)} · value ${formatNumber(last.trainer?.value_loss, 4)}` : '')}
-        ${stat('Rollouts', last ? formatInt(steps.reduce((n, s) => n + s.rollouts.ok, 0)) : '–', last ? `mean turns ${formatNumber(last.meanTurns, 1)} at step ${last.step}` : '')}
-      </section>
-      ${figure('Reward', `mean final emotion / 100 per step${steps.length > 0 ? '; band: ± one standard deviation; dashed: min and max' : ''}${many ? '; dark: smoothed' : ''}`, 'reward', rewardChart, [{ name: 'mean', color: SERIES.blue }, { name: 'min / max', color: SERIES.grey, dashed: true }, ...(many ? [{ name: 'smoothed', color: SERIES.ink }] : [])], true)}
-      ${figure('Sentient score', 'mean final emotion over the evaluation scenarios, from the evaluations of this run', 'sentient-score', scoreChart, [], true)}
-      ${figure(
-        'Success and failure rates',
-        "share of the step's dialogues reaching 100, ending below 10, and with malformed policy output",
-        'success-failure',
-        rateChart,
-        rateSeries.map((s) => ({ name: s.name, color: s.color, ...(s.dashed ? { dashed: true } : {}) })),
-        true,
-      )}
-      <section class="grid2">
-        ${small('KL divergence', 'to the reference policy', 'kl', [{ name: 'KL', color: SERIES.teal, points: pts((s) => s.trainer?.kl) }])}
-        ${small('Loss', 'total, policy and value loss', 'loss', [
-          { name: 'loss', color: SERIES.ink, points: pts((s) => s.trainer?.loss) },
-          { name: 'policy', color: SERIES.blue, points: pts((s) => s.trainer?.policy_loss) },
-          { name: 'value', color: SERIES.orange, points: pts((s) => s.trainer?.value_loss), dashed: true },
-        ])}
-        ${small('Entropy', 'mean token entropy of the policy', 'entropy', [{ name: 'entropy', color: SERIES.violet, points: pts((s) => s.trainer?.entropy) }])}
-        ${small('Gradient norm and clipping', 'gradient norm before clipping; share of clipped ratios', 'grad-norm', [
-          { name: 'grad norm', color: SERIES.pink, points: pts((s) => s.trainer?.grad_norm) },
-          { name: 'clip fraction', color: SERIES.grey, points: pts((s) => s.trainer?.clip_fraction), dashed: true },
-        ])}
-      </section>
-      <section class="card" id="steps">
-        <div class="card-head">
-          <div>
-            <h2>Steps</h2>
-            <p>newest first; click a header to sort</p>
-          </div>
-        </div>
-        ${stepTable}
-      </section>
-      ${evalTable}
-      <footer class="page">
-        <span>reward = final emotion / 100</span><span>emotion states: S 100 · A ≥70 · B ≥40 · C ≥10 · F &lt;10</span
-        ><span>generated by attune report · ${input.generatedAt ?? new Date().toISOString()}</span>
-      </footer>
-    </main>`;
+  const body = html`<header class="top"><div class="wrap">
+<div class="brand">Attune <span>· training run report</span></div>
+<h1>${run}</h1>
+<div class="meta">${algorithms.length > 0 ? html`<span>algorithm <b>${algorithms.join(', ').toUpperCase()}</b></span>` : ''}<span><b>${steps.length}</b> step${steps.length === 1 ? '' : 's'} recorded</span>${last ? html`<span>latest policy <b>${last.policyVersion}</b></span><span>last step ${formatTime(last.time)}</span>` : ''}<span><b>${evals.length}</b> evaluation${evals.length === 1 ? '' : 's'}</span></div>
+</div></header>
+<main class="wrap">
+${notes.length > 0 ? html`<div class="notes"><b>Notes</b><ul>${notes.map((n) => html`<li>${n}</li>`)}</ul></div>` : ''}
+<section class="stats run-stats">
+  ${stat('Reward', last ? html`${formatNumber(last.reward.mean, 3)}<small> ± ${formatNumber(last.reward.std, 2)}</small>` : '–', last ? `step ${last.step}; first ${formatNumber(steps[0]?.reward.mean, 3)}` : 'no steps yet', last ? emotionState(last.reward.mean * 100) : undefined)}
+  ${stat('Sentient score', latestEval ? html`${formatNumber(latestEval.score, 1)}<small> / 100</small>` : '–', bestEval && latestEval ? `step ${latestEval.step}; best ${formatNumber(bestEval.score, 1)} at step ${bestEval.step}` : 'no evaluation yet', latestEval ? emotionState(latestEval.score) : undefined)}
+  ${stat('Success rate', last ? formatPercent(last.successRate) : '–', last ? `failure ${formatPercent(last.failureRate)} · malformed ${formatPercent(last.malformedRate)}` : '', 'S')}
+  ${stat('KL', last ? formatNumber(last.trainer?.kl, 4) : '–', last ? `entropy ${formatNumber(last.trainer?.entropy, 3)}` : '')}
+  ${stat('Loss', last ? formatNumber(last.trainer?.loss, 4) : '–', last ? `policy ${formatNumber(last.trainer?.policy_loss, 4)} · value ${formatNumber(last.trainer?.value_loss, 4)}` : '')}
+  ${stat('Rollouts', last ? formatInt(steps.reduce((n, s) => n + s.rollouts.ok, 0)) : '–', last ? `mean turns ${formatNumber(last.meanTurns, 1)} at step ${last.step}` : '')}
+</section>
+${figure('Reward', `mean final emotion / 100 per step${steps.length > 0 ? '; band: ± one standard deviation; dashed: min and max' : ''}${many ? '; dark: smoothed' : ''}`, 'reward', rewardChart, [{ name: 'mean', color: SERIES.blue }, { name: 'min / max', color: SERIES.grey, dashed: true }, ...(many ? [{ name: 'smoothed', color: SERIES.ink }] : [])], true)}
+${figure('Sentient score', 'mean final emotion over the evaluation scenarios, from the evaluations of this run', 'sentient-score', scoreChart, [], true)}
+${figure(
+  'Success and failure rates',
+  "share of the step's dialogues reaching 100, ending below 10, and with malformed policy output",
+  'success-failure',
+  rateChart,
+  rateSeries.map((s) => ({ name: s.name, color: s.color, ...(s.dashed ? { dashed: true } : {}) })),
+  true,
+)}
+<section class="grid2">
+${small('KL divergence', 'to the reference policy', 'kl', [{ name: 'KL', color: SERIES.teal, points: pts((s) => s.trainer?.kl) }])}
+${small('Loss', 'total, policy and value loss', 'loss', [
+  { name: 'loss', color: SERIES.ink, points: pts((s) => s.trainer?.loss) },
+  { name: 'policy', color: SERIES.blue, points: pts((s) => s.trainer?.policy_loss) },
+  { name: 'value', color: SERIES.orange, points: pts((s) => s.trainer?.value_loss), dashed: true },
+])}
+${small('Entropy', 'mean token entropy of the policy', 'entropy', [{ name: 'entropy', color: SERIES.violet, points: pts((s) => s.trainer?.entropy) }])}
+${small('Gradient norm and clipping', 'gradient norm before clipping; share of clipped ratios', 'grad-norm', [
+  { name: 'grad norm', color: SERIES.pink, points: pts((s) => s.trainer?.grad_norm) },
+  { name: 'clip fraction', color: SERIES.grey, points: pts((s) => s.trainer?.clip_fraction), dashed: true },
+])}
+</section>
+<section class="card" id="steps">
+  <div class="card-head"><div><h2>Steps</h2><p>newest first; click a header to sort</p></div></div>
+  ${stepTable}
+</section>
+${evalTable}
+<footer class="page"><span>reward = final emotion / 100</span><span>emotion states: S 100 · A ≥70 · B ≥40 · C ≥10 · F &lt;10</span><span>generated by attune report · ${input.generatedAt ?? new Date().toISOString()}</span></footer>
+</main>`;
   return renderPage({ title: `${run} · training run · Attune`, body });
 }

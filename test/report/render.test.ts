@@ -13,9 +13,7 @@ describe('report renderers (pure)', () => {
       escapeHtml(`<a href="x" onclick='y'>&</a>`),
       '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
     );
-    const value = html`<p title="${'"><script>'}">
-      ${INJECTION}${raw('<b>ok</b>')}${['<i>', html`<em>${'&'}</em>`]}${null}${3}
-    </p>`;
+    const value = html`<p title="${'"><script>'}">${INJECTION}${raw('<b>ok</b>')}${['<i>', html`<em>${'&'}</em>`]}${null}${3}</p>`;
     assert.equal(
       value.value,
       `<p title="&quot;&gt;&lt;script&gt;">${escapeHtml(INJECTION)}<b>ok</b>&lt;i&gt;<em>&amp;</em>3</p>`,
