@@ -51,6 +51,15 @@ const workflowImportRule = {
       ],
     },
   ],
+  // A plain Error thrown in workflow code fails the workflow task, which Temporal retries forever.
+  'no-restricted-syntax': [
+    'error',
+    {
+      selector: 'ThrowStatement > NewExpression[callee.name=/^(Error|TypeError|RangeError|SyntaxError)$/]',
+      message:
+        'Workflow-side code throws ApplicationFailure with a type (or waits for the operator), never a plain Error.',
+    },
+  ],
   'no-restricted-globals': [
     'error',
     { name: 'process', message: 'No process access in workflows/core.' },

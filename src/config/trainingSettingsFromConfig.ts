@@ -11,7 +11,8 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
   const t = config.training;
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   // Fail early, on the operator's terminal, if the train split is broken.
-  requireScenarioLibrary(config.scenarios.train);
+  if (requireScenarioLibrary(config.scenarios.train).length === 0)
+    throw new Error(`scenarios.train: no scenarios in ${config.scenarios.train}; a run needs at least one to train on`);
   const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
   const policyBaseURL = t.publish === 'trainer' ? trainerV1 : config.policy.baseURL;
   const baseVersion = t.publish === 'trainer' ? `${runName}@0` : config.policy.model;

@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { policyStep, simulatorStep, type DialogueCalls, type PlayedTurn, type TurnInput } from './dialogueTurn.js';
 import { defaultPolicySystemPrompt } from './prompts/policy.js';
 import { openingMessages } from './prompts/simulator.js';
@@ -110,8 +111,10 @@ export class Dialogue {
 
   /** What the next turn is played from (with its own copy of the history). */
   nextTurn(): TurnInput {
-    if (this.opening === null) throw new Error('the dialogue has not been opened');
-    if (this.ending !== null) throw new Error(`the dialogue has ended (${this.ending})`);
+    if (this.opening === null)
+      throw ApplicationFailure.nonRetryable('the dialogue has not been opened', 'DialogueOutOfOrder');
+    if (this.ending !== null)
+      throw ApplicationFailure.nonRetryable(`the dialogue has ended (${this.ending})`, 'DialogueOutOfOrder');
     const { settings, scenario, seed } = this.setup;
     return {
       settings,
@@ -151,7 +154,8 @@ export class Dialogue {
    * (a malformed one ends the dialogue here), then `simulatorStep`.
    */
   async policyStep(calls: Pick<DialogueCalls, 'generatePolicyTurn'>): Promise<void> {
-    if (this.halfTurn !== null) throw new Error('the policy has already replied in this turn');
+    if (this.halfTurn !== null)
+      throw ApplicationFailure.nonRetryable('the policy has already replied in this turn', 'DialogueOutOfOrder');
     const input = this.nextTurn();
     const replied = await policyStep(calls, input);
     if (replied.ended) this.record(replied.ended);
@@ -161,7 +165,7 @@ export class Dialogue {
   /** The simulated user's half of the turn `policyStep` began. */
   async simulatorStep(calls: Pick<DialogueCalls, 'analyzeAssistantReply' | 'writeUserMessage'>): Promise<void> {
     const half = this.halfTurn;
-    if (half === null) throw new Error('no policy reply to answer');
+    if (half === null) throw ApplicationFailure.nonRetryable('no policy reply to answer', 'DialogueOutOfOrder');
     this.halfTurn = null;
     this.record(await simulatorStep(calls, half.input, half.record));
   }

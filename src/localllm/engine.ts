@@ -162,7 +162,7 @@ export class LocalLlmEngine {
     const parallel = options.parallel ?? 2;
     if (!Number.isInteger(parallel) || parallel < 1)
       throw new Error(`parallel must be a positive integer, got ${parallel}`);
-    // More threads than cores makes llama.cpp's spinning threads fight each other (10x slower here).
+    // More threads than cores makes llama.cpp's spinning threads fight each other for the cores.
     const threads = Math.min(options.threads ?? DEFAULT_THREADS, availableParallelism());
     if (!Number.isInteger(threads) || threads < 1)
       throw new Error(`threads must be a positive integer, got ${options.threads}`);

@@ -6,6 +6,7 @@ import {
   proxyActivities,
   upsertSearchAttributes,
   workflowInfo,
+  ApplicationFailure,
 } from '@temporalio/workflow';
 import type { OptimizerQueueActivities, RolloutQueueActivities } from '../activities/index.js';
 import type { OptimizerStepResult } from '../activities/optimizer.js';
@@ -111,8 +112,9 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   const outcomes = await runStepRollouts({ settings, state, control, step, planned, rolloutSettings });
   if (outcomes === null) return control.finish(true);
   const survivors = outcomes.survivors(minGroupSize(settings.algorithm, settings.samplesPerScenario));
+  // runStepRollouts waits for the operator until some survive; this only guards that promise.
   if (survivors.kept.length === 0)
-    throw new Error(`step ${step}: no rollout survived (${survivors.decision.failed} failed)`);
+    throw ApplicationFailure.nonRetryable(`step ${step}: no rollout survived to train on`, 'NoRolloutSurvived');
 
   control.setPhase('optimizing');
   const applied = await optimizeStep(optimizer, settings, state, step, survivors);

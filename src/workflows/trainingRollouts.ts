@@ -2,7 +2,7 @@ import { executeChild, workflowInfo } from '@temporalio/workflow';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
 import { rolloutAttempt, type PlannedRollout } from '../core/training/stepPlan.js';
-import { StepRolloutOutcomes } from '../core/training/stepRollouts.js';
+import { minGroupSize, StepRolloutOutcomes } from '../core/training/stepRollouts.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import type { TrainingState } from '../core/training/trainingState.js';
 import { boundedFanOut, failureMessage } from './fanOut.js';
@@ -20,16 +20,24 @@ export interface StepRolloutsInput {
 
 /**
  * Runs a step's dialogues as child workflows, at most `maxInFlight` at once. When more than
- * `maxFailedShare` fail, the run waits for an operator (fix the endpoint, then `attune resume`
- * retries the failed ones, as new attempts). Null when the operator stopped the run instead.
+ * `maxFailedShare` fail, or too few survive to train on, the run waits for an operator (fix the
+ * endpoint, then `attune resume` retries the failed ones, as new attempts). Null when the operator
+ * stopped the run instead.
  */
 export async function runStepRollouts(input: StepRolloutsInput): Promise<StepRolloutOutcomes | null> {
-  const { control, planned } = input;
+  const { control, planned, settings, step } = input;
   const outcomes = new StepRolloutOutcomes(planned);
   control.progress.total = planned.length;
+  const minimum = minGroupSize(settings.algorithm, settings.samplesPerScenario);
+  const blockedReason = (): string | null => {
+    const share = control.inForce().maxFailedShare;
+    if (outcomes.tooManyFailed(share)) return outcomes.blockedReason(share);
+    if (outcomes.survivors(minimum).kept.length > 0) return null;
+    return `step ${step}: no rollout survived to train on (${outcomes.failedCount} failed; first error: ${outcomes.firstError ?? 'none'})`;
+  };
   await runAttempt(input, outcomes, planned, 0);
-  for (let attempt = 1; outcomes.tooManyFailed(control.inForce().maxFailedShare); attempt++) {
-    if (!(await control.resumedByOperator(outcomes.blockedReason(control.inForce().maxFailedShare)))) return null;
+  for (let attempt = 1, reason = blockedReason(); reason !== null; attempt++, reason = blockedReason()) {
+    if (!(await control.resumedByOperator(reason))) return null;
     await runAttempt(input, outcomes, outcomes.failedRollouts(), attempt);
   }
   return outcomes;

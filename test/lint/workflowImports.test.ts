@@ -36,6 +36,21 @@ describe('lint: workflow sandbox rules', function () {
     );
   });
 
+  it('rejects plain Error throws in workflow and core code, and allows ApplicationFailure', async () => {
+    for (const path of ['src/workflows/bad.ts', 'src/core/training/bad.ts']) {
+      const messages = await lintAs(
+        path,
+        [
+          "import { ApplicationFailure } from '@temporalio/common';",
+          "export function a(): never { throw new Error('plain'); }",
+          "export function b(): never { throw new RangeError('plain'); }",
+          "export function c(): never { throw ApplicationFailure.nonRetryable('typed', 'Typed'); }",
+        ].join('\n'),
+      );
+      assert.equal(messages.filter((m) => m.startsWith('no-restricted-syntax')).length, 2, messages.join('\n'));
+    }
+  });
+
   it('allows activity type imports and pure core modules', async () => {
     const messages = await lintAs(
       'src/workflows/good.ts',

@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { LIVE_HYPERPARAMETERS, parseLiveSet, type LiveSettings } from './liveSet.js';
 
 /** The run settings an operator may override while it runs (`attune set`). */
@@ -25,7 +26,10 @@ export function settingsInForce(settings: AdjustableSettings, live: LiveSettings
 export function checkLiveSet(pairs: Record<string, unknown>, stepsApplied: number): void {
   const change = parseLiveSet(pairs);
   if (change.steps !== undefined && change.steps < stepsApplied)
-    throw new Error(`steps: ${change.steps} is below the ${stepsApplied} steps already applied`);
+    throw ApplicationFailure.nonRetryable(
+      `steps: ${change.steps} is below the ${stepsApplied} steps already applied`,
+      'InvalidLiveSetting',
+    );
 }
 
 /** The live settings after an `attune set` change: the new values over the earlier ones. */

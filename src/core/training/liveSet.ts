@@ -8,6 +8,8 @@
  * the zod schemas stay their source: test/training/liveSet.test.ts checks the table against them.
  */
 
+import { ApplicationFailure } from '@temporalio/common';
+
 /** Hyperparameters an operator may change on a live run (applied from the next step). */
 export const LIVE_HYPERPARAMETERS = [
   'learning_rate',
@@ -70,6 +72,6 @@ export function parseLiveSet(pairs: Record<string, unknown>): LiveSettings {
     if (problem) problems.push(`${key}: ${problem}`);
     else change[key] = pairs[key] as number;
   }
-  if (problems.length > 0) throw new Error(problems.join('; '));
+  if (problems.length > 0) throw ApplicationFailure.nonRetryable(problems.join('; '), 'InvalidLiveSetting');
   return change;
 }

@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { stableHash } from '../seeds.js';
 
 /** Mulberry32: a tiny seeded PRNG, deterministic inside workflows. */
@@ -34,8 +35,8 @@ export function scenariosForStep(
   step: number,
   perStep: number,
 ): { ids: string[]; epoch: number } {
-  if (ids.length === 0) throw new Error('no scenarios to train on');
-  if (step < 1) throw new Error(`step must be >= 1, got ${step}`);
+  if (ids.length === 0) throw ApplicationFailure.nonRetryable('no scenarios to train on', 'EmptyScenarioSplit');
+  if (step < 1) throw ApplicationFailure.nonRetryable(`step must be >= 1, got ${step}`, 'BadTrainingStep');
   const chosen: string[] = [];
   const start = (step - 1) * perStep;
   let cachedEpoch = -1;

@@ -47,6 +47,11 @@ export class StepRolloutOutcomes {
     return this.errors.size;
   }
 
+  /** The error of the earliest dialogue that failed and has not yet succeeded. */
+  get firstError(): string | undefined {
+    return [...this.errors.values()][0];
+  }
+
   /** The dialogues to run again when the operator resumes. */
   failedRollouts(): PlannedRollout[] {
     return this.planned.filter((p) => this.errors.has(p.rolloutId));
@@ -59,7 +64,7 @@ export class StepRolloutOutcomes {
 
   /** Why the run waits for an operator, for `attune status`. */
   blockedReason(maxFailedShare: number): string {
-    return `${this.errors.size} of ${this.planned.length} rollouts failed (limit ${Math.round(maxFailedShare * 100)}%); first error: ${[...this.errors.values()][0] ?? ''}`;
+    return `${this.errors.size} of ${this.planned.length} rollouts failed (limit ${Math.round(maxFailedShare * 100)}%); first error: ${this.firstError ?? ''}`;
   }
 
   /** The dialogues the optimizer trains on: whole groups with at least `minimum` survivors. */
