@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
-import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { rolloutSettingsFromConfig } from '../config/rolloutSettingsFromConfig.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
-import type { EvaluationInput } from '../workflows/evaluation.js';
+import { evaluation, type EvaluationInput } from '../workflows/evaluation.js';
 
 export interface EvaluationRequest {
   /** A scenario directory, or a split name of the config (`eval`, `train`). */
@@ -60,7 +60,7 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
 }
 
 export async function startEvaluation(client: Client, config: AttuneConfig, input: EvaluationInput) {
-  return client.workflow.start('evaluation', {
+  return client.workflow.start(evaluation, {
     taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
     workflowId: input.evalId,
     args: [input],
@@ -69,4 +69,19 @@ export async function startEvaluation(client: Client, config: AttuneConfig, inpu
       ...(input.runName ? [{ key: SEARCH_ATTRIBUTES.runName, value: input.runName }] : []),
     ],
   });
+}
+
+/** Starts the evaluation, or attaches to the one with that id: an evaluation id is never run twice. */
+export async function startOrAttachEvaluation(
+  client: Client,
+  config: AttuneConfig,
+  input: EvaluationInput,
+): Promise<{ handle: WorkflowHandle<typeof evaluation>; attached: boolean }> {
+  try {
+    return { handle: await startEvaluation(client, config, input), attached: false };
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError)
+      return { handle: client.workflow.getHandle<typeof evaluation>(input.evalId), attached: true };
+    throw error;
+  }
 }

@@ -1,31 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../src/paths.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { FIXTURE_SCENARIOS, testConfigSet } from '../support/rolloutRig.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
-
-function attune(
-  args: string[],
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), ...args], {
-      env: { ...process.env, ...env },
-      cwd: REPO_ROOT,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+import { attune } from './attuneProcess.js';
 
 describe('the attune command', function () {
   this.timeout(180_000);
@@ -136,6 +116,43 @@ describe('the attune command', function () {
       ['test-not-my-fault-avoidant-cyclist', 48, 'turn-limit', 2],
       ['test-venting-negative-baker', 48, 'turn-limit', 2],
     ]);
+  });
+
+  it('eval --name runs under that id; eval compare prints the differences, as a table or JSON', async () => {
+    // One artifact store for the three commands, a fresh task-queue prefix for each.
+    const home = ['--set', `home=${mkdtempSync(join(tmpdir(), 'attune-compare-'))}`];
+    const env = { TEMPORAL_ADDRESS: address };
+    const stamp = Date.now();
+    for (const [name, turns] of [
+      [`cmp-a-${stamp}`, 2],
+      [`cmp-b-${stamp}`, 3],
+    ] as const) {
+      const result = await attune(
+        [
+          'eval',
+          '--scenarios',
+          FIXTURE_SCENARIOS,
+          '--name',
+          name,
+          '--set',
+          `evaluation.maxTurns=${turns}`,
+          ...set(),
+          ...home,
+        ],
+        env,
+      );
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, new RegExp(`HTML report: attune report ${name}\n$`));
+    }
+    const table = await attune(['eval', 'compare', `cmp-a-${stamp}`, `cmp-b-${stamp}`, ...set(), ...home]);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, new RegExp(`^A = cmp-a-${stamp}\nB = cmp-b-${stamp}\n`));
+    assert.match(table.stdout, /^score +48 +52 +\+4$/m);
+    assert.match(table.stdout, /^test-venting-negative-baker +48 +52 +\+4$/m);
+    const json = await attune(['eval', 'compare', `cmp-a-${stamp}`, `cmp-b-${stamp}`, '--json', ...set(), ...home]);
+    assert.equal(json.code, 0, json.stderr);
+    const comparison = JSON.parse(json.stdout) as { score: { a: number; b: number; delta: number } };
+    assert.deepEqual(comparison.score, { a: 48, b: 52, delta: 4 });
   });
 
   it('rejects a wrong config naming the key, and an unknown scenario naming the directory', async () => {

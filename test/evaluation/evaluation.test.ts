@@ -3,7 +3,6 @@ import { evaluationKey } from '../../src/artifacts/keys.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { Transcript } from '../../src/core/transcript.js';
 import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluations.js';
-import type { EvaluationSummary } from '../../src/workflows/evaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
 import { localActivityTypes } from '../support/historyMarkers.js';
 
@@ -29,7 +28,7 @@ describe('evaluation workflow', function () {
     assert.equal(input.settings.maxTurns, 10);
     assert.equal(input.settings.simulator.temperature, 0);
     const handle = await startEvaluation(rig.env.client, rig.config, input);
-    const summary = (await handle.result()) as EvaluationSummary;
+    const summary = await handle.result();
     assert.equal(summary.count, 1);
     assert.equal(summary.failed, 1);
     // Marta: 40 + 5 per turn for 10 turns.
@@ -60,7 +59,7 @@ describe('evaluation workflow', function () {
       only: [scenario],
     });
     assert.equal(input.settings.workflowTaskTimeoutMs, 60_000);
-    const summary = (await (await startEvaluation(rig.env.client, rig.config, input)).result()) as EvaluationSummary;
+    const summary = await (await startEvaluation(rig.env.client, rig.config, input)).result();
     assert.equal(summary.score, 90);
     const child = await rig.env.client.workflow.getHandle(`${input.evalId}--${scenario}`).fetchHistory();
     const started = child.events?.[0]?.workflowExecutionStartedEventAttributes;

@@ -5,7 +5,7 @@ import { ScheduleNotFoundError, ScheduleOverlapPolicy } from '@temporalio/client
 import { evaluationKey } from '../../src/artifacts/keys.js';
 import { createEvaluationSchedule } from '../../src/cli/commands/schedule.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';
-import type { EvaluationSummary } from '../../src/workflows/evaluation.js';
+import type { scheduledEvaluation } from '../../src/workflows/scheduledEvaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
 
 /** Just enough of the trainer's HTTP API for "latest published version": GET /v1/runs/{run}. */
@@ -61,7 +61,7 @@ describe('nightly evaluation schedules (real dev server)', function () {
     const info = (await handle.describe()).info;
     const workflowId = info.runningActions[0]?.workflow.workflowId ?? info.recentActions[0]?.action.workflow.workflowId;
     assert.ok(workflowId, 'the trigger started a workflow');
-    const summary = (await rig.env.client.workflow.getHandle(workflowId).result()) as EvaluationSummary;
+    const summary = await rig.env.client.workflow.getHandle<typeof scheduledEvaluation>(workflowId).result();
     assert.equal(summary.policyModel, 'run-a@3');
     assert.equal(summary.count, 2);
     const report = await rig.store.getJson<EvaluationReport>(evaluationKey(summary.evalId));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { buildEvaluationReport, type EvaluationEntry } from '../../src/core/evaluationReport.js';
-import { compareEvaluations } from '../../src/cli/commands/eval.js';
+import { compareEvaluations } from '../../src/client/evaluationComparison.js';
 
 const tokens = { policyPrompt: 10, policyCompletion: 5, simulatorPrompt: 20, simulatorCompletion: 8 };
 function ok(

@@ -10,7 +10,7 @@ import { runMetricsKey } from '../../src/artifacts/keys.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { AttuneConfig } from '../../src/config/schema.js';
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
-import { startOrAttachTraining } from '../../src/cli/commands/train.js';
+import { startOrAttachTraining } from '../../src/client/trainingRuns.js';
 import { createLlmIoWorkers } from '../../src/workers/llmIoWorkers.js';
 import { createOptimizerWorker } from '../../src/workers/optimizerWorker.js';
 import { RunningWorkers } from './runningWorkers.js';

@@ -1,16 +1,16 @@
 import { resolve } from 'node:path';
 import { reportDirKey } from '../../artifacts/keys.js';
-import type { EvaluationReport } from '../../core/evaluationReport.js';
-import { buildEvaluationInput, startEvaluation } from '../../client/evaluations.js';
+import { compareEvaluations } from '../../client/evaluationComparison.js';
+import { loadEvaluationReport } from '../../client/evaluationReports.js';
+import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
+import { followTraining } from '../../client/trainingProgress.js';
+import { startOrAttachTraining } from '../../client/trainingRuns.js';
 import { REPO_ROOT } from '../../paths.js';
 import { writeReport } from '../../report/index.js';
-import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '../../workflows/training.js';
-import type { EvaluationSummary } from '../../workflows/evaluation.js';
-import { CONFIG_HELP, intOption, parseCommand, UsageError } from '../args.js';
+import { trainingWorkflowId } from '../../workflows/training.js';
+import { intOption, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
-import { compareEvaluations, loadEvaluation } from './eval.js';
-import { startOrAttachTraining } from './train.js';
 
 export const DEMO_HELP = `attune demo [options]        (npm run demo)
 
@@ -52,7 +52,6 @@ export async function demoCommand(argv: string[]): Promise<number> {
     say(DEMO_HELP);
     return 0;
   }
-  void CONFIG_HELP;
   const sizes: string[] = [];
   const steps = intOption(values.steps, 'steps');
   const perStep = intOption(values['scenarios-per-step'], 'scenarios-per-step');
@@ -91,42 +90,33 @@ export async function demoCommand(argv: string[]): Promise<number> {
 
       const { handle, attached } = await startOrAttachTraining(temporal.client, config, runName);
       say(attached ? `[${elapsed()}] attached to the existing run ${runName}` : `[${elapsed()}] training started`);
+      const run = followTraining(handle, 3000);
       let last = '';
-      const timer = setInterval(() => {
-        void handle.query(trainingStatusQuery).then(
-          (s: TrainingStatus) => {
-            const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
-            if (line !== last) {
-              say(`[${elapsed()}] ${line}`);
-              if (s.phase === 'waiting-for-operator')
-                say(
-                  `  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``,
-                );
-            }
-            last = line;
-          },
-          () => undefined,
-        );
-      }, 3000);
-      let result;
-      try {
-        result = await handle.result();
-      } finally {
-        clearInterval(timer);
+      for await (const s of run.statuses) {
+        const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+        if (line !== last) {
+          say(`[${elapsed()}] ${line}`);
+          if (s.phase === 'waiting-for-operator')
+            say(
+              `  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``,
+            );
+        }
+        last = line;
       }
+      const result = await run.result;
       say(`[${elapsed()}] training done: ${result.stepsApplied} step(s), final version ${result.version}`);
 
       const evalIds: string[] = [];
+      const evalScenarios = buildEvaluationInput(config, { split: 'eval' })
+        .scenarios.slice(0, evalCount)
+        .map((s) => s.id);
       for (const [label, step] of [
         ['base', 0],
         ['final', result.stepsApplied],
       ] as const) {
-        const library = buildEvaluationInput(config, { split: 'eval' })
-          .scenarios.slice(0, evalCount)
-          .map((s) => s.id);
         const input = buildEvaluationInput(config, {
           split: 'eval',
-          only: library,
+          only: evalScenarios,
           policy: `${runName}@${step}`,
           evalId: `${runName}-eval-${label}`,
           runName,
@@ -135,23 +125,17 @@ export async function demoCommand(argv: string[]): Promise<number> {
         say(
           `[${elapsed()}] evaluating the ${label} policy (${runName}@${step}) on ${input.scenarios.length} eval scenario(s)`,
         );
-        let evalHandle;
-        try {
-          evalHandle = await startEvaluation(temporal.client, config, input);
-        } catch (error) {
-          if ((error as Error).name !== 'WorkflowExecutionAlreadyStartedError') throw error;
-          evalHandle = temporal.client.workflow.getHandle(input.evalId);
-        }
-        const summary = (await evalHandle.result()) as EvaluationSummary;
+        const { handle: evalHandle } = await startOrAttachEvaluation(temporal.client, config, input);
+        const summary = await evalHandle.result();
         say(
           `[${elapsed()}]   ${label}: Sentient score ${summary.score} over ${summary.count} dialogue(s) (success ${summary.success}, failure ${summary.failure}, failed ${summary.failed})`,
         );
         evalIds.push(summary.evalId);
       }
-      const [before, after] = (await Promise.all(evalIds.map((id) => loadEvaluation(ctx, id)))) as [
-        EvaluationReport,
-        EvaluationReport,
-      ];
+      const [before, after] = await Promise.all([
+        loadEvaluationReport(ctx.store, evalIds[0]!),
+        loadEvaluationReport(ctx.store, evalIds[1]!),
+      ]);
       const comparison = compareEvaluations(before, after);
       say(
         `[${elapsed()}] score ${comparison.score.a} -> ${comparison.score.b} (${comparison.score.delta >= 0 ? '+' : ''}${comparison.score.delta})`,

@@ -1,10 +1,7 @@
+import { runRollout } from '../../client/rollouts.js';
 import { rolloutSettingsFromConfig } from '../../config/rolloutSettingsFromConfig.js';
-import { rolloutStartOptions } from '../../core/rolloutStart.js';
-import { taskQueuesFor } from '../../config/taskQueues.js';
-import type { RolloutSummary, Transcript } from '../../core/transcript.js';
+import type { Transcript } from '../../core/transcript.js';
 import { findScenario } from '../../scenarios/library.js';
-import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
-import type { RolloutInput } from '../../workflows/rollout.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, intOption, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
 import { renderTranscript } from '../render/transcript.js';
@@ -61,18 +58,8 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
 
   return withRuntime(ctx, async (temporal) => {
     const rolloutId = `rollout-${scenario.id}-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-    const input: RolloutInput = { rolloutId, scenario, settings, seed };
     log.info('rollout started', { workflowId: rolloutId, ui: workflowUiUrl(temporal, rolloutId) });
-    const summary: RolloutSummary = await temporal.client.workflow.execute('rollout', {
-      ...rolloutStartOptions(settings),
-      taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
-      workflowId: rolloutId,
-      args: [input],
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.kind, value: 'rollout' },
-        { key: SEARCH_ATTRIBUTES.scenarioId, value: scenario.id },
-      ],
-    });
+    const summary = await runRollout(temporal.client, config, { rolloutId, scenario, settings, seed });
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ ...summary, artifactPath: ctx.store.locate(summary.artifact) })}\n`);
     } else {

@@ -1,7 +1,6 @@
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { changeLiveSettings, controlTraining, trainingStatus } from '../../client/trainingControl.js';
 import { connectTemporal } from '../../temporal/connect.js';
 import { parseSetOption } from '../../config/load.js';
-import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '../../workflows/training.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
 import { renderStatus } from '../render/status.js';
@@ -28,28 +27,24 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
     const ctx = commandContext(values, verb);
     const temporal = await connectTemporal(ctx.config, ctx.log, { startIfMissing: false });
     try {
-      const handle = temporal.client.workflow.getHandle(trainingWorkflowId(name));
+      const client = temporal.client;
       if (verb === 'status') {
-        const status = await handle.query(trainingStatusQuery);
+        const status = await trainingStatus(client, name);
         process.stdout.write(values.json ? `${JSON.stringify(status)}\n` : `${renderStatus(status)}\n`);
         return 0;
       }
       if (verb === 'set') {
         if (pairs.length === 0) throw new UsageError('set needs key=value pairs');
         const change = Object.fromEntries(pairs.map((p) => parseSetOption(p)));
-        try {
-          const live = await handle.executeUpdate('set', { args: [change] });
-          process.stdout.write(`${name}: ${JSON.stringify(live)} from the next step\n`);
-          return 0;
-        } catch (error) {
-          if (error instanceof WorkflowUpdateFailedError) {
-            process.stderr.write(`attune set: rejected: ${error.cause?.message ?? error.message}\n`);
-            return 1;
-          }
-          throw error;
+        const outcome = await changeLiveSettings(client, name, change);
+        if ('rejected' in outcome) {
+          process.stderr.write(`attune set: rejected: ${outcome.rejected}\n`);
+          return 1;
         }
+        process.stdout.write(`${name}: ${JSON.stringify(outcome.applied)} from the next step\n`);
+        return 0;
       }
-      const status = await handle.executeUpdate<TrainingStatus, []>(verb);
+      const status = await controlTraining(client, name, verb);
       process.stdout.write(
         `${name}: ${verb === 'pause' ? 'paused' : verb === 'resume' ? 'resumed' : 'will stop after the current step'} (step ${status.step}, ${status.phase})\n`,
       );

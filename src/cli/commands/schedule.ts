@@ -4,7 +4,7 @@ import { taskQueuesFor } from '../../config/taskQueues.js';
 import { isValidName, NAME_RULE } from '../../core/names.js';
 import { buildEvaluationInput } from '../../client/evaluations.js';
 import { connectTemporal } from '../../temporal/connect.js';
-import type { ScheduledEvaluationInput } from '../../workflows/scheduledEvaluation.js';
+import { scheduledEvaluation, type ScheduledEvaluationInput } from '../../workflows/scheduledEvaluation.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
 
@@ -69,7 +69,7 @@ export async function createEvaluationSchedule(
     spec: { cronExpressions: [options.cron] },
     action: {
       type: 'startWorkflow',
-      workflowType: 'scheduledEvaluation',
+      workflowType: scheduledEvaluation,
       workflowId: options.name,
       taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
       args: [input],

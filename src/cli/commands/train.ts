@@ -1,17 +1,9 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { runMetricsKey } from '../../artifacts/keys.js';
-import type { AttuneConfig } from '../../config/schema.js';
-import { taskQueuesFor } from '../../config/taskQueues.js';
 import { isValidName, NAME_RULE } from '../../core/names.js';
-import { trainingSettingsFromConfig } from '../../config/trainingSettingsFromConfig.js';
-import { SEARCH_ATTRIBUTES } from '../../temporal/searchAttributes.js';
-import {
-  training,
-  trainingStatusQuery,
-  trainingWorkflowId,
-  type TrainingResult,
-  type TrainingStatus,
-} from '../../workflows/training.js';
+import type { Client } from '@temporalio/client';
+import { followTraining } from '../../client/trainingProgress.js';
+import { startOrAttachTraining, trainingHandle } from '../../client/trainingRuns.js';
+import { trainingWorkflowId, type TrainingResult } from '../../workflows/training.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
@@ -30,49 +22,16 @@ ${CONFIG_HELP}`;
 
 const OPTIONS = { ...CONFIG_OPTIONS, name: { type: 'string', short: 'n' }, detach: { type: 'boolean' } } as const;
 
-/** Starts the run, or attaches to the running one of that name. */
-export async function startOrAttachTraining(client: Client, config: AttuneConfig, runName: string) {
-  const settings = trainingSettingsFromConfig(config, runName);
-  const workflowId = trainingWorkflowId(runName);
-  try {
-    const handle = await client.workflow.start(training, {
-      taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
-      workflowId,
-      args: [{ settings }],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.kind, value: 'training' },
-        { key: SEARCH_ATTRIBUTES.runName, value: runName },
-      ],
-    });
-    return { handle, attached: false };
-  } catch (error) {
-    // A finished run of that name: attach to it (its result), never start a second one.
-    if (error instanceof WorkflowExecutionAlreadyStartedError)
-      return { handle: client.workflow.getHandle<typeof training>(workflowId), attached: true };
-    throw error;
-  }
-}
-
+/** Logs a progress line whenever it changes, until the run ends. */
 async function follow(ctx: CommandContext, client: Client, runName: string): Promise<TrainingResult> {
-  const handle = client.workflow.getHandle<typeof training>(trainingWorkflowId(runName));
+  const run = followTraining(trainingHandle(client, runName), 2000);
   let lastLine = '';
-  const timer = setInterval(() => {
-    void handle.query(trainingStatusQuery).then(
-      (s: TrainingStatus) => {
-        const line = `step ${Math.min(s.step, s.steps)}/${s.steps} ${s.phase}: rollouts ${s.rollouts.done}/${s.rollouts.total} (${s.rollouts.failed} failed)${s.lastMetrics ? `; last reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
-        if (line !== lastLine) ctx.log.info(line, { run: runName, step: s.step, phase: s.phase, etaMs: s.etaMs });
-        lastLine = line;
-      },
-      () => undefined,
-    );
-  }, 2000);
-  try {
-    // result() follows continue-as-new to the final run.
-    return await handle.result();
-  } finally {
-    clearInterval(timer);
+  for await (const s of run.statuses) {
+    const line = `step ${Math.min(s.step, s.steps)}/${s.steps} ${s.phase}: rollouts ${s.rollouts.done}/${s.rollouts.total} (${s.rollouts.failed} failed)${s.lastMetrics ? `; last reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+    if (line !== lastLine) ctx.log.info(line, { run: runName, step: s.step, phase: s.phase, etaMs: s.etaMs });
+    lastLine = line;
   }
+  return run.result;
 }
 
 export async function trainCommand(argv: string[]): Promise<number> {

@@ -1,0 +1,38 @@
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { LiveSettings } from '../core/training/liveSet.js';
+import {
+  pauseUpdate,
+  resumeUpdate,
+  setUpdate,
+  stopUpdate,
+  trainingStatusQuery,
+  type TrainingStatus,
+} from '../workflows/training.js';
+import { trainingHandle } from './trainingRuns.js';
+
+export type TrainingAction = 'pause' | 'resume' | 'stop';
+
+const ACTION_UPDATES = { pause: pauseUpdate, resume: resumeUpdate, stop: stopUpdate } as const;
+
+export function trainingStatus(client: Client, runName: string): Promise<TrainingStatus> {
+  return trainingHandle(client, runName).query(trainingStatusQuery);
+}
+
+/** Pauses, resumes or stops a live run; returns its status once the run has taken the request. */
+export function controlTraining(client: Client, runName: string, action: TrainingAction): Promise<TrainingStatus> {
+  return trainingHandle(client, runName).executeUpdate(ACTION_UPDATES[action]);
+}
+
+/** The run validates a change before it applies it: a rejected change comes back with the reason. */
+export async function changeLiveSettings(
+  client: Client,
+  runName: string,
+  change: Record<string, unknown>,
+): Promise<{ applied: LiveSettings } | { rejected: string }> {
+  try {
+    return { applied: await trainingHandle(client, runName).executeUpdate(setUpdate, { args: [change] }) };
+  } catch (error) {
+    if (error instanceof WorkflowUpdateFailedError) return { rejected: error.cause?.message ?? error.message };
+    throw error;
+  }
+}
