@@ -1,4 +1,5 @@
 import { configErrorFrom, ConfigError } from '../config/load.js';
+import { RunEndedError } from '../client/trainingRuns.js';
 import { UsageError } from './args.js';
 import { devCommand } from './commands/dev.js';
 import { reportCommand } from './commands/report.js';
@@ -67,6 +68,10 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof UsageError) {
       process.stderr.write(`attune ${name}: ${error.message}\n`);
       return 2;
+    }
+    if (error instanceof RunEndedError) {
+      process.stderr.write(`attune ${name}: ${error.message}\n`);
+      return 1;
     }
     if (error instanceof ConfigError) {
       process.stderr.write(`attune ${name}: ${configErrorFrom(error)}\n`);

@@ -64,6 +64,8 @@ export async function startEvaluation(client: Client, config: AttuneConfig, inpu
     taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
     workflowId: input.evalId,
     args: [input],
+    // A finished evaluation of this id is attached to (its report), never run again.
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.kind, value: 'evaluation' },
       ...(input.runName ? [{ key: SEARCH_ATTRIBUTES.runName, value: input.runName }] : []),

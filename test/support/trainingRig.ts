@@ -30,7 +30,11 @@ export interface TrainingRig {
   store: FileArtifactStore;
   startWorkers(which?: { llm?: boolean; optimizer?: boolean }): Promise<void>;
   stopWorkers(): Promise<void>;
-  start(runName: string, config?: AttuneConfig): ReturnType<typeof startOrAttachTraining>;
+  start(
+    runName: string,
+    config?: AttuneConfig,
+    options?: Parameters<typeof startOrAttachTraining>[3],
+  ): ReturnType<typeof startOrAttachTraining>;
   metrics(runName: string): Promise<StepMetricsRecord[]>;
   close(): Promise<void>;
 }
@@ -103,7 +107,7 @@ export async function createTrainingRig(
     async stopWorkers() {
       await running.stop();
     },
-    start: (runName, cfg = config) => startOrAttachTraining(client, cfg, runName),
+    start: (runName, cfg = config, options = {}) => startOrAttachTraining(client, cfg, runName, options),
     async metrics(runName) {
       const text = await store.getText(runMetricsKey(runName));
       return (text ?? '')

@@ -88,8 +88,12 @@ export async function demoCommand(argv: string[]): Promise<number> {
         `  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.maxTurns} turns`,
       );
 
-      const { handle, attached } = await startOrAttachTraining(temporal.client, config, runName);
-      say(attached ? `[${elapsed()}] attached to the existing run ${runName}` : `[${elapsed()}] training started`);
+      const { handle, outcome } = await startOrAttachTraining(temporal.client, config, runName);
+      say(
+        outcome === 'started'
+          ? `[${elapsed()}] training started`
+          : `[${elapsed()}] attached to the existing run ${runName}`,
+      );
       const run = followTraining(handle, 3000);
       let last = '';
       for await (const s of run.statuses) {

@@ -8,19 +8,27 @@ import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.j
 import { commandContext, type CommandContext } from '../context.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
 
-export const TRAIN_HELP = `attune train --config FILE [--name NAME] [--set key=value] [--detach]
+export const TRAIN_HELP = `attune train --config FILE [--name NAME] [--set key=value] [--detach] [--continue]
 
 Starts an RLVER training run as a durable Temporal workflow and follows it until it ends. Each
 step: scenarios chosen from (seed, step), dialogues as child workflows, one optimizer step on the
 trainer (exactly once), new weights published, metrics appended to
-$ATTUNE_HOME/artifacts/runs/NAME/metrics.jsonl. A run whose name exists is attached to, not
-started twice. Operate it with attune status|pause|resume|stop|set NAME.
+$ATTUNE_HOME/artifacts/runs/NAME/metrics.jsonl. A run whose name exists is never started again:
+a running one is attached to, a completed one is shown. Operate it with attune
+status|pause|resume|stop|set NAME.
 
   -n, --name NAME   run name (default <algorithm>-<time>); also the trainer's run id
       --detach      start (or attach) and return at once
+      --continue    continue an ended run (failed, terminated, stopped, or completed with fewer
+                    steps than training.steps now asks for) from the trainer's applied step + 1
 ${CONFIG_HELP}`;
 
-const OPTIONS = { ...CONFIG_OPTIONS, name: { type: 'string', short: 'n' }, detach: { type: 'boolean' } } as const;
+const OPTIONS = {
+  ...CONFIG_OPTIONS,
+  name: { type: 'string', short: 'n' },
+  detach: { type: 'boolean' },
+  continue: { type: 'boolean' },
+} as const;
 
 /** Logs a progress line whenever it changes, until the run ends. */
 async function follow(ctx: CommandContext, client: Client, runName: string): Promise<TrainingResult> {
@@ -48,17 +56,23 @@ export async function trainCommand(argv: string[]): Promise<number> {
   return withRuntime(
     ctx,
     async (temporal) => {
-      const { attached } = await startOrAttachTraining(temporal.client, ctx.config, runName);
-      ctx.log.info(attached ? 'attached to existing run' : 'run started', {
+      const start = await startOrAttachTraining(temporal.client, ctx.config, runName, {
+        continueRun: values.continue === true,
+      });
+      const where = {
         run: runName,
         workflowId: trainingWorkflowId(runName),
         ui: workflowUiUrl(temporal, trainingWorkflowId(runName)),
-      });
+      };
+      if (start.outcome === 'continued') ctx.log.info(`run continues from step ${start.fromStep}`, where);
+      else if (start.outcome === 'finished') ctx.log.info('run already finished; nothing started', where);
+      else ctx.log.info(start.outcome === 'attached' ? 'attached to existing run' : 'run started', where);
+      if (start.outcome === 'finished' && start.note) ctx.log.warn(start.note, { run: runName });
       if (values.detach) {
         process.stdout.write(`${runName}\n`);
         return 0;
       }
-      const result = await follow(ctx, temporal.client, runName);
+      const result = start.outcome === 'finished' ? start.result : await follow(ctx, temporal.client, runName);
       process.stdout.write(
         `Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(runMetricsKey(runName))}\n`,
       );

@@ -76,6 +76,18 @@ export function initialTrainingState(baseVersion: string): TrainingState {
   };
 }
 
+/**
+ * The state a run continues from after its workflow ended (failed, terminated, or finished with
+ * fewer steps than now asked for): the step after the last one the trainer applied, sampling from
+ * that step's version. Steps the trainer applied are never rolled out again.
+ */
+export function continuedTrainingState(runName: string, baseVersion: string, appliedSteps: number): TrainingState {
+  return {
+    ...initialTrainingState(appliedSteps > 0 ? `${runName}@${appliedSteps}` : baseVersion),
+    step: appliedSteps + 1,
+  };
+}
+
 /** The run ends before its next step: stopped by the operator, or every step applied. */
 export function runIsOver(state: TrainingState, steps: number): boolean {
   return state.stopRequested || state.step > steps;
