@@ -2,8 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { findTemporalCli } from '../../src/temporal/cliBinary.js';
-import { DEV_SERVER_QUEUE_TUNING, freePort, temporalReachable } from '../../src/temporal/devServer.js';
-import { devServerSearchAttributeArgs } from '../../src/temporal/searchAttributes.js';
+import { freePort, startDevArgs, temporalReachable } from '../../src/temporal/devServer.js';
 
 export interface BenchDevServerOptions {
   /** Directory for the SQLite file; ignored when `inMemory`. */
@@ -45,19 +44,7 @@ export class BenchDevServer {
 
   static async start(options: BenchDevServerOptions): Promise<BenchDevServer> {
     const port = await freePort();
-    const args = [
-      'server',
-      'start-dev',
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '--headless',
-      '--log-level',
-      'error',
-      ...devServerSearchAttributeArgs(),
-      ...DEV_SERVER_QUEUE_TUNING,
-    ];
+    const args = [...startDevArgs({ port, logLevel: 'error' }), '--headless'];
     if (!options.inMemory) {
       mkdirSync(options.home, { recursive: true });
       args.push('--db-filename', join(options.home, 'temporal.db'));

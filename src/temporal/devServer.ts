@@ -89,6 +89,25 @@ export function startupOutput(output: string, head = 3000, tail = 1000): string 
   return `${output.slice(0, head)}\n[... ${output.length - head - tail} characters left out ...]\n${output.slice(-tail)}`;
 }
 
+/**
+ * The `temporal server start-dev` arguments every dev server of Attune's shares: loopback only,
+ * its port and log level, single-partition queues and Attune's search attributes.
+ */
+export function startDevArgs(options: { port: number; logLevel: string }): string[] {
+  return [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--log-level',
+    options.logLevel,
+    ...DEV_SERVER_QUEUE_TUNING,
+    ...devServerSearchAttributeArgs(),
+  ];
+}
+
 export class DevServer {
   readonly address: string;
   readonly uiUrl: string | null;
@@ -125,21 +144,12 @@ export class DevServer {
     if (this.child) throw new Error('dev server already running');
     mkdirSync(this.options.home, { recursive: true });
     const args = [
-      'server',
-      'start-dev',
-      '--ip',
-      '127.0.0.1',
-      '--port',
-      String(this.options.port),
+      ...startDevArgs({ port: this.options.port, logLevel: this.options.logLevel }),
       '--db-filename',
       this.dbFile,
       '--namespace',
       this.options.namespace,
-      '--log-level',
-      this.options.logLevel,
       ...DEV_SERVER_SQLITE_TUNING,
-      ...DEV_SERVER_QUEUE_TUNING,
-      ...devServerSearchAttributeArgs(),
       ...(this.options.headless ? ['--headless'] : ['--ui-port', String(this.options.uiPort), '--ui-ip', '127.0.0.1']),
     ];
     this.output = '';
