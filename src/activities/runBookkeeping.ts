@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
-import type { StepMetricsRecord } from '../core/runMetrics.js';
+import { parseStepRecords, withStepRecord, type StepMetricsRecord } from '../core/runMetrics.js';
 import { loadScenarioLibrary } from '../scenarios/library.js';
 
 export interface PublishInput {
@@ -65,13 +65,17 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
       return input.version;
     },
 
-    /** Appends the step's line once: a retried activity finds it there and writes nothing. */
+    /**
+     * Records the step's line once: a retried activity finds it there and writes nothing. The file
+     * is replaced atomically, never appended to, so a crash cannot leave half a line; a torn line
+     * left by an older writer is dropped on the next record.
+     */
     async recordStepMetrics(record: StepMetricsRecord): Promise<void> {
       const key = runMetricsKey(record.run);
-      const text = await store.getText(key);
-      const lines = (text ?? '').split('\n').filter(Boolean);
-      if (lines.some((line) => (JSON.parse(line) as StepMetricsRecord).step === record.step)) return;
-      await store.appendLine(key, JSON.stringify(record));
+      const text = (await store.getText(key)) ?? '';
+      const recorded = parseStepRecords(text, key);
+      if (recorded.notes.length === 0 && recorded.steps.some((r) => r.step === record.step)) return;
+      await store.putText(key, withStepRecord(text, record));
     },
   };
 }

@@ -1,4 +1,6 @@
-import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { appendFile, mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { isValidArtifactKey } from './keys.js';
 
@@ -6,6 +8,8 @@ import { isValidArtifactKey } from './keys.js';
 export interface ArtifactStore {
   /** Writes atomically; writing the same key again replaces it (activities may run twice). */
   putJson(key: string, value: unknown): Promise<string>;
+  /** Writes text atomically, like putJson. */
+  putText(key: string, text: string): Promise<string>;
   getJson<T = unknown>(key: string): Promise<T>;
   /** The text of an artifact (JSONL files), or null when it does not exist. */
   getText(key: string): Promise<string | null>;
@@ -39,11 +43,39 @@ export class FileArtifactStore implements ArtifactStore {
   }
 
   async putJson(key: string, value: unknown): Promise<string> {
+    return this.putText(key, `${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  /**
+   * Write to a temp file named for this host, process and write (hosts may share the directory),
+   * flush it to disk, rename it over the key, then flush the directory, so that after a crash the
+   * key holds either the old or the new content, whole.
+   */
+  async putText(key: string, text: string): Promise<string> {
     const path = this.pathOf(key);
-    await mkdir(dirname(path), { recursive: true });
-    const temp = `${path}.${process.pid}.${Date.now()}.tmp`;
-    await writeFile(temp, `${JSON.stringify(value, null, 2)}\n`, 'utf8');
-    await rename(temp, path);
+    const dir = dirname(path);
+    await mkdir(dir, { recursive: true });
+    const temp = `${path}.${hostname()}.${process.pid}.${randomUUID()}.tmp`;
+    try {
+      const file = await open(temp, 'w');
+      try {
+        await file.writeFile(text, 'utf8');
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await rename(temp, path);
+    } catch (error) {
+      // A full disk must not leave half-written temp files behind to fill it further.
+      await rm(temp, { force: true });
+      throw error;
+    }
+    const directory = await open(dir, 'r');
+    try {
+      await directory.sync();
+    } finally {
+      await directory.close();
+    }
     return key;
   }
 
@@ -71,7 +103,6 @@ export class FileArtifactStore implements ArtifactStore {
   async appendLine(key: string, line: string): Promise<void> {
     const path = this.pathOf(key);
     await mkdir(dirname(path), { recursive: true });
-    const { appendFile } = await import('node:fs/promises');
     await appendFile(path, line.endsWith('\n') ? line : `${line}\n`, 'utf8');
   }
 

@@ -32,3 +32,43 @@ export interface StepMetricsRecord {
   /** Present on steps that ran an evaluation. */
   eval?: { evalId: string; score: number; success: number; failure: number; count: number };
 }
+
+/**
+ * Parses a run's metrics log: blank lines skipped, a bad line noted (a crash while writing could
+ * leave half a line), the last record of each step wins; `source` names the file in the notes.
+ */
+export function parseStepRecords(text: string, source: string): { steps: StepMetricsRecord[]; notes: string[] } {
+  const notes: string[] = [];
+  const bySteps = new Map<number, StepMetricsRecord>();
+  text.split('\n').forEach((line, i) => {
+    if (line.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      notes.push(`${source} line ${i + 1}: not valid JSON (skipped)`);
+      return;
+    }
+    const record = value as StepMetricsRecord | null;
+    if (
+      typeof record !== 'object' ||
+      record === null ||
+      typeof record.step !== 'number' ||
+      typeof record.reward !== 'object'
+    ) {
+      notes.push(`${source} line ${i + 1}: not a step record`);
+      return;
+    }
+    bySteps.set(record.step, record);
+  });
+  return { steps: [...bySteps.values()].sort((a, b) => a.step - b.step), notes };
+}
+
+/** The metrics log with `record` in it, one line per step: idempotent by step, bad lines dropped. */
+export function withStepRecord(text: string, record: StepMetricsRecord): string {
+  const steps = parseStepRecords(text, 'metrics').steps.filter((r) => r.step !== record.step);
+  return [...steps, record]
+    .sort((a, b) => a.step - b.step)
+    .map((r) => `${JSON.stringify(r)}\n`)
+    .join('');
+}

@@ -1,7 +1,7 @@
 import { EVALUATIONS_PREFIX, evaluationKey, isEvaluationKey, runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
-import type { StepMetricsRecord } from '../core/runMetrics.js';
+import { parseStepRecords, type StepMetricsRecord } from '../core/runMetrics.js';
 import type { Transcript } from '../core/transcript.js';
 
 export interface LoadedEvaluation {
@@ -71,29 +71,9 @@ export async function loadEvaluation(store: ArtifactStore, evalId: string): Prom
   return { report, transcripts, notes: notes.sort() };
 }
 
-/** Parses metrics.jsonl: blank lines skipped, a bad line noted (a crash can leave half a line), last record per step wins. */
+/** Parses a run's metrics.jsonl; the notes name the artifact key. */
 export function parseRunMetrics(text: string, run: string): { steps: StepMetricsRecord[]; notes: string[] } {
-  const notes: string[] = [];
-  const bySteps = new Map<number, StepMetricsRecord>();
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    try {
-      const value = JSON.parse(line) as StepMetricsRecord;
-      if (
-        typeof value !== 'object' ||
-        value === null ||
-        typeof value.step !== 'number' ||
-        typeof value.reward !== 'object'
-      ) {
-        notes.push(`${runMetricsKey(run)} line ${i + 1}: not a step record`);
-        return;
-      }
-      bySteps.set(value.step, value);
-    } catch {
-      notes.push(`${runMetricsKey(run)} line ${i + 1}: not valid JSON (skipped)`);
-    }
-  });
-  return { steps: [...bySteps.values()].sort((a, b) => a.step - b.step), notes };
+  return parseStepRecords(text, runMetricsKey(run));
 }
 
 /** Every stored evaluation whose runName is `run`. */

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createRunBookkeepingActivities } from '../../src/activities/runBookkeeping.js';
+import { runMetricsKey } from '../../src/artifacts/keys.js';
+import { FileArtifactStore } from '../../src/artifacts/store.js';
+import { RUN, stepRecord } from '../report/fixtures.js';
+
+describe('file artifact store', () => {
+  it('concurrent writes of one key each land whole, with no temp file left behind', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'attune-store-'));
+    const store = new FileArtifactStore(root);
+    const values = Array.from({ length: 40 }, (_, i) => ({ writer: i, body: 'x'.repeat(2000 + i) }));
+    // Same process, same millisecond: temp names built from pid and time alone collide here.
+    await Promise.all(values.map((v) => store.putJson('rollouts/r/one.json', v)));
+    const stored = await store.getJson<{ writer: number; body: string }>('rollouts/r/one.json');
+    assert.equal(stored.body.length, 2000 + stored.writer);
+    assert.deepEqual(readdirSync(join(root, 'rollouts', 'r')), ['one.json']);
+  });
+});
+
+describe('run metrics records', () => {
+  function storeWithMetrics(text: string) {
+    const root = mkdtempSync(join(tmpdir(), 'attune-metrics-'));
+    const store = new FileArtifactStore(root);
+    const path = store.locate(runMetricsKey(RUN));
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+    return { store, path, activities: createRunBookkeepingActivities(store) };
+  }
+
+  it('a torn last line (a crash mid-write) does not block the next step, and is dropped', async () => {
+    const torn = `${JSON.stringify(stepRecord(1))}\n{"kind":"attune.step","run":"${RUN}","st`;
+    const { path, activities } = storeWithMetrics(torn);
+    await activities.recordStepMetrics(stepRecord(2));
+    const lines = readFileSync(path, 'utf8').split('\n');
+    assert.equal(lines.pop(), '', 'the file ends with a newline');
+    assert.deepEqual(
+      lines.map((line) => (JSON.parse(line) as { step: number }).step),
+      [1, 2],
+    );
+  });
+
+  it('is idempotent by step: a retried record writes nothing new', async () => {
+    const { path, activities } = storeWithMetrics('');
+    await activities.recordStepMetrics(stepRecord(1));
+    await activities.recordStepMetrics(stepRecord(2));
+    const before = readFileSync(path, 'utf8');
+    await activities.recordStepMetrics({ ...stepRecord(2), time: '2030-01-01T00:00:00.000Z' });
+    assert.equal(readFileSync(path, 'utf8'), before);
+  });
+});
