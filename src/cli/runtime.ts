@@ -1,11 +1,6 @@
 import type { Worker } from '@temporalio/worker';
-import {
-  connectTemporal,
-  connectWorkerSide,
-  optimizerWorkerPolling,
-  rolloutWorkersPolling,
-  type TemporalHandle,
-} from '../temporal/connect.js';
+import { connectTemporal, connectWorkerSide, type TemporalHandle } from '../temporal/connect.js';
+import { optimizerWorkerPolling, rolloutWorkersPolling } from '../temporal/pollers.js';
 import { installTemporalLogging } from '../temporal/runtimeLogging.js';
 import { createLlmIoWorkers } from '../workers/llmIoWorkers.js';
 import { runWorkers, shutdownWorkers } from '../workers/runWorkers.js';
@@ -22,7 +17,7 @@ import { ensureLocalTrainer } from './localTrainer.js';
  */
 export async function withRuntime<T>(
   ctx: CommandContext,
-  fn: (temporal: TemporalHandle) => Promise<T>,
+  fn: (temporal: TemporalHandle, runtime: { ownWorkers: boolean }) => Promise<T>,
   options: { optimizer?: boolean } = {},
 ): Promise<T> {
   const { config, log } = ctx;
@@ -64,7 +59,7 @@ export async function withRuntime<T>(
       );
     }
     if (workers.length > 0) running = runWorkers(workers);
-    return await fn(temporal);
+    return await fn(temporal, { ownWorkers: workers.length > 0 });
   } finally {
     unregister();
     await cleanup();

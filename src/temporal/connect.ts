@@ -2,7 +2,6 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { join, resolve } from 'node:path';
 import type { AttuneConfig } from '../config/schema.js';
-import { taskQueuesFor } from '../config/taskQueues.js';
 import type { Logger } from '../log.js';
 import { DevServer, temporalReachable } from './devServer.js';
 
@@ -73,42 +72,4 @@ export async function connectTemporal(
 
 export async function connectWorkerSide(handle: TemporalHandle): Promise<NativeConnection> {
   return NativeConnection.connect({ address: handle.address });
-}
-
-/**
- * The server lists a worker's pollers for minutes after it exits; a live worker re-polls at least
- * once a minute (long polls), so only pollers seen within this window count.
- */
-const LIVE_POLLER_WINDOW_MS = 70_000;
-
-async function livePollers(handle: TemporalHandle, name: string, taskQueueType: 1 | 2): Promise<number> {
-  const response = await handle.client.workflowService.describeTaskQueue({
-    namespace: handle.namespace,
-    taskQueue: { name, kind: 1 },
-    taskQueueType,
-  });
-  const now = Date.now();
-  return (response.pollers ?? []).filter((p) => {
-    const seconds = Number(p.lastAccessTime?.seconds ?? 0);
-    return seconds === 0 || now - seconds * 1000 < LIVE_POLLER_WINDOW_MS;
-  }).length;
-}
-
-/** Whether some worker polls the rollout queue, i.e. `attune dev` or `attune worker` is running. */
-export async function rolloutWorkersPolling(handle: TemporalHandle, config: AttuneConfig): Promise<boolean> {
-  const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
-  const pollers = (name: string, taskQueueType: 1 | 2) => livePollers(handle, name, taskQueueType);
-  // Workflow queue (type 1) and the LLM activity queues (type 2) the rollouts will use need a poller.
-  const activityQueues = [
-    queues.policy,
-    queues.simulator,
-    ...(config.rollout.activityPer === 'turn' ? [queues.turns] : []),
-  ];
-  const counts = await Promise.all([pollers(queues.rollouts, 1), ...activityQueues.map((name) => pollers(name, 2))]);
-  return counts.every((n) => n > 0);
-}
-
-/** Whether an optimizer worker polls (`attune worker --role optimizer` on a GPU host). */
-export async function optimizerWorkerPolling(handle: TemporalHandle, config: AttuneConfig): Promise<boolean> {
-  return (await livePollers(handle, taskQueuesFor(config.temporal.taskQueuePrefix).optimizer, 2)) > 0;
 }

@@ -8,6 +8,8 @@ import { REPO_ROOT } from '../../src/paths.js';
 import { freePort } from '../../src/temporal/devServer.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
+import { TINY_TRAINING } from '../support/trainingRig.js';
+import { attune } from './attuneProcess.js';
 
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -23,9 +25,9 @@ function listening(port: number): Promise<boolean> {
 describe('attune dev', function () {
   this.timeout(180_000);
 
-  it('starts the dev server with its UI and workers; other commands use them; Ctrl-C stops everything', async () => {
+  it('starts the dev server with its UI, the trainer and every worker role; other commands use them; Ctrl-C stops everything', async () => {
     const fake = await FakeOpenAIServer.start({ analysis: () => ({ emotionChange: 1 }) });
-    const [port, uiPort] = [await freePort(), await freePort()];
+    const [port, uiPort, trainerPort] = [await freePort(), await freePort(), await freePort()];
     const home = mkdtempSync(join(tmpdir(), 'attune-dev-test-'));
     const set = [
       '--set',
@@ -36,6 +38,8 @@ describe('attune dev', function () {
       `policy.baseURL=${fake.url}`,
       '--set',
       `simulator.baseURL=${fake.url}`,
+      '--set',
+      `trainer.url=http://127.0.0.1:${trainerPort}`,
     ];
     const env = { ...process.env, ATTUNE_HOME: home };
     const dev = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'attune.js'), 'dev', ...set], {
@@ -91,8 +95,25 @@ describe('attune dev', function () {
       assert.ok(!rerr.includes('starting them in this process'), 'the rollout ran on the workers of attune dev');
       assert.ok(!rerr.includes('starting embedded Temporal dev server'), 'the rollout used the running dev server');
 
+      // A training run started with --detach is served by attune dev alone: its trainer and optimizer worker.
+      const training = TINY_TRAINING('grpo', 1).flatMap((s) => ['--set', s]);
+      const train = await attune(['train', '--name', 'dev-run', '--detach', ...training, ...set], env);
+      assert.equal(train.code, 0, train.stderr);
+      assert.ok(!train.stderr.includes('no worker outside this command'), train.stderr);
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const status = await attune(['status', 'dev-run', '--json', ...set], env);
+        assert.equal(status.code, 0, status.stderr);
+        const view = JSON.parse(status.stdout) as { phase: string; waitingOn: unknown[] };
+        assert.deepEqual(view.waitingOn, [], 'every queue the run needs has a worker');
+        if (view.phase === 'done') break;
+        if (Date.now() > deadline) throw new Error(`the run never finished: ${status.stdout}`);
+      }
+      assert.equal(await listening(trainerPort), true, 'attune dev runs the trainer');
+
       dev.kill('SIGINT');
       assert.equal(await exited, 0);
+      assert.equal(await listening(trainerPort), false);
       assert.equal(await listening(port), false);
       assert.equal(await listening(uiPort), false);
     } finally {

@@ -3,16 +3,20 @@ import { temporalReachable } from '../../temporal/devServer.js';
 import { connectTemporal, connectWorkerSide, devServerAddress } from '../../temporal/connect.js';
 import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
 import { createLlmIoWorkers } from '../../workers/llmIoWorkers.js';
+import { createOptimizerWorker } from '../../workers/optimizerWorker.js';
 import { runWorkers, shutdownWorkers } from '../../workers/runWorkers.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand } from '../args.js';
 import { commandContext, untilSignal } from '../context.js';
 import { ensureLocalModels } from '../localModels.js';
+import { ensureLocalTrainer } from '../localTrainer.js';
 
 export const DEV_HELP = `attune dev [options]
 
 Starts the embedded Temporal dev server (state in $ATTUNE_HOME/temporal/temporal.db, so it
 survives a restart; web UI on port 8233), the local model server when an endpoint points at
-it, and the workers. Runs until Ctrl-C, then stops everything it started.
+it, the local trainer when trainer.url points at this machine and nothing answers there, and
+every worker role: rollouts and LLM calls, and the optimizer. Runs until Ctrl-C, then stops
+everything it started.
 
 ${CONFIG_HELP}`;
 
@@ -35,9 +39,14 @@ export async function devCommand(argv: string[]): Promise<number> {
   }
   installTemporalLogging();
   const models = await ensureLocalModels(config, log);
+  const trainer = await ensureLocalTrainer(config, log).catch(async (error: unknown) => {
+    await models.close();
+    throw error;
+  });
   const temporal = await connectTemporal(config, log, { startIfMissing: true });
   const connection = await connectWorkerSide(temporal);
-  const workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config, store: ctx.store });
+  const common = { connection, namespace: temporal.namespace, config, store: ctx.store };
+  const workers = [...(await createLlmIoWorkers(common)), await createOptimizerWorker(common)];
   const running = runWorkers(workers);
   const ui = temporal.uiUrl ?? '(no UI: external server)';
   process.stdout.write(
@@ -47,6 +56,7 @@ export async function devCommand(argv: string[]): Promise<number> {
       `  Web UI:    ${ui}`,
       `  Policy:    ${config.policy.baseURL} (${config.policy.model})`,
       `  Simulator: ${config.simulator.baseURL} (${config.simulator.model})`,
+      `  Trainer:   ${config.trainer.url}${trainer.url ? ' (started here, CPU)' : ''}`,
       `  Artifacts: ${ctx.store.root}`,
       temporal.embedded ? `  State:     ${resolve(join(config.home, 'temporal', 'temporal.db'))}` : '',
       'Press Ctrl-C to stop.',
@@ -61,6 +71,7 @@ export async function devCommand(argv: string[]): Promise<number> {
   await running.catch((error: unknown) => log.error('worker failed', { error: String(error) }));
   await connection.close();
   await temporal.close();
+  await trainer.close();
   await models.close();
   return 0;
 }

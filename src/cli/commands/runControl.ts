@@ -1,13 +1,14 @@
 import { changeLiveSettings, controlTraining, trainingStatus } from '../../client/trainingControl.js';
 import { connectTemporal } from '../../temporal/connect.js';
+import { unpolledTrainingQueues } from '../../temporal/pollers.js';
 import { parseSetOption } from '../../config/load.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
-import { renderStatus } from '../render/status.js';
+import { renderStatus, renderWaitingOn } from '../render/status.js';
 
 const HELP: Record<string, string> = {
   status:
-    'attune status NAME [--json]\n\nStep, phase, rollouts done/failed in the step, last metrics and ETA of a training run.',
+    'attune status NAME [--json]\n\nStep, phase, rollouts done/failed in the step, last metrics and ETA of a training run, and\nevery task queue it needs that no worker polls (`waitingOn`).',
   pause: 'attune pause NAME\n\nIn-flight rollouts finish; no new one starts until `attune resume NAME`.',
   resume:
     'attune resume NAME\n\nResumes a paused run; a run waiting for an operator after too many failed rollouts retries them.',
@@ -29,8 +30,21 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
     try {
       const client = temporal.client;
       if (verb === 'status') {
+        const waitingOn = await unpolledTrainingQueues(temporal, ctx.config);
+        if (waitingOn.some((q) => q.serves.includes('workflows'))) {
+          // No workflow worker: the run can neither move nor answer the status query.
+          const error = `no worker polls ${waitingOn.map((q) => q.queue).join(', ')}: run ${name} cannot make progress or report its status`;
+          process.stdout.write(
+            values.json
+              ? `${JSON.stringify({ runName: name, phase: null, waitingOn, error })}\n`
+              : `${renderWaitingOn(error, waitingOn)}\n`,
+          );
+          return 1;
+        }
         const status = await trainingStatus(client, name);
-        process.stdout.write(values.json ? `${JSON.stringify(status)}\n` : `${renderStatus(status)}\n`);
+        const ended = status.phase === 'done' || status.phase === 'stopped';
+        const view = { ...status, waitingOn: ended ? [] : waitingOn };
+        process.stdout.write(values.json ? `${JSON.stringify(view)}\n` : `${renderStatus(view)}\n`);
         return 0;
       }
       if (verb === 'set') {

@@ -55,7 +55,7 @@ export async function trainCommand(argv: string[]): Promise<number> {
   if (!isValidName(runName)) throw new UsageError(`--name "${runName}": ${NAME_RULE}`);
   return withRuntime(
     ctx,
-    async (temporal) => {
+    async (temporal, runtime) => {
       const start = await startOrAttachTraining(temporal.client, ctx.config, runName, {
         continueRun: values.continue === true,
       });
@@ -69,6 +69,12 @@ export async function trainCommand(argv: string[]): Promise<number> {
       else ctx.log.info(start.outcome === 'attached' ? 'attached to existing run' : 'run started', where);
       if (start.outcome === 'finished' && start.note) ctx.log.warn(start.note, { run: runName });
       if (values.detach) {
+        // Workers this command started stop with it: the run would wait with nobody to serve it.
+        if (runtime.ownWorkers && start.outcome !== 'finished')
+          ctx.log.warn(
+            'no worker outside this command serves the run: it waits until `attune dev` or `attune worker --role all` runs (`attune status` names the queues)',
+            { run: runName },
+          );
         process.stdout.write(`${runName}\n`);
         return 0;
       }

@@ -1,3 +1,4 @@
+import type { UnpolledQueue } from '../../temporal/pollers.js';
 import type { TrainingStatus } from '../../workflows/training.js';
 
 function duration(ms: number | null): string {
@@ -11,8 +12,21 @@ function duration(ms: number | null): string {
 const fmt = (n: number | undefined, digits = 3) =>
   n === undefined || Number.isNaN(n) ? '-' : Number(n.toFixed(digits)).toString();
 
+function waitingOnLines(waitingOn: UnpolledQueue[]): [string, string][] {
+  return waitingOn.map((q) => ['no worker polls', `${q.queue} (${q.serves}): start ${q.start}`]);
+}
+
+function table(rows: [string, string][]): string {
+  return table(rows);
+}
+
+/** When no workflow worker runs, the run cannot answer: say so and what to start. */
+export function renderWaitingOn(error: string, waitingOn: UnpolledQueue[]): string {
+  return table([['needs attention', error], ...waitingOnLines(waitingOn)]);
+}
+
 /** `attune status` as a readable two-column table. */
-export function renderStatus(s: TrainingStatus): string {
+export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }): string {
   const m = s.lastMetrics;
   const rows: [string, string][] = [
     ['run', `${s.runName} (${s.algorithm})`],
@@ -32,6 +46,7 @@ export function renderStatus(s: TrainingStatus): string {
     ['ETA', duration(s.etaMs)],
   ];
   if (s.blockedReason) rows.push(['needs attention', s.blockedReason]);
+  rows.push(...waitingOnLines(s.waitingOn ?? []));
   if (m) {
     rows.push([
       'last step',
