@@ -1,20 +1,20 @@
 import type { Worker } from '@temporalio/worker';
 import { runWorkers, shutdownWorkers } from '../../src/workers/runWorkers.js';
 
-/** The workers a test rig runs in-process: started together, and stopped by awaiting their shutdown. */
+/** The workers a test rig runs in-process, started in one or more batches, stopped together. */
 export class RunningWorkers {
   private workers: Worker[] = [];
-  private running: Promise<void> | null = null;
+  private running: Promise<void>[] = [];
 
   start(workers: Worker[]): void {
-    this.workers = workers;
-    this.running = runWorkers(workers);
+    this.workers.push(...workers);
+    this.running.push(runWorkers(workers));
   }
 
   async stop(): Promise<void> {
     shutdownWorkers(this.workers);
-    await this.running;
-    this.running = null;
+    await Promise.all(this.running);
+    this.running = [];
     this.workers = [];
   }
 }

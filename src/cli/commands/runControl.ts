@@ -1,6 +1,7 @@
 import { changeLiveSettings, controlTraining, trainingStatus } from '../../client/trainingControl.js';
 import { connectTemporal } from '../../temporal/connect.js';
 import { unpolledTrainingQueues } from '../../temporal/pollers.js';
+import { trainingHandle } from '../../client/trainingRuns.js';
 import { parseSetOption } from '../../config/load.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
@@ -30,6 +31,8 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
     try {
       const client = temporal.client;
       if (verb === 'status') {
+        // An unknown run fails here, naming its workflow id, before any queue is looked at.
+        await trainingHandle(client, name).describe();
         const waitingOn = await unpolledTrainingQueues(temporal, ctx.config);
         if (waitingOn.some((q) => q.serves.includes('workflows'))) {
           // No workflow worker: the run can neither move nor answer the status query.

@@ -17,7 +17,8 @@ function waitingOnLines(waitingOn: UnpolledQueue[]): [string, string][] {
 }
 
 function table(rows: [string, string][]): string {
-  return table(rows);
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
 }
 
 /** When no workflow worker runs, the run cannot answer: say so and what to start. */
@@ -69,6 +70,5 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
         .map(([k, v]) => `${k}=${v}`)
         .join(', '),
     ]);
-  const width = Math.max(...rows.map(([k]) => k.length));
-  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+  return table(rows);
 }
