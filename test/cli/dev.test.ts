@@ -65,10 +65,8 @@ describe('attune dev', function () {
       assert.match(out, new RegExp(`Web UI: +http://127\\.0\\.0\\.1:${uiPort}`));
       assert.equal(await listening(uiPort), true, 'the UI serves');
 
-      const rollout = spawn(
-        process.execPath,
+      const rollout = await attune(
         [
-          join(REPO_ROOT, 'bin', 'attune.js'),
           'rollout',
           '--scenario',
           'test-venting-negative-baker',
@@ -79,19 +77,11 @@ describe('attune dev', function () {
           '--json',
           ...set,
         ],
-        { cwd: REPO_ROOT, env: { ...env, ATTUNE_LOG_LEVEL: 'info' } },
+        { ...env, ATTUNE_LOG_LEVEL: 'info' },
       );
-      let rout = '';
-      let rerr = '';
-      rollout.stdout.on('data', (c: Buffer) => {
-        rout += c.toString();
-      });
-      rollout.stderr.on('data', (c: Buffer) => {
-        rerr += c.toString();
-      });
-      const code = await new Promise<number | null>((resolve) => rollout.once('exit', resolve));
-      assert.equal(code, 0, rerr);
-      assert.equal((JSON.parse(rout) as { turns: number }).turns, 2);
+      const rerr = rollout.stderr;
+      assert.equal(rollout.code, 0, rerr);
+      assert.equal((JSON.parse(rollout.stdout) as { turns: number }).turns, 2);
       assert.ok(!rerr.includes('starting them in this process'), 'the rollout ran on the workers of attune dev');
       assert.ok(!rerr.includes('starting embedded Temporal dev server'), 'the rollout used the running dev server');
 
