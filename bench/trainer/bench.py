@@ -50,7 +50,10 @@ def one(cfg: dict) -> dict:
     from attune_trainer.engine import Engine
 
     state = Path(cfg.get("state_dir") or tempfile.mkdtemp(prefix="attune-bench-"))
-    eng = Engine(state, device=cfg["device"], dtype=cfg["dtype"])
+    # a local model is loaded only from the trainer's models directory: its parent here
+    local = cfg["model"] not in ("tiny-random", "smollm2-135m")
+    models_dir = Path(cfg["model"]).resolve().parent if local else None
+    eng = Engine(state, device=cfg["device"], dtype=cfg["dtype"], models_dir=models_dir)
     if eng.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     t0 = time.time()

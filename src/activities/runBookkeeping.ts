@@ -8,6 +8,7 @@ export interface PublishInput {
   mode: 'trainer' | 'vllm';
   /** OpenAI base URL (…/v1) that serves the versions. */
   policyBaseURL: string;
+  /** Variable holding the key of that server: the trainer's token (trainer.tokenEnv) when the trainer serves. */
   apiKeyEnv: string;
   version: string;
   /** Adapter directory returned by the trainer (vLLM mode). */
@@ -58,6 +59,12 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
         }
       }
       const models = await fetch(`${base}/models`, { headers, signal: AbortSignal.timeout(60_000) });
+      // A refused key never starts working by itself: fail now, naming the variable, instead of waiting.
+      if (models.status === 401 || models.status === 403)
+        throw ApplicationFailure.nonRetryable(
+          `${base}/models refused the key in $${input.apiKeyEnv} (HTTP ${models.status}) while publishing ${input.version}`,
+          'PublishRejected',
+        );
       const list = (await models.json().catch(() => null)) as { data?: { id?: string }[] } | null;
       if (!models.ok || !list?.data?.some((m) => m.id === input.version)) {
         throw ApplicationFailure.retryable(`${base}/models does not list ${input.version} yet`, 'PublishPending');

@@ -10,6 +10,7 @@ export interface LocalTrainer {
   close(): Promise<void>;
 }
 
+/** Liveness: the trainer answers /health without a token. */
 async function healthy(url: string): Promise<boolean> {
   try {
     return (await fetch(`${url.replace(/\/$/, '')}/health`, { signal: AbortSignal.timeout(1500) })).ok;
@@ -18,13 +19,37 @@ async function healthy(url: string): Promise<boolean> {
   }
 }
 
+/** A running trainer that refuses our token would fail every step later: say so now, naming the variable. */
+async function checkToken(config: AttuneConfig): Promise<void> {
+  const token = process.env[config.trainer.tokenEnv];
+  const response = await fetch(`${config.trainer.url.replace(/\/$/, '')}/v1/status`, {
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+    signal: AbortSignal.timeout(10_000),
+  });
+  if (response.status === 401 || response.status === 403)
+    throw new Error(
+      `trainer ${config.trainer.url} refuses ${token ? 'the token in' : 'requests without a token: set'} ` +
+        `$${config.trainer.tokenEnv} (trainer.tokenEnv); it must equal the trainer's TRAINER_TOKEN`,
+    );
+}
+
+/** The local trainer's environment: its TRAINER_TOKEN is the orchestrator's trainer.tokenEnv, or none. */
+function trainerEnv(config: AttuneConfig): NodeJS.ProcessEnv {
+  const { TRAINER_TOKEN: _inherited, ...env } = process.env;
+  const token = process.env[config.trainer.tokenEnv];
+  return token ? { ...env, TRAINER_TOKEN: token } : env;
+}
+
 /**
  * The embedded default: when trainer.url points at this machine and nothing answers, start the
  * trainer service (CPU) from the project's virtualenv for the length of the command.
  */
 export async function ensureLocalTrainer(config: AttuneConfig, log: Logger): Promise<LocalTrainer> {
   const url = new URL(config.trainer.url);
-  if (await healthy(config.trainer.url)) return { url: null, close: async () => {} };
+  if (await healthy(config.trainer.url)) {
+    await checkToken(config);
+    return { url: null, close: async () => {} };
+  }
   if (!['127.0.0.1', 'localhost'].includes(url.hostname)) {
     throw new Error(`trainer ${config.trainer.url} (trainer.url) does not answer /health`);
   }
@@ -44,7 +69,7 @@ export async function ensureLocalTrainer(config: AttuneConfig, log: Logger): Pro
     stateDir,
   ];
   log.info('starting the local trainer service', { url: config.trainer.url, stateDir });
-  const child: ChildProcess = spawn(python, args, { stdio: ['ignore', 'ignore', 'pipe'], env: process.env });
+  const child: ChildProcess = spawn(python, args, { stdio: ['ignore', 'ignore', 'pipe'], env: trainerEnv(config) });
   let tail = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     tail = (tail + chunk.toString()).slice(-4000);

@@ -5,6 +5,16 @@ import { taskQueuesFor } from './taskQueues.js';
 
 const LOCAL_ANALYSIS_MAX_CHARS = 120;
 
+/**
+ * The variable holding the policy endpoint's key. A policy served by the trainer itself
+ * (`training.publish: trainer`, evaluations of `run@step`) is reached with the trainer's token,
+ * not the policy server's key.
+ */
+export function policyApiKeyEnv(config: AttuneConfig): string {
+  const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
+  return config.policy.baseURL.replace(/\/$/, '') === trainerV1 ? config.trainer.tokenEnv : config.policy.apiKeyEnv;
+}
+
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
 export function rolloutSettingsFromConfig(
   config: AttuneConfig,
@@ -32,7 +42,7 @@ export function rolloutSettingsFromConfig(
     policy: {
       baseURL: policy.baseURL,
       model: overrides.policyModel ?? policy.model,
-      apiKeyEnv: policy.apiKeyEnv,
+      apiKeyEnv: policyApiKeyEnv(config),
       timeoutMs: policy.timeoutMs,
       temperature: policy.temperature,
       ...(policy.topP !== undefined ? { topP: policy.topP } : {}),

@@ -16,6 +16,7 @@ export class TrainerProcess {
     private readonly extraEnv: NodeJS.ProcessEnv,
   ) {}
 
+  /** `env.TRAINER_TOKEN` starts it with a token; `runState` then sends it. */
   static async start(stateDir: string, env: NodeJS.ProcessEnv = {}): Promise<TrainerProcess> {
     const trainer = new TrainerProcess(await freePort(), stateDir, env);
     await trainer.start();
@@ -98,7 +99,10 @@ export class TrainerProcess {
 
   /** Waits until the trainer has begun applying `step` (the step endpoint has been called for it). */
   async runState(runId: string): Promise<{ step: number; in_progress_step?: number | null }> {
-    const response = await fetch(`${this.url}/v1/runs/${runId}`);
+    const token = this.extraEnv.TRAINER_TOKEN;
+    const response = await fetch(`${this.url}/v1/runs/${runId}`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
     return (await response.json()) as { step: number; in_progress_step?: number | null };
   }
 }

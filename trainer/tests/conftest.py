@@ -57,7 +57,7 @@ def engine(tmp_path):
 class Service:
     """A real `python -m attune_trainer serve` subprocess on a free port."""
 
-    def __init__(self, state_dir: Path, env_extra=None):
+    def __init__(self, state_dir: Path, env_extra=None, args=()):
         env = dict(os.environ)
         env.update(env_extra or {})
         self.log_path = state_dir.parent / f"service-{int(time.time() * 1000)}.log"
@@ -76,6 +76,7 @@ class Service:
                 str(state_dir),
                 "--threads",
                 "1",
+                *args,
             ],
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -90,7 +91,7 @@ class Service:
                 if self.proc.poll() is not None:
                     raise RuntimeError("service exited: " + self.log_path.read_text()[-3000:])
                 continue
-            m = re.search(r"listening on (http://\S+)", line)
+            m = re.search(r"listening on (https?://\S+)", line)
             if m:
                 self.url = m.group(1)
                 break
@@ -121,8 +122,8 @@ class Service:
 def service_factory():
     started = []
 
-    def start(state_dir, env_extra=None):
-        s = Service(state_dir, env_extra)
+    def start(state_dir, env_extra=None, args=()):
+        s = Service(state_dir, env_extra, args)
         started.append(s)
         return s
 

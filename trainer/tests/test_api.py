@@ -185,7 +185,10 @@ def test_auth(engine):
     from attune_trainer.server import create_app
 
     with TestClient(create_app(engine, token="s3cret")) as c:
-        assert c.get("/health").status_code == 401
+        # liveness needs no token and says nothing else
+        health = c.get("/health")
+        assert health.status_code == 200 and health.json() == {"status": "ok"}
+        assert c.get("/v1/status").status_code == 401
         r = c.get("/v1/models", headers={"Authorization": "Bearer wrong"})
         assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
         assert c.get("/v1/models", headers={"Authorization": "Bearer s3cret"}).status_code == 200

@@ -34,7 +34,7 @@ def _metrics(body):
 
 def _optimizer_tensors(state_dir, step):
     path = state_dir / "runs" / RUN["run_id"] / "checkpoints" / f"step-{step:06d}" / "optimizer.pt"
-    states = torch.load(path, weights_only=False)
+    states = torch.load(path, weights_only=True)
     out = {}
     for model, sd in states.items():
         for param, fields in sd["state"].items():

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import socket
+import ssl
 import sys
 from pathlib import Path
 
@@ -24,10 +26,15 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "serve",
         help="start the HTTP service",
-        description="Start the HTTP service. "
-        "When TRAINER_TOKEN is set, every request needs 'Authorization: Bearer <token>'.",
+        description="Start the HTTP service. When TRAINER_TOKEN is set, every request but GET /health needs "
+        "'Authorization: Bearer <token>'. On an address other than loopback the service refuses to start "
+        "without TRAINER_TOKEN. See SECURITY.md.",
     )
-    s.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    s.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="bind address (default 127.0.0.1); any other than loopback needs TRAINER_TOKEN",
+    )
     s.add_argument("--port", type=int, default=8400, help="port (0 = pick a free one; default 8400)")
     s.add_argument(
         "--state-dir",
@@ -35,6 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="runs and checkpoints (default $ATTUNE_HOME/trainer, ATTUNE_HOME defaults to .attune)",
     )
+    s.add_argument(
+        "--models-dir",
+        type=Path,
+        default=None,
+        help="the only directory local base models (HF directories, .gguf files) are loaded from; "
+        "default: none, only the built-in 'tiny-random' and 'smollm2-135m'",
+    )
+    s.add_argument("--tls-cert", type=Path, default=None, help="serve HTTPS with this certificate (PEM)")
+    s.add_argument("--tls-key", type=Path, default=None, help="the private key of --tls-cert (PEM)")
     s.add_argument(
         "--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: cuda when available (default)"
     )
@@ -54,14 +70,55 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve to anything
+
+
+def refusal(args, token: str | None) -> str | None:
+    """Why `serve` must not start with these options, or None. Checked before anything heavy loads."""
+    if not token and not is_loopback(args.host):
+        return (
+            f"refusing to serve on {args.host} without a token: anyone who can reach that address could "
+            "train, read or sample every run. Set TRAINER_TOKEN (a long random secret; the orchestrator "
+            "sends it from its trainer.tokenEnv variable), add --tls-cert/--tls-key, or bind to 127.0.0.1"
+        )
+    if (args.tls_cert is None) != (args.tls_key is None):
+        return "--tls-cert and --tls-key go together: give both or neither"
+    if args.tls_cert is not None:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(args.tls_cert, args.tls_key)
+        except (OSError, ssl.SSLError) as e:
+            return f"--tls-cert {args.tls_cert} / --tls-key {args.tls_key}: cannot be used ({e})"
+    if args.models_dir is not None and not args.models_dir.is_dir():
+        return f"--models-dir {args.models_dir}: no such directory"
+    return None
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.command != "serve":
+        return 2
+    token = os.environ.get("TRAINER_TOKEN") or None
+    refused = refusal(args, token)
+    if refused:
+        print(f"attune-trainer: {refused}", file=sys.stderr, flush=True)
         return 2
     from .log import capture_warnings, log, set_level
 
     set_level(args.log_level)
     capture_warnings()
+    if not is_loopback(args.host) and not args.tls_cert:
+        log(
+            "warning",
+            "no TLS on an address other than loopback: the token and every request travel in clear text; "
+            "add --tls-cert/--tls-key or put a TLS proxy in front",
+            host=args.host,
+        )
     import torch
 
     if args.threads > 0:
@@ -73,7 +130,13 @@ def main(argv=None) -> int:
     from .state_lock import StateDirInUse
 
     try:
-        engine = Engine(state_dir, device=args.device, dtype=args.dtype, max_loaded_runs=args.max_loaded_runs)
+        engine = Engine(
+            state_dir,
+            device=args.device,
+            dtype=args.dtype,
+            max_loaded_runs=args.max_loaded_runs,
+            models_dir=args.models_dir.resolve() if args.models_dir else None,
+        )
     except StateDirInUse as e:
         log("error", "state directory in use", state_dir=str(e.state_dir), holder_pid=e.holder_pid, error=str(e))
         print(f"attune-trainer: {e}", file=sys.stderr, flush=True)
@@ -87,7 +150,7 @@ def main(argv=None) -> int:
 
     from .server import create_app
 
-    app = create_app(engine, dispatcher)
+    app = create_app(engine, dispatcher, token=token or "")
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -98,8 +161,10 @@ def main(argv=None) -> int:
         return 1
     sock.listen(128)
     port = sock.getsockname()[1]
-    url = f"http://{args.host if family == socket.AF_INET else '[' + args.host + ']'}:{port}"
-    config = uvicorn.Config(app, log_config=None, access_log=False, timeout_keep_alive=75, lifespan="off")
+    scheme = "https" if args.tls_cert else "http"
+    url = f"{scheme}://{args.host if family == socket.AF_INET else '[' + args.host + ']'}:{port}"
+    tls = {"ssl_certfile": str(args.tls_cert), "ssl_keyfile": str(args.tls_key)} if args.tls_cert else {}
+    config = uvicorn.Config(app, log_config=None, access_log=False, timeout_keep_alive=75, lifespan="off", **tls)
     server = uvicorn.Server(config)
     log(
         "info",
@@ -108,7 +173,9 @@ def main(argv=None) -> int:
         host=args.host,
         port=port,
         state_dir=str(state_dir),
-        auth=bool(os.environ.get("TRAINER_TOKEN")),
+        auth=bool(token),
+        tls=bool(args.tls_cert),
+        models_dir=str(args.models_dir) if args.models_dir else None,
         pid=os.getpid(),
     )
     print(f"attune-trainer listening on {url}", flush=True)

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .schemas import Hyperparameters, Sample
+from .errors import InvalidRequest
+from .schemas import ChatMessage, Hyperparameters, Sample
 
 
 @dataclass
@@ -19,14 +20,24 @@ class Encoded:
         return len(self.ids) - self.n_prompt
 
 
-def encode_sample(tokenizer, sample: Sample, hp: Hyperparameters, eos_id: int) -> Encoded:
+def prompt_ids(tokenizer, messages: list[ChatMessage], field: str) -> list[int]:
+    """Messages through the model's chat template with `add_generation_prompt`, as token ids."""
+    from jinja2 import TemplateError
+
+    chat = [{"role": m.role, "content": m.text()} for m in messages]
+    try:
+        text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    except (TemplateError, ValueError, TypeError) as e:  # e.g. a role the template refuses
+        raise InvalidRequest(field, f"{field}: the model's chat template refused these messages: {e}") from None
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def encode_sample(tokenizer, sample: Sample, hp: Hyperparameters, eos_id: int, field: str = "samples") -> Encoded:
     """Prompt rendered with `add_generation_prompt`, completion tokenised apart and ended by EOS.
 
     Over `max_length`, the completion is cut at its end and then the prompt at its start.
     """
-    messages = [{"role": m.role, "content": m.text()} for m in sample.prompt]
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    prompt = tokenizer(text, add_special_tokens=False)["input_ids"]
+    prompt = prompt_ids(tokenizer, sample.prompt, field)
     completion = tokenizer(sample.completion, add_special_tokens=False)["input_ids"] if sample.completion else []
     if hp.append_eos:
         completion = completion + [eos_id]

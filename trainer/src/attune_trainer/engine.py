@@ -25,7 +25,14 @@ from .store import RunStore
 
 
 class Engine:
-    def __init__(self, state_dir: Path, device: str = "auto", dtype: str = "auto", max_loaded_runs: int = 4):
+    def __init__(
+        self,
+        state_dir: Path,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_loaded_runs: int = 4,
+        models_dir: Path | None = None,
+    ):
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.compute = Compute(device, dtype)
@@ -34,7 +41,7 @@ class Engine:
         self.state_lock = StateDirLock(self.state_dir) if self.compute.is_main else None
         faults = FaultInjection.from_env()  # tests only; off unless its environment variable is set
         checkpoints = CheckpointWriter(self.compute, faults)
-        self.runs = RunRegistry(self.state_dir, self.compute, checkpoints, max_loaded_runs)
+        self.runs = RunRegistry(self.state_dir, self.compute, checkpoints, max_loaded_runs, models_dir)
         self.steps = StepApplier(self.compute, self.runs, checkpoints, faults)
         self.sampler = Sampler(self.compute, self.runs)
         self.runs.remove_unfinished()

@@ -28,6 +28,13 @@ class RunNotFound(NotFound):
         self.run_id = run_id
 
 
+class InvalidRunId(RunNotFound):
+    """A run id that breaks the run-id rule, or whose directory resolves outside the state directory."""
+
+    def __init__(self, run_id: object, reason: str = "not a valid run id"):
+        super().__init__(str(run_id), f"run {str(run_id)[:200]!r} not found ({reason})")
+
+
 class Conflict(TrainerError):
     """A request that contradicts what the trainer already holds."""
 

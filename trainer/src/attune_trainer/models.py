@@ -5,6 +5,7 @@ Nothing here downloads anything: HF_HUB_OFFLINE is forced on.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -121,7 +122,58 @@ def _convert_gguf(gguf: Path, out_dir: Path) -> None:
     os.replace(tmp, out_dir)
 
 
-def resolve_base(base_model: str, state_dir: Path, run_dir: Path | None = None) -> Path:
+BUILT_IN_MODELS = ("tiny-random", "smollm2-135m")
+_sha256_by_file: dict[tuple, str] = {}
+
+
+def local_model_path(base_model: str, models_dir: Path | None) -> Path:
+    """The local model `base_model` names: only inside the allow-listed models directory.
+
+    A run's base model is loaded with the trainer's permissions, so a caller must not be able to
+    name an arbitrary path on the host (a pickle planted in /tmp, another team's checkpoint)."""
+    if models_dir is None:
+        raise ModelError(
+            f"base_model: {base_model!r} is not a built-in model ({', '.join(BUILT_IN_MODELS)}); local models "
+            "are loaded only from an allow-listed directory: start the trainer with --models-dir DIR and name a "
+            "model inside it (a path relative to DIR, or an absolute path under it)"
+        )
+    root = Path(models_dir).resolve()
+    given = Path(base_model)
+    try:
+        candidate = (given if given.is_absolute() else root / given).resolve()
+    except (OSError, ValueError) as e:  # a name too long, a NUL byte
+        raise ModelError(f"base_model: {base_model[:200]!r} is not a usable path ({e})") from None
+    if candidate != root and root not in candidate.parents:
+        raise ModelError(f"base_model: {base_model!r} is outside the models directory {root} (--models-dir)")
+    return candidate
+
+
+def file_sha256(path: Path) -> str:
+    """Content hash of a file, remembered per (path, size, mtime, inode) for the life of the process."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _sha256_by_file:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        _sha256_by_file[key] = digest.hexdigest()
+    return _sha256_by_file[key]
+
+
+def gguf_cache_dir(gguf: Path, state_dir: Path) -> Path:
+    """Where a GGUF's conversion lives: keyed by its content, so two files of one name never share it."""
+    return state_dir / "models" / f"gguf-{file_sha256(gguf)[:32]}"
+
+
+def _unknown_model(base_model: str) -> ModelError:
+    return ModelError(
+        f"base_model: unknown model {base_model!r}: expected 'tiny-random', 'smollm2-135m', or a Hugging Face "
+        "model directory (with config.json) or a .gguf file inside the models directory (--models-dir)"
+    )
+
+
+def resolve_base(base_model: str, state_dir: Path, run_dir: Path | None = None, models_dir: Path | None = None) -> Path:
     """Return a local HF model directory for `base_model` (materialising it if needed)."""
     if base_model == "tiny-random":
         if run_dir is None:
@@ -134,32 +186,29 @@ def resolve_base(base_model: str, state_dir: Path, run_dir: Path | None = None) 
             out.parent.mkdir(parents=True, exist_ok=True)
             _convert_gguf(gguf, out)
         return out
-    p = Path(base_model).expanduser()
+    p = local_model_path(base_model, models_dir)
     if p.is_file() and p.suffix == ".gguf":
-        out = state_dir / "models" / ("gguf-" + p.stem)
+        out = gguf_cache_dir(p, state_dir)
         if not (out / "config.json").exists():
             out.parent.mkdir(parents=True, exist_ok=True)
-            _convert_gguf(p.resolve(), out)
+            _convert_gguf(p, out)
         return out
     if p.is_dir() and (p / "config.json").exists():
-        return p.resolve()
-    raise ModelError(
-        f"base_model: unknown model {base_model!r}: expected 'tiny-random', 'smollm2-135m', "
-        "a local Hugging Face model directory (with config.json) or a .gguf file"
-    )
+        return p
+    raise _unknown_model(base_model)
 
 
-def check_base(base_model: str) -> None:
+def check_base(base_model: str, models_dir: Path | None = None) -> None:
     """Cheap validation at run creation (before any heavy work)."""
-    if base_model in ("tiny-random",):
+    if base_model == "tiny-random":
         return
     if base_model == "smollm2-135m":
         smollm2_gguf_path()
         return
-    p = Path(base_model).expanduser()
+    p = local_model_path(base_model, models_dir)
     if (p.is_file() and p.suffix == ".gguf") or (p.is_dir() and (p / "config.json").exists()):
         return
-    resolve_base(base_model, Path("/nonexistent"))  # raises the ModelError with the message
+    raise _unknown_model(base_model)
 
 
 def load_tokenizer(path: Path):

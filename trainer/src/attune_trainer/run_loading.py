@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,14 @@ def _build_critic(compute: Compute, spec: RunCreate, base_path: Path, latest_dir
     return critic
 
 
+def load_optimizer_states(path: Path) -> dict:
+    """AdamW states as plain tensors and containers: a tampered file is refused, never executed."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise RuntimeError(f"{path}: not a plain tensor checkpoint, refused to load it ({e})") from None
+
+
 def load_trainable(module: torch.nn.Module, tensors: dict) -> None:
     names = {n for n, p in module.named_parameters() if p.requires_grad}
     missing = names - set(tensors)
@@ -113,13 +122,15 @@ def load_trainable(module: torch.nn.Module, tensors: dict) -> None:
                 p.copy_(tensors[n].to(p.dtype))
 
 
-def load_run(compute: Compute, store: RunStore, state_dir: Path, checkpoints: CheckpointWriter) -> LoadedRun:
+def load_run(
+    compute: Compute, store: RunStore, state_dir: Path, checkpoints: CheckpointWriter, models_dir: Path | None = None
+) -> LoadedRun:
     """Load the run at its newest checkpoint; a new run gets its step-0 checkpoint written here."""
     t0 = time.time()
     config = store.read_meta()["config"]
     spec = RunCreate.model_validate(config)
     hp = spec.hyperparameters
-    base_path = resolve_base(spec.base_model, state_dir, store.dir)
+    base_path = resolve_base(spec.base_model, state_dir, store.dir, models_dir)
     tokenizer = load_tokenizer(store.tokenizer_dir)
     latest = store.latest_step()
     latest_dir = store.ckpt(latest) if latest is not None else None
@@ -151,7 +162,7 @@ def load_run(compute: Compute, store: RunStore, state_dir: Path, checkpoints: Ch
     if latest_dir is not None and (latest_dir / "optimizer.pt").exists():
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
-        states = torch.load(latest_dir / "optimizer.pt", map_location="cpu", weights_only=False)
+        states = load_optimizer_states(latest_dir / "optimizer.pt")
         options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=compute.world > 1)
         set_optimizer_state_dict(policy, inner_optimizer(policy_opt), states["policy"], options=options)
         if critic is not None and states.get("critic") is not None:

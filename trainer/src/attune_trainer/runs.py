@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,12 @@ import torch
 
 from .checkpoints import CheckpointWriter
 from .compute import Compute
+from .engine_lock import EngineLock
 from .errors import ConfigConflict, InvalidRequest, RunNotFound
 from .log import log
 from .models import ModelError, build_tiny_random, check_base, load_tokenizer, resolve_base
 from .run_loading import LoadedRun, load_run
-from .schemas import RunCreate
+from .schemas import RunCreate, valid_run_id
 from .store import RunStore, now, write_json_atomic
 
 
@@ -33,15 +33,24 @@ def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
 
 
 class RunRegistry:
-    def __init__(self, state_dir: Path, compute: Compute, checkpoints: CheckpointWriter, max_loaded_runs: int):
+    def __init__(
+        self,
+        state_dir: Path,
+        compute: Compute,
+        checkpoints: CheckpointWriter,
+        max_loaded_runs: int,
+        models_dir: Path | None = None,
+    ):
         self.state_dir = state_dir
+        self.models_dir = models_dir  # the only place local base models are loaded from (None: built-ins only)
         self.runs_dir = state_dir / "runs"
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self.compute = compute
         self.checkpoints = checkpoints
         self.max_loaded_runs = max_loaded_runs
         self.loaded: OrderedDict[str, LoadedRun] = OrderedDict()
-        self.lock = threading.RLock()  # serialises heavy work (load, step, sample) in this process
+        # serialises heavy work (load, step) in this process; sampling takes it one token at a time
+        self.lock = EngineLock()
 
     def store(self, run_id: str) -> RunStore:
         return RunStore(self.state_dir, run_id)
@@ -53,7 +62,7 @@ class RunRegistry:
         for d in self.runs_dir.iterdir():
             if d.name.startswith(".tmp-"):
                 shutil.rmtree(d, ignore_errors=True)
-            elif d.is_dir():
+            elif d.is_dir() and not d.is_symlink() and valid_run_id(d.name):
                 store = self.store(d.name)
                 removed = store.cleanup_tmp()
                 if removed:
@@ -74,7 +83,7 @@ class RunRegistry:
                 self.ensure_loaded(spec.run_id)  # completes an interrupted creation
                 return False, self.run_state(spec.run_id)
             try:
-                check_base(spec.base_model)
+                check_base(spec.base_model, self.models_dir)
             except ModelError as e:
                 raise InvalidRequest("base_model", str(e)) from e
             if self.compute.is_main:
@@ -91,7 +100,7 @@ class RunRegistry:
             build_tiny_random(tmp / "base", spec.seed)
             base_path = tmp / "base"
         else:
-            base_path = resolve_base(spec.base_model, self.state_dir)
+            base_path = resolve_base(spec.base_model, self.state_dir, models_dir=self.models_dir)
         load_tokenizer(base_path).save_pretrained(tmp / "tokenizer")
         write_json_atomic(tmp / "run.json", {"config": config, "created": now(), "format": 1})
         os.replace(tmp, store.dir)
@@ -141,7 +150,9 @@ class RunRegistry:
 
     def list_runs(self) -> list[str]:
         return sorted(
-            p.name for p in self.runs_dir.iterdir() if not p.name.startswith(".") and (p / "run.json").exists()
+            p.name
+            for p in self.runs_dir.iterdir()
+            if valid_run_id(p.name) and not p.is_symlink() and (p / "run.json").exists()
         )
 
     def ensure_loaded(self, run_id: str) -> LoadedRun:
@@ -156,7 +167,7 @@ class RunRegistry:
                 old_id, old = self.loaded.popitem(last=False)
                 self._release(old)
                 log("info", "run unloaded (LRU)", run_id=old_id)
-            run = load_run(self.compute, store, self.state_dir, self.checkpoints)
+            run = load_run(self.compute, store, self.state_dir, self.checkpoints, self.models_dir)
             self.loaded[run_id] = run
             return run
 

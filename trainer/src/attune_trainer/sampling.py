@@ -1,12 +1,78 @@
-"""Token sampling with a KV cache: temperature, top_p, max_tokens, seed, stop strings, n choices."""
+"""Token sampling with a KV cache: temperature, top_p, max_tokens, seed, stop strings, n choices.
+
+The caller supplies the forward pass (`Forward`), so it can hold the engine lock for one token at a
+time and choose the weights for each token. Stop strings are checked on text decoded incrementally:
+each token decodes a short window, so a reply costs linear, not quadratic, decoding work.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from collections.abc import Callable
+from typing import Any
 
 import torch
+
+# (all token ids so far, n x L; the cache from the previous call or None) -> (last logits on the CPU, cache)
+Forward = Callable[[torch.Tensor, Any], tuple[torch.Tensor, Any]]
+
+
+def forward_pass(model, ids: torch.Tensor, past, autocast: Callable = contextlib.nullcontext):
+    """One decoding step: the whole sequence when there is no cache yet, else its last token."""
+    was_training = model.training
+    if was_training:
+        model.eval()
+    try:
+        with torch.no_grad(), autocast():
+            out = model(
+                input_ids=ids if past is None else ids[:, -1:],
+                attention_mask=torch.ones_like(ids),
+                past_key_values=past,
+                use_cache=True,
+            )
+    finally:
+        if was_training:
+            model.train()
+    return out.logits[:, -1, :].float().cpu(), out.past_key_values
+
+
+class IncrementalText:
+    """The text of a growing token list, decoding only the tokens since the last complete character.
+
+    Decoding from a small prefix window (not the single new token) keeps tokenizers that drop a
+    word's leading space at the start of a decode correct; a trailing U+FFFD means a multi-byte
+    character is not complete yet, so nothing is emitted until it is."""
+
+    def __init__(self, tok):
+        self.tok = tok
+        self.ids: list[int] = []
+        self.text = ""
+        self._prefix = 0  # start of the decode window
+        self._read = 0  # tokens already turned into text
+
+    def append(self, token_id: int) -> str:
+        self.ids.append(token_id)
+        before = self.tok.decode(self.ids[self._prefix : self._read], skip_special_tokens=True)
+        after = self.tok.decode(self.ids[self._prefix :], skip_special_tokens=True)
+        if len(after) <= len(before) or after.endswith("\ufffd"):
+            return ""
+        new = after[len(before) :]
+        self.text += new
+        self._prefix, self._read = self._read, len(self.ids)
+        return new
+
+
+def find_stop(text: str, new: str, stop: list[str]) -> int:
+    """Where the first stop string that `new` completed starts in `text` (which ends with `new`), or -1.
+
+    Only the new characters and the longest stop string's length before them can hold a stop string
+    that was not there before, so only that tail is searched."""
+    longest = max((len(s) for s in stop), default=0)
+    start = max(0, len(text) - len(new) - longest + 1)
+    tail = text[start:]
+    hits = [tail.find(s) for s in stop if s and s in tail]
+    return start + min(hits) if hits else -1
 
 
 def _filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -20,9 +86,8 @@ def _filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return out / out.sum(-1, keepdim=True)
 
 
-@torch.no_grad()
 def generate(
-    model,
+    forward: Forward,
     tok,
     prompt_ids: list[int],
     n: int,
@@ -33,64 +98,53 @@ def generate(
     stop: list[str],
     eos_ids: list[int],
     device,
-    autocast: Callable = contextlib.nullcontext,
     broadcast: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> tuple[list[tuple[str, str]], int]:
     """Return ([(text, finish_reason)] * n, completion tokens generated in total).
 
     With `broadcast` (multi-rank), rank 0's token choices are sent to every rank so all ranks run
     the same number of forward passes (FSDP needs that)."""
-    was_training = model.training
-    model.eval()
     gen = torch.Generator(device="cpu")
-    gen.manual_seed(int(seed) if seed is not None else int.from_bytes(os.urandom(8), "little") % (2**63))
+    gen.manual_seed(int(seed) % (2**64) if seed is not None else int.from_bytes(os.urandom(8), "little") % (2**63))
     ids = torch.tensor([prompt_ids] * n, dtype=torch.long, device=device)
-    attn = torch.ones_like(ids)
-    out_tokens: list[list[int]] = [[] for _ in range(n)]
-    finished = [None] * n  # finish_reason per row
-    texts: list = [None] * n  # set when a stop string cut the text
+    texts = [IncrementalText(tok) for _ in range(n)]
+    finished: list[str | None] = [None] * n  # finish_reason per row
+    cut: list[str | None] = [None] * n  # set when a stop string cut the text
     eos = set(int(e) for e in eos_ids)
+    stop = [s for s in stop if s]
     past = None
-    cur = ids
     total = 0
-    try:
-        for _ in range(max_tokens):
-            with autocast():
-                out = model(input_ids=cur, attention_mask=attn, past_key_values=past, use_cache=True)
-            past = out.past_key_values
-            logits = out.logits[:, -1, :].float().cpu()
-            if temperature <= 0:
-                nxt = torch.argmax(logits, dim=-1)
-            else:
-                probs = torch.softmax(logits / temperature, dim=-1)
-                probs = _filter_top_p(probs, top_p)
-                nxt = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
-            if broadcast is not None:
-                nxt = broadcast(nxt.to(device)).cpu()
-            for r in range(n):
-                if finished[r] is not None:
-                    continue
-                t = int(nxt[r])
-                total += 1
-                if t in eos:
+    for _ in range(max_tokens):
+        logits, past = forward(ids, past)
+        if temperature <= 0:
+            nxt = torch.argmax(logits, dim=-1)
+        else:
+            probs = torch.softmax(logits / temperature, dim=-1)
+            probs = _filter_top_p(probs, top_p)
+            nxt = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+        if broadcast is not None:
+            nxt = broadcast(nxt.to(device)).cpu()
+        for r in range(n):
+            if finished[r] is not None:
+                continue
+            t = int(nxt[r])
+            total += 1
+            if t in eos:
+                finished[r] = "stop"
+                continue
+            if stop:
+                new = texts[r].append(t)
+                at = find_stop(texts[r].text, new, stop) if new else -1
+                if at >= 0:
+                    cut[r] = texts[r].text[:at]
                     finished[r] = "stop"
-                    continue
-                out_tokens[r].append(t)
-                if stop:
-                    text = tok.decode(out_tokens[r], skip_special_tokens=True)
-                    cut = min((text.find(s) for s in stop if s and s in text), default=-1)
-                    if cut >= 0:
-                        texts[r] = text[:cut]
-                        finished[r] = "stop"
-            if all(f is not None for f in finished):
-                break
-            cur = nxt.to(device).unsqueeze(-1)
-            attn = torch.cat([attn, torch.ones_like(cur)], dim=1)
-    finally:
-        if was_training:
-            model.train()
+            else:
+                texts[r].ids.append(t)
+        if all(f is not None for f in finished):
+            break
+        ids = torch.cat([ids, nxt.to(device).unsqueeze(-1)], dim=1)
     result = []
     for r in range(n):
-        text = texts[r] if texts[r] is not None else tok.decode(out_tokens[r], skip_special_tokens=True)
+        text = cut[r] if cut[r] is not None else tok.decode(texts[r].ids, skip_special_tokens=True)
         result.append((text, finished[r] or "length"))
     return result, total

@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+
+from .limits import CHOICES, MESSAGE_CHARS, MESSAGE_PARTS, MESSAGES, MODEL_CHARS, ROLE_CHARS, STOP_CHARS, STOP_STRINGS
 
 # \Z, not $: $ would also match before a trailing newline. The orchestrator checks the same rule
 # (src/core/names.ts); test/contracts/trainerContracts.test.ts keeps the two equal.
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+
+
+# The same rules for the OpenAPI document (JSON Schema / Rust regex: `$` is the end of the text there).
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}(@[0-9]+)?$"
+
+
+def valid_run_id(value: object) -> bool:
+    """The one run-id rule: every route and the store check it (a run id becomes a directory name)."""
+    return isinstance(value, str) and RUN_ID_RE.match(value) is not None
 
 
 class Strict(BaseModel):
@@ -56,8 +68,15 @@ class Hyperparameters(Strict):
 
 
 class RunCreate(Strict):
-    run_id: str = Field(..., description="letters, digits, '.', '_', '-' (no '@' or '/')")
-    base_model: str = Field(..., description="'tiny-random', 'smollm2-135m' or a local HF model directory")
+    run_id: str = Field(
+        ..., pattern=RUN_ID_PATTERN, description="letters, digits, '.', '_', '-' (no '@' or '/'), at most 128"
+    )
+    base_model: str = Field(
+        ...,
+        max_length=4096,
+        description="'tiny-random', 'smollm2-135m', or a HF model directory or .gguf file inside the trainer's "
+        "--models-dir (relative to it, or an absolute path under it)",
+    )
     algorithm: Literal["grpo", "ppo"]
     lora: LoraSpec | None = None
     hyperparameters: Hyperparameters = Field(default_factory=Hyperparameters)
@@ -66,15 +85,42 @@ class RunCreate(Strict):
     @field_validator("run_id")
     @classmethod
     def _run_id(cls, v: str) -> str:
-        if not RUN_ID_RE.match(v):
+        if not valid_run_id(v):
             raise ValueError(f"run_id must match {RUN_ID_RE.pattern}")
         return v
 
 
+def _check_content(content: str | list[dict[str, Any]] | None):
+    if isinstance(content, str) and len(content) > MESSAGE_CHARS:
+        raise ValueError(f"a message has {len(content)} characters; at most {MESSAGE_CHARS}")
+    if isinstance(content, list):
+        if len(content) > MESSAGE_PARTS:
+            raise ValueError(f"a message has {len(content)} content parts; at most {MESSAGE_PARTS}")
+        chars = sum(len(str(p.get("text", ""))) for p in content)
+        if chars > MESSAGE_CHARS:
+            raise ValueError(f"a message has {chars} characters of text; at most {MESSAGE_CHARS}")
+    return content
+
+
+MessageContent = Annotated[
+    str | list[dict[str, Any]] | None,
+    AfterValidator(_check_content),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "maxLength": MESSAGE_CHARS},
+                {"type": "array", "items": {"type": "object"}, "maxItems": MESSAGE_PARTS},
+                {"type": "null"},
+            ]
+        }
+    ),
+]
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
-    role: str
-    content: str | list[dict[str, Any]] | None = None
+    role: str = Field(..., max_length=ROLE_CHARS)
+    content: MessageContent = None
 
     def text(self) -> str:
         if self.content is None:
@@ -84,8 +130,32 @@ class ChatMessage(BaseModel):
         return "".join(str(p.get("text", "")) for p in self.content if p.get("type", "text") == "text")
 
 
+def _check_stop(stop: str | list[str] | None):
+    strings = [stop] if isinstance(stop, str) else (stop or [])
+    if len(strings) > STOP_STRINGS:
+        raise ValueError(f"{len(strings)} stop strings; at most {STOP_STRINGS}")
+    if any(len(s) > STOP_CHARS for s in strings):
+        raise ValueError(f"a stop string is longer than {STOP_CHARS} characters")
+    return stop
+
+
+StopStrings = Annotated[
+    str | list[str] | None,
+    AfterValidator(_check_stop),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "maxLength": STOP_CHARS},
+                {"type": "array", "items": {"type": "string", "maxLength": STOP_CHARS}, "maxItems": STOP_STRINGS},
+                {"type": "null"},
+            ]
+        }
+    ),
+]
+
+
 class Sample(Strict):
-    prompt: list[ChatMessage] = Field(..., min_length=1)
+    prompt: list[ChatMessage] = Field(..., min_length=1, max_length=MESSAGES)
     completion: str
     reward: float = Field(..., allow_inf_nan=False)
     group: str = Field("", description="GRPO group key (e.g. scenario id); one group per prompt set")
@@ -118,13 +188,15 @@ class StepRequest(Strict):
 
 class ChatCompletionRequest(BaseModel):
     model_config = ConfigDict(extra="allow")  # the openai client sends fields we ignore
-    model: str
-    messages: list[ChatMessage] = Field(..., min_length=1)
+    model: str = Field(
+        ..., max_length=MODEL_CHARS, pattern=MODEL_PATTERN, description="a run id, or run@step for a checkpoint"
+    )
+    messages: list[ChatMessage] = Field(..., min_length=1, max_length=MESSAGES)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
-    seed: int | None = None
-    stop: str | list[str] | None = None
-    n: int = Field(1, ge=1, le=64)
+    max_tokens: int | None = Field(None, ge=1, description="at most the run's max_length")
+    max_completion_tokens: int | None = Field(None, ge=1, description="at most the run's max_length")
+    seed: int | None = Field(None, ge=-(2**63), le=2**64 - 1)
+    stop: StopStrings = None
+    n: int = Field(1, ge=1, le=CHOICES)
     stream: bool | None = False

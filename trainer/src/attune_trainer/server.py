@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hmac
 import os
-import time
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -15,9 +14,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from . import __version__
 from .dispatch import Dispatcher
 from .engine import Engine
-from .errors import Conflict, DiskFull, InvalidRequest, NotFound, RunNotFound, TrainerError
+from .errors import Conflict, DiskFull, InvalidRequest, InvalidRunId, NotFound, RunNotFound, TrainerError
+from .http_guard import UNAUTHENTICATED_PATHS, RequestGuard
 from .log import log
-from .schemas import RUN_ID_RE, ChatCompletionRequest, RunCreate, StepRequest
+from .responses import ChatCompletion, Health, ModelList, RunList, RunState, Status, StepResult, documented
+from .schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
 
 # status code and error type of each kind of domain error (most specific first)
 ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [
@@ -60,6 +61,7 @@ def _validation_response(errors: list) -> JSONResponse:
 
 
 def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str | None = None) -> FastAPI:
+    """The HTTP app; `token` (default: $TRAINER_TOKEN) guards every route but /health."""
     dispatcher = dispatcher or Dispatcher(engine)
     token = token if token is not None else (os.environ.get("TRAINER_TOKEN") or None)
     app = FastAPI(
@@ -68,30 +70,8 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
         description="GPU optimizer for RLVER: PPO/GRPO steps applied exactly once, checkpoints, "
         "OpenAI-compatible sampling from a run's weights.",
     )
-
-    @app.middleware("http")
-    async def auth_and_log(request: Request, call_next):
-        t0 = time.time()
-        if token:
-            got = request.headers.get("authorization", "")
-            if not (got.startswith("Bearer ") and hmac.compare_digest(got[7:].strip(), token)):
-                log("warning", "unauthorized request", method=request.method, path=request.url.path)
-                return _err(
-                    401,
-                    "missing or invalid bearer token: send 'Authorization: Bearer <TRAINER_TOKEN>'",
-                    "authentication_error",
-                )
-        resp = await call_next(request)
-        if request.url.path != "/health":
-            log(
-                "info",
-                "http",
-                method=request.method,
-                path=request.url.path,
-                status=resp.status_code,
-                seconds=round(time.time() - t0, 4),
-            )
-        return resp
+    app.add_middleware(RequestGuard, token=token)
+    app.openapi = lambda: _openapi_with_auth(app, bool(token))
 
     @app.exception_handler(TrainerError)
     async def _trainer_error(_req, exc: TrainerError):
@@ -116,11 +96,15 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
         return _err(500, f"internal error: {exc!r}", "server_error")
 
     def _check_run_id(run_id: str) -> None:
-        if not RUN_ID_RE.match(run_id):
-            raise RunNotFound(run_id, f"run {run_id!r} not found (not a valid run id)")
+        if not valid_run_id(run_id):
+            raise InvalidRunId(run_id)
 
-    @app.get("/health", summary="liveness (200 while the process serves)")
+    @app.get("/health", summary="liveness (200 while the process serves); needs no token", responses=documented(Health))
     def health():
+        return {"status": "ok"}
+
+    @app.get("/v1/status", summary="version, device, precision, ranks, runs in memory", responses=documented(Status))
+    def status():
         return {
             "status": "ok",
             "version": __version__,
@@ -130,28 +114,43 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
             "runs_loaded": list(engine.loaded.keys()),
         }
 
-    @app.post("/v1/runs", status_code=201, summary="create a run (idempotent; 409 on a different config)")
+    @app.post(
+        "/v1/runs",
+        status_code=201,
+        summary="create a run (idempotent; 409 on a different config)",
+        responses=documented(RunState, 200, 201),
+    )
     def create_run(body: RunCreate):
         created, state = dispatcher.call("create_run", body.model_dump(mode="json"))
         return JSONResponse(status_code=201 if created else 200, content=state)
 
-    @app.get("/v1/runs", summary="list runs")
+    @app.get("/v1/runs", summary="list runs", responses=documented(RunList))
     def list_runs():
         return {"runs": [engine.run_state(r) for r in engine.list_runs()]}
 
-    @app.get("/v1/runs/{run_id}", summary="a run's state: last applied step, checkpoints")
+    @app.get(
+        "/v1/runs/{run_id}", summary="a run's state: last applied step, checkpoints", responses=documented(RunState)
+    )
     def get_run(run_id: str):
         _check_run_id(run_id)
         return engine.run_state(run_id)
 
-    @app.post("/v1/runs/{run_id}/steps", summary="apply step n exactly once (n = last + 1)")
+    @app.post(
+        "/v1/runs/{run_id}/steps",
+        summary="apply step n exactly once (n = last + 1)",
+        responses=documented(StepResult),
+    )
     def post_step(run_id: str, body: StepRequest):
         _check_run_id(run_id)
         if not engine.run_store(run_id).exists():
             raise RunNotFound(run_id)
         return dispatcher.call("apply_step", run_id, body.model_dump(mode="json"))
 
-    @app.get("/v1/runs/{run_id}/steps/{step}", summary="the stored result of an applied step")
+    @app.get(
+        "/v1/runs/{run_id}/steps/{step}",
+        summary="the stored result of an applied step",
+        responses=documented(StepResult),
+    )
     def get_step(run_id: str, step: int):
         _check_run_id(run_id)
         store = engine.run_store(run_id)
@@ -165,12 +164,33 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
         res.pop("samples_sha256", None)
         return res
 
-    @app.post("/v1/chat/completions", summary="OpenAI-compatible sampling (model = run id or run@step)")
+    @app.post(
+        "/v1/chat/completions",
+        summary="OpenAI-compatible sampling (model = run id or run@step)",
+        responses=documented(ChatCompletion),
+    )
     def chat(body: ChatCompletionRequest):
         return dispatcher.call("chat", body.model_dump(mode="json", exclude_none=False))
 
-    @app.get("/v1/models", summary="OpenAI-compatible model list: runs and run@step checkpoints")
+    @app.get(
+        "/v1/models",
+        summary="OpenAI-compatible model list: runs and run@step checkpoints",
+        responses=documented(ModelList),
+    )
     def models():
         return {"object": "list", "data": engine.models()}
 
     return app
+
+
+def _openapi_with_auth(app: FastAPI, token_required: bool) -> dict:
+    """The generated document, plus the bearer scheme on every route but /health when a token is set."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        if token_required:
+            schema.setdefault("components", {})["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+            for path, operations in schema["paths"].items():
+                for operation in operations.values():
+                    operation["security"] = [] if path in UNAUTHENTICATED_PATHS else [{"bearer": []}]
+        app.openapi_schema = schema
+    return app.openapi_schema

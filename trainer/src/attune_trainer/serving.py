@@ -12,13 +12,17 @@ from collections import OrderedDict
 from pathlib import Path
 
 from .compute import Compute
+from .encoding import prompt_ids
 from .errors import InvalidRequest, NotFound
 from .log import log
 from .models import load_causal_lm
 from .run_loading import LoadedRun
 from .runs import RunRegistry
+from .sampling import Forward, forward_pass, generate
+from .schemas import valid_run_id
 
 CHECKPOINTS_KEPT_FOR_INFERENCE = 2
+DEFAULT_MAX_TOKENS = 512
 
 
 class Sampler:
@@ -30,6 +34,12 @@ class Sampler:
     def resolve_model(self, model: str) -> tuple[str, int | None]:
         """`run` -> (run, None); `run@step` -> (run, step) for a committed checkpoint."""
         run_id, _, step_text = model.partition("@")
+        if not valid_run_id(run_id):
+            raise InvalidRequest(
+                "model",
+                f"model {model[:200]!r}: expected a run id or run@step (a run id is letters, digits, '.', '_', "
+                "'-', starting with a letter or digit, at most 128 characters)",
+            )
         store = self.runs.store(run_id)
         if not store.exists():
             raise NotFound(f"model {model!r}: run {run_id!r} not found", field="model")
@@ -52,6 +62,8 @@ class Sampler:
         if key in self.checkpoint_models:
             self.checkpoint_models.move_to_end(key)
             return self.checkpoint_models[key]
+        if step not in run.store.committed_steps():
+            raise NotFound(f"model {key!r}: the checkpoint of step {step} is gone (pruned); retry", field="model")
         frozen_dtype = self.compute.frozen_dtype
         if run.lora is not None:
             from peft import PeftModel
@@ -66,8 +78,23 @@ class Sampler:
             self.checkpoint_models.popitem(last=False)
         return model
 
+    def _forward_on(self, run: LoadedRun, step: int, live: bool) -> Forward:
+        """Each token's forward pass on the weights of `run@step`, holding the engine lock for that
+        token only. A step applied between two tokens moves the live weights on: the reply then
+        continues on the step's checkpoint, its cache rebuilt from the tokens so far."""
+        compute = self.compute
+        current = {"model": run.policy if live else self._checkpoint_model(run, step), "live": live}
+
+        def forward(ids, past):
+            with self.runs.lock.token():
+                if current["live"] and not (self.runs.loaded.get(run.run_id) is run and run.step == step):
+                    current.update(model=self._checkpoint_model(run, step), live=False)
+                    past = None
+                return forward_pass(current["model"], ids, past, compute.acc.autocast)
+
+        return forward
+
     def chat(self, req: dict) -> dict:
-        from .sampling import generate
         from .schemas import ChatCompletionRequest
 
         request = ChatCompletionRequest.model_validate(req)
@@ -77,42 +104,37 @@ class Sampler:
         compute = self.compute
         with self.runs.lock:
             run = self.runs.ensure_loaded(run_id)
-            if step is None or step == run.step:
-                model, collective = run.policy, True
-                used_step = run.step
-            else:
-                model, collective = self._checkpoint_model(run, step), False
-                used_step = step
+            used_step = run.step if step is None else step
+            live = used_step == run.step
+            collective = live and compute.world > 1
             tokenizer = run.tokenizer
-            messages = [{"role": m.role, "content": m.text()} for m in request.messages]
-            text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            prompt_ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+            prompt = prompt_ids(tokenizer, request.messages, "messages")
             context = getattr(compute.unwrap(run.policy).config, "max_position_embeddings", 4096) or 4096
-            room = context - len(prompt_ids)
-            if room < 1:
-                raise InvalidRequest(
-                    "messages",
-                    f"messages: the prompt has {len(prompt_ids)} tokens, more than the model's context of {context}",
-                )
-            max_tokens = request.max_completion_tokens or request.max_tokens or 512
-            max_tokens = min(max_tokens, room)
-            stop = [request.stop] if isinstance(request.stop, str) else list(request.stop or [])
-            t0 = time.time()
-            choices, n_generated = generate(
-                model,
-                tokenizer,
-                prompt_ids,
-                n=request.n,
-                max_tokens=max_tokens,
-                temperature=1.0 if request.temperature is None else request.temperature,
-                top_p=1.0 if request.top_p is None else request.top_p,
-                seed=request.seed,
-                stop=stop,
-                eos_ids=run.eos_ids,
-                device=compute.device,
-                autocast=compute.acc.autocast,
-                broadcast=compute.broadcast_from_main if (collective and compute.world > 1) else None,
+            max_tokens = _max_tokens(request, run.hp.max_length)
+            forward = self._forward_on(run, used_step, live)
+        room = context - len(prompt)
+        if room < 1:
+            raise InvalidRequest(
+                "messages",
+                f"messages: the prompt has {len(prompt)} tokens, more than the model's context of {context}",
             )
+        stop = [request.stop] if isinstance(request.stop, str) else list(request.stop or [])
+        t0 = time.time()
+        # outside the lock: `forward` takes it for one token at a time
+        choices, n_generated = generate(
+            forward,
+            tokenizer,
+            prompt,
+            n=request.n,
+            max_tokens=min(max_tokens, room),
+            temperature=1.0 if request.temperature is None else request.temperature,
+            top_p=1.0 if request.top_p is None else request.top_p,
+            seed=request.seed,
+            stop=stop,
+            eos_ids=run.eos_ids,
+            device=compute.device,
+            broadcast=compute.broadcast_from_main if collective else None,
+        )
         created = int(time.time())
         completion_id = (
             "chatcmpl-" + hashlib.sha256(f"{request.model}{created}{time.time_ns()}".encode()).hexdigest()[:24]
@@ -123,7 +145,7 @@ class Sampler:
             model=request.model,
             step=used_step,
             n=request.n,
-            prompt_tokens=len(prompt_ids),
+            prompt_tokens=len(prompt),
             completion_tokens=n_generated,
             seconds=round(time.time() - t0, 3),
         )
@@ -143,9 +165,9 @@ class Sampler:
                 for i, (content, finish_reason) in enumerate(choices)
             ],
             "usage": {
-                "prompt_tokens": len(prompt_ids),
+                "prompt_tokens": len(prompt),
                 "completion_tokens": n_generated,
-                "total_tokens": len(prompt_ids) + n_generated,
+                "total_tokens": len(prompt) + n_generated,
             },
         }
 
@@ -166,3 +188,14 @@ class Sampler:
                     }
                 )
         return out
+
+
+def _max_tokens(request, max_length: int) -> int:
+    """The completion budget asked for, refused above the run's max_length (prompt + completion)."""
+    field = "max_completion_tokens" if request.max_completion_tokens is not None else "max_tokens"
+    asked = request.max_completion_tokens if request.max_completion_tokens is not None else request.max_tokens
+    if asked is None:
+        return min(DEFAULT_MAX_TOKENS, max_length)
+    if asked > max_length:
+        raise InvalidRequest(field, f"{field}: {asked} is more than the run's max_length ({max_length} tokens)")
+    return asked

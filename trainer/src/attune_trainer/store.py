@@ -26,6 +26,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .errors import InvalidRunId
+from .schemas import valid_run_id
+
 
 def fsync_dir(path: Path) -> None:
     try:
@@ -70,9 +73,17 @@ def step_name(step: int) -> str:
 
 class RunStore:
     def __init__(self, state_dir: Path, run_id: str):
+        # A run id becomes a path: refuse anything that could name a place outside the runs
+        # directory (`..`, `/abs`, a symlink planted there), before anything is read from it.
+        if not valid_run_id(run_id):
+            raise InvalidRunId(run_id)
+        runs_dir = (Path(state_dir) / "runs").resolve()
+        run_dir = (runs_dir / run_id).resolve()
+        if run_dir.parent != runs_dir:
+            raise InvalidRunId(run_id, "it resolves outside the state directory")
         self.state_dir = state_dir
         self.run_id = run_id
-        self.dir = state_dir / "runs" / run_id
+        self.dir = run_dir
         self.ckpt_dir = self.dir / "checkpoints"
         self.results_dir = self.dir / "results"
         self.tokenizer_dir = self.dir / "tokenizer"

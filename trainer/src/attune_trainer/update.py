@@ -91,7 +91,9 @@ class PolicyUpdate:
         tokenizer = run.tokenizer
         eos_id = tokenizer.eos_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
-        self.encoded = [encode_sample(tokenizer, s, hp, eos_id) for s in self.samples]
+        self.encoded = [
+            encode_sample(tokenizer, s, hp, eos_id, field=f"samples.{i}.prompt") for i, s in enumerate(self.samples)
+        ]
         self.rewards = torch.tensor([s.reward for s in self.samples], dtype=torch.float32)
         self.use_ref = hp.kl_coef > 0
         self.mine = [i for i in range(len(self.samples)) if i % compute.world == compute.rank]

@@ -1,0 +1,130 @@
+"""Response bodies of the HTTP contract, for the OpenAPI document (/openapi.json, /docs).
+
+The routes return plain dicts; these models describe them, and the schema fuzz test
+(`tests/test_fuzz.py`) checks every response against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorDetail(Open):
+    message: str
+    type: str
+    field: str | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+class Status(Open):
+    status: Literal["ok"]
+    version: str
+    device: str
+    dtype: str
+    world_size: int
+    runs_loaded: list[str]
+
+
+class Checkpoint(Open):
+    step: int
+    path: str
+    export_path: str | None
+    export_format: str | None
+    model: str
+
+
+class RunState(Open):
+    run_id: str
+    step: int
+    algorithm: str
+    base_model: str
+    lora: dict[str, Any] | None
+    seed: int
+    hyperparameters: dict[str, Any]
+    checkpoints: list[Checkpoint]
+    created: float | None
+    loaded: bool
+    in_progress_step: int | None
+    model: str
+
+
+class RunList(BaseModel):
+    runs: list[RunState]
+
+
+class StepCheckpoint(Open):
+    step: int
+    path: str
+    export_path: str
+    export_format: str
+
+
+class StepResult(Open):
+    run_id: str
+    step: int
+    model: str
+    metrics: dict[str, float]
+    checkpoint: StepCheckpoint
+    replayed: bool | None = None
+
+
+class AssistantMessage(Open):
+    role: Literal["assistant"]
+    content: str
+    refusal: None = None
+
+
+class Choice(Open):
+    index: int
+    message: AssistantMessage
+    logprobs: None = None
+    finish_reason: Literal["stop", "length"]
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatCompletion(Open):
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    system_fingerprint: str
+    choices: list[Choice]
+    usage: Usage
+
+
+class ModelCard(Open):
+    id: str
+    object: Literal["model"]
+    created: int
+    owned_by: str
+    parent: str | None = None
+
+
+class ModelList(BaseModel):
+    object: Literal["list"]
+    data: list[ModelCard]
+
+
+def documented(ok: type[BaseModel], *statuses: int) -> dict:
+    """`responses=` of a route: its success body, and the error body for every other status."""
+    out: dict = {status: {"model": ok} for status in statuses or (200,)}
+    out["default"] = {"model": ErrorResponse, "description": "an error: what went wrong and which field"}
+    return out

@@ -1,0 +1,91 @@
+"""Sampling decodes incrementally and holds the engine lock one token at a time: a long reply never
+stalls a step, and a step applied mid-reply does not change the weights the reply is sampled from."""
+
+import threading
+import time
+
+import pytest
+from conftest import P, fixed_samples, tiny_run
+
+from attune_trainer.sampling import IncrementalText, find_stop
+
+
+@pytest.fixture
+def tok():
+    from attune_trainer.tiny_tokenizer import build_tiny_tokenizer
+
+    return build_tiny_tokenizer()
+
+
+def test_incremental_text_equals_a_full_decode(tok):
+    for text in ("I hear you, that sounds hard.", "naïve café — 令牌 ✓ 🙂 done", "  two  spaces\nand a line"):
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        inc = IncrementalText(tok)
+        pieces = [inc.append(t) for t in ids]
+        assert inc.text == "".join(pieces) == tok.decode(ids, skip_special_tokens=True)
+
+
+def test_find_stop_sees_a_stop_string_split_across_tokens():
+    assert find_stop("hello wor", "wor", ["world"]) == -1
+    assert find_stop("hello world", "ld", ["world"]) == 6
+    assert find_stop("a STOP b END", " END", ["END", "STOP"]) == 9  # only what the new text completed
+    assert find_stop("xxEN", "N", ["END"]) == -1
+    assert find_stop("ab", "b", ["", "ab"]) == 0
+
+
+def _long_reply_run(engine, run_id="r"):
+    engine.create_run(tiny_run(run_id))
+    engine.loaded[run_id].eos_ids = []  # so every reply runs to max_tokens
+    return engine.loaded[run_id]
+
+
+def _count_decoding(run):
+    """Wrap the run's tokenizer: count the token ids decoded, and signal the first decode."""
+    counted = {"ids": 0, "calls": 0}
+    started = threading.Event()
+    decode = run.tokenizer.decode
+
+    def counting(ids, *args, **kwargs):
+        counted["ids"] += len(ids)
+        counted["calls"] += 1
+        started.set()
+        return decode(ids, *args, **kwargs)
+
+    run.tokenizer.decode = counting
+    return counted, started
+
+
+def test_stop_strings_cost_linear_decoding(engine):
+    run = _long_reply_run(engine)
+    counted, _ = _count_decoding(run)
+    n = 600
+    r = engine.chat({"model": "r", "messages": P, "max_tokens": n, "seed": 1, "stop": ["\x00never"]})
+    assert r["usage"]["completion_tokens"] == n
+    # decoding the whole reply once per token would be n*(n+1)/2 = 180,300 token ids
+    assert counted["ids"] < 10 * n, counted
+
+
+def test_a_step_completes_while_a_long_reply_is_sampled(engine):
+    run = _long_reply_run(engine)
+    body = {"model": "r", "messages": P, "max_tokens": 1900, "temperature": 0, "stop": ["\x00never"]}
+    alone = engine.chat(body)["choices"][0]["message"]["content"]
+    counted, started = _count_decoding(run)
+    done = {}
+
+    def sample():
+        done["reply"] = engine.chat(body)
+        done["reply_at"] = time.monotonic()
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    assert started.wait(60), "sampling never started"
+    step = engine.apply_step("r", {"step": 1, "samples": fixed_samples(1)})
+    step_at = time.monotonic()
+    sampler.join(120)
+    assert step["step"] == 1 and not step["replayed"]
+    assert step_at < done["reply_at"], "the step waited for the whole reply"
+    # the reply began on step 0's weights and stays on them after the step moved the live weights on
+    reply = done["reply"]
+    assert reply["model"] == "r" and reply["system_fingerprint"] == "r@0"
+    assert reply["choices"][0]["message"]["content"] == alone
+    assert engine.run_state("r")["step"] == 1
