@@ -16,15 +16,17 @@ const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
  * client encrypts payloads when ATTUNE_CODEC_KEYS_FILE is set, like the workers the rigs start.
  */
 export function sharedTestEnv(): Promise<TestWorkflowEnvironment> {
-  const dataConverter = configuredDataConverter();
-  envPromise ??= TestWorkflowEnvironment.createLocal({
-    ...(dataConverter ? { client: { dataConverter } } : {}),
-    server: {
-      executable: { type: 'existing-path', path: findTemporalCli() },
-      searchAttributes: ALL_SEARCH_ATTRIBUTES,
-      extraArgs: ['--log-level', 'error', ...DEV_SERVER_QUEUE_TUNING],
-    },
-  });
+  if (!envPromise) {
+    const dataConverter = configuredDataConverter();
+    envPromise = TestWorkflowEnvironment.createLocal({
+      ...(dataConverter ? { client: { dataConverter } } : {}),
+      server: {
+        executable: { type: 'existing-path', path: findTemporalCli() },
+        searchAttributes: ALL_SEARCH_ATTRIBUTES,
+        extraArgs: ['--log-level', 'error', ...DEV_SERVER_QUEUE_TUNING],
+      },
+    });
+  }
   return envPromise;
 }
 
