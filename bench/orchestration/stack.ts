@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Connection, type Client } from '@temporalio/client';
+import { temporalClient } from '../../src/temporal/connect.js';
 import { Child, isReady } from './childProcess.js';
 import { BenchDevServer } from './devServer.js';
 import type { AlternativeKey } from './options.js';
@@ -71,7 +72,7 @@ export async function startStack(ctx: RunContext, home: string, configSet: strin
   liveServers.set(server, connection);
   const workers: Child[] = [];
   for (let i = 0; i < ctx.options.workerProcesses; i++) workers.push(await startWorkers(ctx, server, configSet));
-  return { server, connection, client: new Client({ connection, namespace: 'default' }), workers, configSet };
+  return { server, connection, client: temporalClient(connection, 'default'), workers, configSet };
 }
 
 export async function stopStack(ctx: RunContext, stack: AttuneStack): Promise<void> {

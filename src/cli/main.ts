@@ -1,6 +1,7 @@
 import { configErrorFrom, ConfigError } from '../config/load.js';
 import { RunEndedError } from '../client/trainingRuns.js';
 import { UsageError } from './args.js';
+import { codecServerCommand } from './commands/codecServer.js';
 import { devCommand } from './commands/dev.js';
 import { reportCommand } from './commands/report.js';
 import { evalCommand } from './commands/eval.js';
@@ -35,6 +36,7 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
     summary: 'nightly evaluations as Temporal Schedules: create|list|pause|unpause|delete|trigger',
   },
   eval: { run: evalCommand, summary: 'run the Sentient benchmark (SAGE protocol); eval compare A B' },
+  'codec-server': { run: codecServerCommand, summary: 'decrypt payloads for the Temporal UI and CLI (codec server)' },
 };
 
 export function topHelp(): string {

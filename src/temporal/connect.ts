@@ -1,6 +1,8 @@
 import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
 import { join, resolve } from 'node:path';
+import { configuredDataConverter } from '../codec/dataConverter.js';
 import type { AttuneConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { DevServer, temporalReachable } from './devServer.js';
@@ -13,6 +15,18 @@ export interface TemporalHandle {
   embedded: DevServer | null;
   uiUrl: string | null;
   close(): Promise<void>;
+}
+
+/**
+ * Every client Attune creates comes from here, so payloads are encrypted whenever a keys file is
+ * configured (ATTUNE_CODEC_KEYS_FILE); workers get the same converter in `src/workers/`.
+ */
+export function temporalClient(
+  connection: Connection,
+  namespace: string,
+  dataConverter: DataConverter | undefined = configuredDataConverter(),
+): Client {
+  return new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) });
 }
 
 export function devServerAddress(config: AttuneConfig): string {
@@ -29,6 +43,8 @@ export async function connectTemporal(
   options: { startIfMissing: boolean; headless?: boolean } = { startIfMissing: true },
 ): Promise<TemporalHandle> {
   const namespace = config.temporal.namespace;
+  // Read the keys file before starting anything, so a bad one fails the command at once.
+  const dataConverter = configuredDataConverter();
   let address = config.temporal.address;
   let embedded: DevServer | null = null;
   let uiUrl: string | null = null;
@@ -56,7 +72,7 @@ export async function connectTemporal(
     }
   }
   const connection = await Connection.connect({ address });
-  const client = new Client({ connection, namespace });
+  const client = temporalClient(connection, namespace, dataConverter);
   return {
     address,
     namespace,

@@ -1,3 +1,4 @@
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ArtifactStore } from '../artifacts/store.js';
 import {
@@ -8,6 +9,7 @@ import {
   rolloutQueueActivities,
   queuedSimulatorActivities,
 } from '../activities/index.js';
+import { configuredDataConverter } from '../codec/dataConverter.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS } from '../config/limits.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
@@ -21,6 +23,20 @@ export interface LlmIoWorkerOptions {
   /** A pre-built bundle (tests, benchmarks); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundleWithSourceMap;
   identity?: string;
+  /** Default: the configured one (payload encryption when ATTUNE_CODEC_KEYS_FILE is set). */
+  dataConverter?: DataConverter;
+}
+
+/** What every Attune worker shares: its connection, namespace, identity, grace time and data converter. */
+export function commonWorkerOptions(options: Omit<LlmIoWorkerOptions, 'workflowBundle'>, shutdownGraceTime: number) {
+  const dataConverter = options.dataConverter ?? configuredDataConverter();
+  return {
+    connection: options.connection,
+    namespace: options.namespace,
+    shutdownGraceTime,
+    ...(options.identity ? { identity: options.identity } : {}),
+    ...(dataConverter ? { dataConverter } : {}),
+  };
 }
 
 /**
@@ -29,14 +45,9 @@ export interface LlmIoWorkerOptions {
  * (`rollout.activityPer: turn`), whose calls pass through per-endpoint gates in this process.
  */
 export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<Worker[]> {
-  const { connection, namespace, config } = options;
+  const { config } = options;
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
-  const common = {
-    connection,
-    namespace,
-    shutdownGraceTime: LIMITS.shutdownGraceTimeMs,
-    ...(options.identity ? { identity: options.identity } : {}),
-  };
+  const common = commonWorkerOptions(options, LIMITS.shutdownGraceTimeMs);
   const workflowSource = options.workflowBundle
     ? { workflowBundle: options.workflowBundle }
     : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions };

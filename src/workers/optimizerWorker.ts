@@ -2,7 +2,7 @@ import { Worker } from '@temporalio/worker';
 import { optimizerQueueActivities } from '../activities/index.js';
 import { LIMITS } from '../config/limits.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
-import type { LlmIoWorkerOptions } from './llmIoWorkers.js';
+import { commonWorkerOptions, type LlmIoWorkerOptions } from './llmIoWorkers.js';
 
 /**
  * The GPU side: optimizer activities, one at a time (a GPU host trains one step at a time). A long
@@ -11,12 +11,9 @@ import type { LlmIoWorkerOptions } from './llmIoWorkers.js';
 export async function createOptimizerWorker(options: Omit<LlmIoWorkerOptions, 'workflowBundle'>): Promise<Worker> {
   const queues = taskQueuesFor(options.config.temporal.taskQueuePrefix);
   return Worker.create({
-    connection: options.connection,
-    namespace: options.namespace,
+    ...commonWorkerOptions(options, LIMITS.optimizerShutdownGraceTimeMs),
     taskQueue: queues.optimizer,
     activities: optimizerQueueActivities(options.store),
     maxConcurrentActivityTaskExecutions: 1,
-    shutdownGraceTime: LIMITS.optimizerShutdownGraceTimeMs,
-    ...(options.identity ? { identity: options.identity } : {}),
   });
 }

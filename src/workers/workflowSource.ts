@@ -1,5 +1,7 @@
 import { join } from 'node:path';
+import type { DataConverter } from '@temporalio/common';
 import { bundleWorkflowCode, type BundleOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { configuredDataConverter } from '../codec/dataConverter.js';
 
 export const WORKFLOWS_PATH = join(__dirname, '..', 'workflows', 'index.ts');
 
@@ -15,10 +17,18 @@ export const workflowBundlerOptions: Pick<BundleOptions, 'webpackConfigHook'> = 
   // test keeps it so), and preloading is worth measuring again.
 };
 
-/** Bundling takes seconds; tests and benchmarks bundle once and share the result. */
-export async function bundleWorkflows(workflowsPath: string = WORKFLOWS_PATH): Promise<WorkflowBundleWithSourceMap> {
+/**
+ * Bundling takes seconds; tests and benchmarks bundle once and share the result. The bundle holds
+ * the data converter's failure converter (workflow code converts its own failures), as a worker
+ * given `workflowsPath` would bundle it.
+ */
+export async function bundleWorkflows(
+  workflowsPath: string = WORKFLOWS_PATH,
+  dataConverter: DataConverter | undefined = configuredDataConverter(),
+): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath,
+    ...(dataConverter?.failureConverterPath ? { failureConverterPath: dataConverter.failureConverterPath } : {}),
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error } as never,
     ...workflowBundlerOptions,
   });

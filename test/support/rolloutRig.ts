@@ -2,6 +2,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
@@ -11,6 +13,7 @@ import type { RolloutSettings } from '../../src/core/rolloutSettingsSchema.js';
 import type { Scenario } from '../../src/core/scenario.js';
 import type { RolloutSummary } from '../../src/core/transcript.js';
 import { requireScenarioLibrary } from '../../src/scenarios/library.js';
+import { temporalClient } from '../../src/temporal/connect.js';
 import { createLlmIoWorkers } from '../../src/workers/llmIoWorkers.js';
 import { RunningWorkers } from './runningWorkers.js';
 import type { WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
@@ -54,6 +57,8 @@ export function testConfig(fakeUrl: string, set: string[] = []): AttuneConfig {
 
 export interface RolloutRig {
   env: TestWorkflowEnvironment;
+  /** The client the rig starts workflows with: `env.client`, or one with the rig's own data converter. */
+  client: Client;
   fake: FakeOpenAIServer;
   config: AttuneConfig;
   /** The --set options that produce `config`, for worker processes. */
@@ -79,9 +84,17 @@ export interface RolloutRig {
 }
 
 export async function createRolloutRig(
-  options: { behaviour?: FakeBehaviour; set?: string[] } = {},
+  options: {
+    behaviour?: FakeBehaviour;
+    set?: string[];
+    /** For the rig's client and workers (default: the configured one, as the CLI's). */
+    dataConverter?: DataConverter;
+  } = {},
 ): Promise<RolloutRig> {
   const env = await sharedTestEnv();
+  const client = options.dataConverter
+    ? temporalClient(env.connection, env.namespace ?? 'default', options.dataConverter)
+    : env.client;
   const fake = await FakeOpenAIServer.start(options.behaviour ?? {});
   const configSet = testConfigSet(fake.url, options.set);
   const config = loadConfig({ env: {}, set: configSet });
@@ -89,6 +102,7 @@ export async function createRolloutRig(
   const running = new RunningWorkers();
   const rig: RolloutRig = {
     env,
+    client,
     fake,
     config,
     configSet,
@@ -101,7 +115,8 @@ export async function createRolloutRig(
           namespace: env.namespace ?? 'default',
           config,
           store,
-          workflowBundle: await sharedWorkflowBundle(),
+          workflowBundle: await sharedWorkflowBundle(options.dataConverter),
+          ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
         }),
       );
     },
@@ -118,7 +133,7 @@ export async function createRolloutRig(
         settings: rig.settings(overrides),
         seed,
       };
-      return env.client.workflow.start<typeof rollout>('rollout', {
+      return client.workflow.start<typeof rollout>('rollout', {
         taskQueue: taskQueuesFor(config.temporal.taskQueuePrefix).rollouts,
         workflowId: input.rolloutId,
         args: [input],

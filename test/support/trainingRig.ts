@@ -2,9 +2,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Client, Connection } from '@temporalio/client';
+import { Connection, type Client } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
 import type { DevServer } from '../../src/temporal/devServer.js';
+import { temporalClient } from '../../src/temporal/connect.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { runMetricsKey } from '../../src/artifacts/keys.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -57,16 +59,23 @@ export const TINY_TRAINING = (algorithm: 'grpo' | 'ppo', steps = 3) => [
 ];
 
 export async function createTrainingRig(
-  options: { behaviour?: FakeBehaviour; set?: string[]; server?: DevServer; trainerEnv?: NodeJS.ProcessEnv } = {},
+  options: {
+    behaviour?: FakeBehaviour;
+    set?: string[];
+    server?: DevServer;
+    trainerEnv?: NodeJS.ProcessEnv;
+    /** For the rig's own client and workers (default: the configured one, as the CLI's). */
+    dataConverter?: DataConverter;
+  } = {},
 ): Promise<TrainingRig> {
   let address: string;
   let client: Client;
   let nativeConnection: NativeConnection;
   let ownConnections: (() => Promise<void>) | null = null;
-  if (options.server) {
-    address = options.server.address;
+  if (options.server || options.dataConverter) {
+    address = options.server?.address ?? (await sharedTestEnv()).address;
     const connection = await Connection.connect({ address });
-    client = new Client({ connection });
+    client = temporalClient(connection, 'default', options.dataConverter);
     nativeConnection = await NativeConnection.connect({ address });
     ownConnections = async () => {
       await connection.close();
@@ -98,9 +107,16 @@ export async function createTrainingRig(
     configSet,
     store,
     async startWorkers(which = { llm: true, optimizer: true }) {
-      const common = { connection: nativeConnection, namespace: 'default', config, store };
+      const common = {
+        connection: nativeConnection,
+        namespace: 'default',
+        config,
+        store,
+        ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+      };
+      const workflowBundle = await sharedWorkflowBundle(options.dataConverter);
       running.start([
-        ...(which.llm ? await createLlmIoWorkers({ ...common, workflowBundle: await sharedWorkflowBundle() }) : []),
+        ...(which.llm ? await createLlmIoWorkers({ ...common, workflowBundle }) : []),
         ...(which.optimizer ? [await createOptimizerWorker(common)] : []),
       ]);
     },

@@ -3,6 +3,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { WorkerProcess } from '../support/workerProcess.js';
 import { localActivityTypes } from '../support/historyMarkers.js';
+import { storedPayloadValue } from '../support/temporalEnv.js';
 
 describe('rollout durability', function () {
   let rig: RolloutRig | undefined;
@@ -95,8 +96,8 @@ describe('rollout durability', function () {
   /** The heartbeat details of the workflow's pending turn activity, as the server holds them. */
   async function heartbeatOfPendingTurn(handle: WorkflowHandle): Promise<Record<string, unknown> | null> {
     const pending = (await handle.describe()).raw.pendingActivities ?? [];
-    const payload = pending[0]?.heartbeatDetails?.payloads?.[0]?.data;
-    return payload ? (JSON.parse(Buffer.from(payload).toString('utf8')) as Record<string, unknown>) : null;
+    const payload = pending[0]?.heartbeatDetails?.payloads?.[0];
+    return payload?.data ? storedPayloadValue<Record<string, unknown>>(payload) : null;
   }
 
   /** Waits until turn 3's heartbeat carrying its policy reply and analysis has reached the server. */

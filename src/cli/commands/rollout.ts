@@ -61,7 +61,8 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
     log.info('rollout started', { workflowId: rolloutId, ui: workflowUiUrl(temporal, rolloutId) });
     const summary = await runRollout(temporal.client, config, { rolloutId, scenario, settings, seed });
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ ...summary, artifactPath: ctx.store.locate(summary.artifact) })}\n`);
+      const artifactPath = ctx.store.locate(summary.artifact);
+      process.stdout.write(`${JSON.stringify({ workflowId: rolloutId, ...summary, artifactPath })}\n`);
     } else {
       const transcript = await ctx.store.getJson<Transcript>(summary.artifact);
       process.stdout.write(`${renderTranscript(transcript)}\nTranscript: ${ctx.store.locate(summary.artifact)}\n`);
