@@ -49,7 +49,8 @@ export function topHelp(): string {
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
     'Environment: POLICY_BASE_URL POLICY_MODEL POLICY_API_KEY SIMULATOR_BASE_URL SIMULATOR_MODEL',
-    '             SIMULATOR_API_KEY TEMPORAL_ADDRESS TEMPORAL_NAMESPACE ATTUNE_HOME',
+    '             SIMULATOR_API_KEY TEMPORAL_ADDRESS TEMPORAL_NAMESPACE ATTUNE_HOME TRAINER_TOKEN',
+    '             ATTUNE_CODEC_KEYS_FILE ATTUNE_CODEC_SERVER_TOKEN (payload encryption: see SECURITY.md)',
   ].join('\n');
 }
 

@@ -38,6 +38,7 @@ describe('the attune command', function () {
       ['set'],
       ['report'],
       ['demo'],
+      ['codec-server'],
     ]) {
       const result = await attune([...command, '--help']);
       assert.equal(result.code, 0, `${command.join(' ')} --help: ${result.stderr}`);
