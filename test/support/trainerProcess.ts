@@ -4,6 +4,12 @@ import { REPO_ROOT } from '../../src/paths.js';
 import { freePort } from '../../src/temporal/devServer.js';
 
 /** The real trainer service (`python -m attune_trainer serve`) as a child process a test can SIGKILL and restart. */
+function withoutToken(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  delete copy.TRAINER_TOKEN;
+  return copy;
+}
+
 export class TrainerProcess {
   private child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
@@ -48,7 +54,9 @@ export class TrainerProcess {
       ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, PYTHONUNBUFFERED: '1', ...this.extraEnv },
+        // The token comes from `extraEnv` alone: one left in this process's environment must not
+        // turn on auth in trainers whose tests do not send it.
+        env: { ...withoutToken(process.env), PYTHONUNBUFFERED: '1', ...this.extraEnv },
       },
     );
     this.child = child;

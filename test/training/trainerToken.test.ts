@@ -19,9 +19,12 @@ import { TrainerProcess } from '../support/trainerProcess.js';
 const TOKEN = 'trainer-token-for-tests-0123456789';
 const SECRETS = ['TRAINER_TOKEN', 'POLICY_API_KEY'] as const;
 
-/** Sets the orchestrator's secrets for one test and puts the previous values back afterwards. */
+/** The secrets as this file found them: every restore goes back to these, however calls nest. */
+const ORIGINAL = SECRETS.map((name) => [name, process.env[name]] as const);
+
+/** Sets the orchestrator's secrets for one test; the returned function puts the original values back. */
 function withSecrets(values: Partial<Record<(typeof SECRETS)[number], string>>): () => void {
-  const saved = SECRETS.map((name) => [name, process.env[name]] as const);
+  const saved = ORIGINAL;
   for (const name of SECRETS) {
     if (values[name] === undefined) delete process.env[name];
     else process.env[name] = values[name];
