@@ -163,6 +163,10 @@ export function createOptimizerActivities(store: ArtifactStore) {
           samples: samples.length,
         };
       } catch (error) {
+        // A full state directory stays full until someone frees space: retrying would hide it; the
+        // workflow waits for the operator instead, then posts the same step (applied at most once).
+        if (error instanceof TrainerHttpError && error.status === 507)
+          throw ApplicationFailure.nonRetryable(error.message, 'TrainerDiskFull');
         if (error instanceof TrainerHttpError && error.status === 409) {
           const expected = (error.body as { error?: { expected_step?: number } } | null)?.error?.expected_step;
           throw ApplicationFailure.nonRetryable(

@@ -6,6 +6,7 @@ import {
   proxyActivities,
   upsertSearchAttributes,
   workflowInfo,
+  ActivityFailure,
   ApplicationFailure,
 } from '@temporalio/workflow';
 import type { OptimizerQueueActivities, RolloutQueueActivities } from '../activities/index.js';
@@ -71,6 +72,9 @@ function optimizerActivities(settings: TrainingSettings) {
   });
 }
 
+/** The optimizer activity's non-retryable failure when the trainer's state directory is full (HTTP 507). */
+const TRAINER_DISK_FULL = 'TrainerDiskFull';
+
 type Bookkeeping = ReturnType<typeof bookkeepingActivities>;
 type Optimizer = ReturnType<typeof optimizerActivities>;
 
@@ -117,7 +121,8 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     throw ApplicationFailure.nonRetryable(`step ${step}: no rollout survived to train on`, 'NoRolloutSurvived');
 
   control.setPhase('optimizing');
-  const applied = await optimizeStep(optimizer, settings, state, step, survivors);
+  const applied = await optimizeStepWithOperator(optimizer, settings, state, control, step, survivors);
+  if (applied === null) return control.finish(true);
 
   control.setPhase('publishing');
   state.version = await publishStep(bookkeeping, settings, step, applied);
@@ -151,6 +156,40 @@ async function ensureTrainerRun(optimizer: Optimizer, settings: TrainingSettings
     hyperparameters: settings.trainer.hyperparameters,
     seed: settings.seed,
   });
+}
+
+/**
+ * The step's optimizer call; a full trainer disk waits for the operator (free space, then
+ * `attune resume`) and posts the same step again, which the trainer applies at most once.
+ * Null when the operator stopped the run instead.
+ */
+async function optimizeStepWithOperator(
+  optimizer: Optimizer,
+  settings: TrainingSettings,
+  state: TrainingState,
+  control: TrainingControl,
+  step: number,
+  survivors: StepSurvivors,
+): Promise<OptimizerStepResult | null> {
+  for (;;) {
+    try {
+      return await optimizeStep(optimizer, settings, state, step, survivors);
+    } catch (error) {
+      const diskFull = trainerDiskFull(error);
+      if (diskFull === null) throw error;
+      if (!(await control.resumedByOperator(`step ${step}: optimizer step not applied: ${diskFull}`))) return null;
+      control.setPhase('optimizing');
+    }
+  }
+}
+
+/** The trainer's message (it names the state directory) when the step failed on a full disk. */
+function trainerDiskFull(error: unknown): string | null {
+  return error instanceof ActivityFailure &&
+    error.cause instanceof ApplicationFailure &&
+    error.cause.type === TRAINER_DISK_FULL
+    ? error.cause.message
+    : null;
 }
 
 /** One optimizer step on the kept dialogues, with the operator's hyperparameters if any were set. */

@@ -1,0 +1,72 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmdirSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** Small RAM-backed file systems that tests fill to make a directory run out of space (needs root). */
+
+let probed: boolean | null = null;
+
+/** Whether this process may mount a tmpfs (root, and a mount that works here); probed once. */
+export function tmpfsMountable(): boolean {
+  if (probed !== null) return probed;
+  probed = false;
+  if (process.getuid?.() !== 0) return false;
+  const probe = mkdtempSync(join(tmpdir(), 'attune-tmpfs-probe-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1M', 'tmpfs', probe], { stdio: 'pipe' });
+    execFileSync('umount', [probe], { stdio: 'pipe' });
+    probed = true;
+  } catch {
+    // no privilege to mount here (a container without CAP_SYS_ADMIN, say)
+  } finally {
+    rmdirSync(probe);
+  }
+  return probed;
+}
+
+export function mountTmpfs(dir: string, sizeMiB: number): void {
+  mkdirSync(dir, { recursive: true });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMiB}M`, 'tmpfs', dir], { stdio: 'pipe' });
+}
+
+/** Unmounts; lazily when something still holds a file there, so clean-up never fails a test. */
+export function unmountTmpfs(dir: string): void {
+  try {
+    execFileSync('umount', [dir], { stdio: 'pipe' });
+  } catch {
+    try {
+      execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
+    } catch {
+      // not mounted (any more)
+    }
+  }
+}
+
+/** Writes a ballast file into `dir` until its file system has no byte left; returns its path. */
+export async function fillWithBallast(dir: string): Promise<string> {
+  const path = join(dir, 'ballast');
+  const file = await open(path, 'w');
+  try {
+    for (const size of [1 << 20, 1 << 12, 1]) {
+      const chunk = Buffer.alloc(size, 0x61);
+      for (;;) {
+        try {
+          const { bytesWritten } = await file.write(chunk);
+          if (bytesWritten < size) break;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOSPC') break;
+          throw error;
+        }
+      }
+    }
+  } finally {
+    await file.close();
+  }
+  return path;
+}
+
+export async function removeBallast(path: string): Promise<void> {
+  await rm(path, { force: true });
+}

@@ -1,0 +1,261 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
+import {
+  trainingStatusQuery,
+  trainingWorkflowId,
+  type training,
+  type TrainingStatus,
+} from '../../src/workflows/training.js';
+import { attune } from '../cli/attuneProcess.js';
+import { OutageProxy } from '../support/outageProxy.js';
+import { fillWithBallast, mountTmpfs, removeBallast, tmpfsMountable, unmountTmpfs } from '../support/tmpfs.js';
+import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
+
+// Simulator answers depend only on the request, so every run of the same seed sees the same dialogues.
+const BEHAVIOUR = { analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }) };
+const STEPS = 3;
+/** GRPO sampling at temperature 1: for faults on the optimizer side, where no dialogue is rolled out again. */
+const SAMPLED = TINY_TRAINING('grpo', STEPS);
+/**
+ * PPO with a greedy policy: for faults that fail dialogues. `attune resume` rolls a failed dialogue
+ * out again as a new attempt with its own seed; greedy decoding makes that attempt the same
+ * dialogue, so the run can still be compared with an undisturbed one.
+ */
+const GREEDY = [...TINY_TRAINING('ppo', STEPS), 'policy.temperature=0'];
+/** Room for a tiny-random run's checkpoints; the ballast takes whatever is left. */
+const TMPFS_MIB = 16;
+
+type Essentials = ReturnType<typeof essentials>;
+
+function essentials(metrics: StepMetricsRecord[]) {
+  return metrics.map((m) => ({
+    step: m.step,
+    rollouts: m.rollouts,
+    reward: m.reward.mean.toFixed(6),
+    loss: m.trainer.loss.toFixed(6),
+    kl: m.trainer.kl.toFixed(6),
+    gradNorm: m.trainer.grad_norm.toFixed(5),
+    tokens: m.trainer.tokens,
+  }));
+}
+
+async function statusWhen(
+  rig: TrainingRig,
+  run: string,
+  predicate: (s: TrainingStatus) => boolean,
+  what: string,
+  timeoutMs: number,
+): Promise<TrainingStatus> {
+  const handle = rig.client.workflow.getHandle(trainingWorkflowId(run));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await handle.query(trainingStatusQuery);
+    if (predicate(status)) return status;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last status ${JSON.stringify(status)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Holds the run between steps `step - 1` and `step`: paused once every dialogue of the earlier
+ * step has started (a pause lets in-flight dialogues finish and starts no new one), so the caller
+ * can break something before `step` begins and then resume.
+ */
+async function pausedBefore(rig: TrainingRig, handle: WorkflowHandle<typeof training>, run: string, step: number) {
+  const before = await statusWhen(
+    rig,
+    run,
+    (s) =>
+      s.step >= step ||
+      (s.step === step - 1 &&
+        (s.phase === 'rollouts'
+          ? s.rollouts.total > 0 && s.rollouts.inFlight + s.rollouts.done + s.rollouts.failed === s.rollouts.total
+          : s.phase !== 'starting')),
+    `every dialogue of step ${step - 1} to start`,
+    120_000,
+  );
+  assert.equal(before.step, step - 1, `the run went past step ${step - 1} before it could be paused`);
+  await handle.executeUpdate('pause');
+  await statusWhen(rig, run, (s) => s.step === step && s.phase === 'paused', `the pause before step ${step}`, 120_000);
+}
+
+describe('training under faults: each disturbed run matches an undisturbed run of the same seed', function () {
+  this.timeout(900_000);
+  const baselines = new Map<string[], Promise<Essentials>>();
+  let rig: TrainingRig | undefined;
+  let proxy: OutageProxy | undefined;
+  let mounted: string[] = [];
+
+  afterEach(async () => {
+    await rig?.close();
+    rig = undefined;
+    await proxy?.close();
+    proxy = undefined;
+    for (const dir of mounted) unmountTmpfs(dir);
+    mounted = [];
+  });
+
+  /** The undisturbed run of a config, run once per config the first time a test needs it. */
+  function baseline(set: string[]): Promise<Essentials> {
+    let found = baselines.get(set);
+    if (!found) {
+      // A run name is never trained twice on one server: each config's baseline has its own.
+      const run = `baseline-${baselines.size + 1}`;
+      found = (async () => {
+        const undisturbed = await createTrainingRig({ set, behaviour: BEHAVIOUR });
+        try {
+          await undisturbed.startWorkers();
+          const { handle } = await undisturbed.start(run);
+          assert.equal((await handle.result()).stepsApplied, STEPS);
+          const metrics = essentials(await undisturbed.metrics(run));
+          assert.equal(metrics.length, STEPS, `${run}: one metrics line per step`);
+          return metrics;
+        } finally {
+          await undisturbed.close();
+        }
+      })();
+      baselines.set(set, found);
+    }
+    return found;
+  }
+
+  /** Same steps, each applied once by the trainer, no dialogue lost or counted twice, identical metrics. */
+  async function expectSameAsBaseline(set: string[], run: string): Promise<void> {
+    const result = await rig!.client.workflow.getHandle(trainingWorkflowId(run)).result();
+    assert.equal(result.stepsApplied, STEPS);
+    assert.equal((await rig!.trainer.runState(run)).step, STEPS, `the trainer applied exactly ${STEPS} steps`);
+    const metrics = await rig!.metrics(run);
+    assert.deepEqual(
+      metrics.map((m) => m.step),
+      [1, 2, 3],
+      'one metrics line per step',
+    );
+    // A step applied twice, or a dialogue lost or counted twice, would change these.
+    assert.deepEqual(essentials(metrics), await baseline(set));
+  }
+
+  it('the trainer raises after the update changed the weights (after_update@2:1), then succeeds on retry', async () => {
+    await baseline(SAMPLED);
+    rig = await createTrainingRig({
+      set: SAMPLED,
+      behaviour: BEHAVIOUR,
+      trainerEnv: { ATTUNE_TRAINER_FAULT_INJECTION: 'after_update@2:1' },
+    });
+    const fired = rig.trainer.waitForLog(/"injected fault".*"point": "after_update".*"step": 2/);
+    await rig.startWorkers();
+    await rig.start('fault-after-update');
+    await fired;
+    await expectSameAsBaseline(SAMPLED, 'fault-after-update');
+  });
+
+  it('the trainer state directory fills up during a commit: the run waits for the operator, resume completes it', async () => {
+    const run = 'fault-trainer-disk';
+    await baseline(SAMPLED);
+    const mountable = tmpfsMountable();
+    // Without the right to mount, the trainer's fault switch raises the same ENOSPC in the commit.
+    rig = await createTrainingRig({
+      set: SAMPLED,
+      behaviour: BEHAVIOUR,
+      trainerEnv: mountable ? {} : { ATTUNE_TRAINER_FAULT_INJECTION: 'during_commit@2:1' },
+    });
+    const stateDir = rig.trainer.stateDir;
+    if (mountable) {
+      // The trainer moves onto a small file system of its own before the run begins.
+      await rig.trainer.kill();
+      mountTmpfs(stateDir, TMPFS_MIB);
+      mounted.push(stateDir);
+      await rig.trainer.start();
+    }
+    await rig.startWorkers();
+    const { handle } = await rig.start(run);
+    await pausedBefore(rig, handle, run, 2);
+    const ballast = mountable ? await fillWithBallast(stateDir) : null;
+    await handle.executeUpdate('resume');
+
+    const blocked = await statusWhen(
+      rig,
+      run,
+      (s) => s.phase === 'waiting-for-operator',
+      'the run to wait for the operator',
+      120_000,
+    );
+    assert.equal(blocked.step, 2);
+    const diskFull = new RegExp(`HTTP 507: disk full: no space left in the state directory ${stateDir}`);
+    assert.match(blocked.blockedReason ?? '', diskFull);
+    assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied');
+    const cli = await attune(['status', run, '--json', ...rig.configSet.flatMap((s) => ['--set', s])], {
+      TEMPORAL_ADDRESS: rig.address,
+    });
+    assert.equal(cli.code, 0, cli.stderr);
+    const shown = JSON.parse(cli.stdout) as TrainingStatus;
+    assert.equal(shown.phase, 'waiting-for-operator');
+    assert.match(shown.blockedReason ?? '', diskFull);
+
+    if (ballast) await removeBallast(ballast);
+    await handle.executeUpdate('resume');
+    await expectSameAsBaseline(SAMPLED, run);
+  });
+
+  it('the artifact directory fills up while transcripts are written: the run waits for the operator, resume completes it', async function () {
+    if (!tmpfsMountable()) this.skip();
+    const run = 'fault-artifact-disk';
+    await baseline(GREEDY);
+    rig = await createTrainingRig({ set: GREEDY, behaviour: BEHAVIOUR });
+    const artifacts = join(rig.config.home, 'artifacts');
+    assert.equal(rig.store.root, artifacts);
+    mountTmpfs(artifacts, TMPFS_MIB);
+    mounted.push(artifacts);
+    await rig.startWorkers();
+    const { handle } = await rig.start(run);
+    await pausedBefore(rig, handle, run, 2);
+    const ballast = await fillWithBallast(artifacts);
+    await handle.executeUpdate('resume');
+
+    // Each transcript write is retried (10 attempts, exponential backoff) before its dialogue fails.
+    const blocked = await statusWhen(
+      rig,
+      run,
+      (s) => s.phase === 'waiting-for-operator',
+      'the run to wait for the operator',
+      600_000,
+    );
+    assert.equal(blocked.step, 2);
+    assert.match(blocked.blockedReason ?? '', /2 of 2 rollouts failed .*ENOSPC: no space left on device/);
+
+    await removeBallast(ballast);
+    await handle.executeUpdate('resume');
+    await expectSameAsBaseline(GREEDY, run);
+  });
+
+  it('the policy endpoint is down longer than its retries, then back: the run waits for the operator, resume completes it', async () => {
+    const run = 'fault-policy-outage';
+    await baseline(GREEDY);
+    // With the trainer serving the policy, the outage is a proxy that refuses its chat completions only.
+    proxy = await OutageProxy.start();
+    const set = [...GREEDY, `trainer.url=${proxy.url}`, 'policy.retry.maximumAttempts=2'];
+    rig = await createTrainingRig({ set, behaviour: BEHAVIOUR });
+    proxy.target = rig.trainer.url;
+    await rig.startWorkers();
+    const { handle } = await rig.start(run);
+    await pausedBefore(rig, handle, run, 2);
+    proxy.down = true;
+    await handle.executeUpdate('resume');
+
+    const blocked = await statusWhen(
+      rig,
+      run,
+      (s) => s.phase === 'waiting-for-operator',
+      'the run to wait for the operator',
+      120_000,
+    );
+    assert.equal(blocked.step, 2);
+    assert.match(blocked.blockedReason ?? '', /2 of 2 rollouts failed .*HTTP 500/);
+    assert.ok(proxy.refused >= 4, `each dialogue's policy call was refused twice (${proxy.refused} refused)`);
+
+    proxy.down = false;
+    await handle.executeUpdate('resume');
+    await expectSameAsBaseline(GREEDY, run);
+  });
+});
