@@ -199,7 +199,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
   });
 
   it('the artifact directory fills up while transcripts are written: the run waits for the operator, resume completes it', async function () {
-    if (!tmpfsMountable()) this.skip();
+    assert.ok(tmpfsMountable(), 'this test mounts a size-limited tmpfs: run the suite as root, with mount(8)');
     const run = 'fault-artifact-disk';
     await baseline(GREEDY);
     rig = await createTrainingRig({ set: GREEDY, behaviour: BEHAVIOUR });
@@ -213,7 +213,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     const ballast = await fillWithBallast(artifacts);
     await handle.executeUpdate('resume');
 
-    // Each transcript write is retried (10 attempts, exponential backoff) before its dialogue fails.
+    // A full artifact store fails the transcript write at once (no retries), and with it the dialogue.
     const blocked = await statusWhen(
       rig,
       run,
@@ -222,7 +222,10 @@ describe('training under faults: each disturbed run matches an undisturbed run o
       600_000,
     );
     assert.equal(blocked.step, 2);
-    assert.match(blocked.blockedReason ?? '', /2 of 2 rollouts failed .*ENOSPC: no space left on device/);
+    assert.match(
+      blocked.blockedReason ?? '',
+      /2 of 2 rollouts failed .*artifact store .* is full \(ENOSPC: no space left on device/,
+    );
 
     await removeBallast(ballast);
     await handle.executeUpdate('resume');
