@@ -1,19 +1,7 @@
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import type { RecordedCall } from '../../test/support/fakeOpenAI.js';
+import { essentials } from '../../test/support/runEssentials.js';
 import type { InjectedFault } from './inject.js';
-
-/** What a step applied twice, or a dialogue lost or counted twice, would change. */
-export function essentials(metrics: StepMetricsRecord[]) {
-  return metrics.map((m) => ({
-    step: m.step,
-    rollouts: m.rollouts,
-    reward: m.reward.mean.toFixed(6),
-    loss: m.trainer.loss.toFixed(6),
-    kl: m.trainer.kl.toFixed(6),
-    gradNorm: m.trainer.grad_norm.toFixed(5),
-    tokens: m.trainer.tokens,
-  }));
-}
 
 export interface Check {
   name: string;

@@ -1,5 +1,7 @@
 /** Which faults a soak injects and where: chosen from the seed alone, so a seed replays the same plan. */
 
+import { prng } from '../../src/core/training/scenarioSchedule.js';
+
 export type FaultPhase = 'rollouts' | 'optimizer';
 
 /** What each fault does; `phase` is the part of a step it is injected into. */
@@ -44,17 +46,8 @@ export interface PlannedFault {
   phase: FaultPhase;
 }
 
-/** mulberry32: a small seeded generator, enough to pick faults reproducibly. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded generator that picks faults: the same one that shuffles the train split. */
+export const seededRandom = prng;
 
 /**
  * `count` faults over `steps` steps: at most one per phase of a step, so faults of one step never

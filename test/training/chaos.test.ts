@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import { DevServer } from '../../src/temporal/devServer.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
+import { essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { WorkerProcess } from '../support/workerProcess.js';
 
@@ -13,18 +13,6 @@ const CHAOS_SET = [...TINY_TRAINING('grpo'), 'training.heartbeatTimeoutMs=3000']
 const BEHAVIOUR = { analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }) };
 // Slows each optimizer step (before its commit) so a crash can land inside it.
 const SLOW_STEPS = { ATTUNE_TRAINER_FAULT_DELAY_S: '2' };
-
-function essentials(metrics: StepMetricsRecord[]) {
-  return metrics.map((m) => ({
-    step: m.step,
-    rollouts: m.rollouts,
-    reward: m.reward.mean.toFixed(6),
-    loss: m.trainer.loss.toFixed(6),
-    kl: m.trainer.kl.toFixed(6),
-    gradNorm: m.trainer.grad_norm.toFixed(5),
-    tokens: m.trainer.tokens,
-  }));
-}
 
 describe('training durability under crashes (real dev server with SQLite, real trainer)', function () {
   this.timeout(600_000);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import {
   trainingStatusQuery,
   trainingWorkflowId,
@@ -11,6 +10,7 @@ import {
 import { attune } from '../cli/attuneProcess.js';
 import { OutageProxy } from '../support/outageProxy.js';
 import { fillWithBallast, mountTmpfs, removeBallast, tmpfsMountable, unmountTmpfs } from '../support/tmpfs.js';
+import { essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 
 // Simulator answers depend only on the request, so every run of the same seed sees the same dialogues.
@@ -28,18 +28,6 @@ const GREEDY = [...TINY_TRAINING('ppo', STEPS), 'policy.temperature=0'];
 const TMPFS_MIB = 16;
 
 type Essentials = ReturnType<typeof essentials>;
-
-function essentials(metrics: StepMetricsRecord[]) {
-  return metrics.map((m) => ({
-    step: m.step,
-    rollouts: m.rollouts,
-    reward: m.reward.mean.toFixed(6),
-    loss: m.trainer.loss.toFixed(6),
-    kl: m.trainer.kl.toFixed(6),
-    gradNorm: m.trainer.grad_norm.toFixed(5),
-    tokens: m.trainer.tokens,
-  }));
-}
 
 async function statusWhen(
   rig: TrainingRig,

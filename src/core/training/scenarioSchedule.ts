@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { stableHash } from '../seeds.js';
 
 /** Mulberry32: a tiny seeded PRNG, deterministic inside workflows. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
