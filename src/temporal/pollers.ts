@@ -27,11 +27,13 @@ async function livePollers(handle: TemporalHandle, name: string, taskQueueType: 
 /** A task queue a run needs that no live worker polls, with what serves it and how to start that. */
 export interface UnpolledQueue {
   queue: string;
+  /** Workflow tasks (without a poller the run can neither move nor answer queries) or activities. */
+  kind: 'workflow' | 'activity';
   serves: string;
   start: string;
 }
 
-interface NeededQueue extends UnpolledQueue {
+interface NeededQueue extends Omit<UnpolledQueue, 'kind'> {
   type: 1 | 2;
 }
 
@@ -59,7 +61,14 @@ function optimizerQueue(config: AttuneConfig): NeededQueue {
 
 async function unpolled(handle: TemporalHandle, needed: NeededQueue[]): Promise<UnpolledQueue[]> {
   const counts = await Promise.all(needed.map((q) => livePollers(handle, q.queue, q.type)));
-  return needed.filter((_, i) => counts[i] === 0).map(({ queue, serves, start }) => ({ queue, serves, start }));
+  return needed
+    .filter((_, i) => counts[i] === 0)
+    .map(({ queue, type, serves, start }) => ({
+      queue,
+      kind: type === WORKFLOW_QUEUE ? 'workflow' : 'activity',
+      serves,
+      start,
+    }));
 }
 
 /** The queues a training run needs (rollouts, LLM calls, optimizer) that no live worker polls. */

@@ -34,7 +34,7 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
         // An unknown run fails here, naming its workflow id, before any queue is looked at.
         await trainingHandle(client, name).describe();
         const waitingOn = await unpolledTrainingQueues(temporal, ctx.config);
-        if (waitingOn.some((q) => q.serves.includes('workflows'))) {
+        if (waitingOn.some((q) => q.kind === 'workflow')) {
           // No workflow worker: the run can neither move nor answer the status query.
           const error = `no worker polls ${waitingOn.map((q) => q.queue).join(', ')}: run ${name} cannot make progress or report its status`;
           process.stdout.write(
