@@ -1,7 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { transcriptKey } from '../artifacts/keys.js';
-import type { ArtifactStore } from '../artifacts/store.js';
+import { transcriptKey, transcriptPartKey, transcriptPartsPrefix } from '../artifacts/keys.js';
+import { ArtifactNotFoundError, type ArtifactStore } from '../artifacts/store.js';
 import type { Transcript } from '../core/transcript.js';
+import { joinTranscript, type TranscriptPart, type TranscriptTail } from '../core/transcriptParts.js';
 
 /** A full disk does not clear by itself: retrying would only delay the operator's turn. */
 function diskFull(error: unknown, where: string): Error {
@@ -22,6 +23,41 @@ export function createArtifactActivities(store: ArtifactStore) {
       } catch (error) {
         throw diskFull(error, store.locate(key));
       }
+    },
+
+    /** Idempotent like saveTranscript: a part's key depends on its rollout and index only. */
+    async saveTranscriptPart(part: TranscriptPart): Promise<string> {
+      const key = transcriptPartKey(part.runName, part.rolloutId, part.index);
+      try {
+        return await store.putJson(key, part);
+      } catch (error) {
+        throw diskFull(error, store.locate(key));
+      }
+    },
+
+    /**
+     * The whole transcript from the parts written earlier and the tail, under the same key as
+     * saveTranscript; then the parts go. A retry after the parts went finds the transcript written.
+     */
+    async saveTranscriptFromParts(tail: TranscriptTail): Promise<string> {
+      const { runName, rolloutId } = tail.transcript;
+      const key = transcriptKey(runName, rolloutId);
+      const parts: TranscriptPart[] = [];
+      try {
+        for (let index = 0; index < tail.parts; index++)
+          parts.push(await store.getJson<TranscriptPart>(transcriptPartKey(runName, rolloutId, index)));
+      } catch (error) {
+        if (!(error instanceof ArtifactNotFoundError) || (await store.getText(key)) === null) throw error;
+        await store.remove(transcriptPartsPrefix(runName, rolloutId));
+        return key;
+      }
+      try {
+        await store.putJson(key, joinTranscript(parts, tail));
+      } catch (error) {
+        throw diskFull(error, store.locate(key));
+      }
+      await store.remove(transcriptPartsPrefix(runName, rolloutId));
+      return key;
     },
   };
 }

@@ -32,6 +32,16 @@ export function transcriptKey(runName: string | null, rolloutId: string): string
   return `${runTranscriptsPrefix(runName)}/${keyPart(rolloutId)}.json`;
 }
 
+/** `rollout-parts/<run>/<rollout>`: turns of a transcript written before the dialogue ended. */
+export function transcriptPartsPrefix(runName: string | null, rolloutId: string): string {
+  return `rollout-parts/${keyPart(runName ?? ADHOC_RUN)}/${keyPart(rolloutId)}`;
+}
+
+/** `rollout-parts/<run>/<rollout>/<index>.json`: one part, the index zero-padded so parts list in order. */
+export function transcriptPartKey(runName: string | null, rolloutId: string, index: number): string {
+  return `${transcriptPartsPrefix(runName, rolloutId)}/${String(index).padStart(6, '0')}.json`;
+}
+
 /** `runs/<run>/metrics.jsonl`: one StepMetricsRecord per line. */
 export function runMetricsKey(runName: string): string {
   return `runs/${keyPart(runName)}/metrics.jsonl`;

@@ -15,6 +15,8 @@ export interface ArtifactStore {
   getText(key: string): Promise<string | null>;
   appendLine(key: string, line: string): Promise<void>;
   list(prefix: string): Promise<string[]>;
+  /** Removes a key, or every key under a prefix; nothing there is not an error (activities may run twice). */
+  remove(prefix: string): Promise<void>;
   /** A location a person can open (a file path here, a URL for object stores). */
   locate(key: string): string;
 }
@@ -104,6 +106,10 @@ export class FileArtifactStore implements ArtifactStore {
     const path = this.pathOf(key);
     await mkdir(dirname(path), { recursive: true });
     await appendFile(path, line.endsWith('\n') ? line : `${line}\n`, 'utf8');
+  }
+
+  async remove(prefix: string): Promise<void> {
+    await rm(this.pathOf(prefix.replace(/\/$/, '')), { recursive: true, force: true });
   }
 
   async list(prefix: string): Promise<string[]> {

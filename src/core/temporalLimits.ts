@@ -1,11 +1,14 @@
 /**
  * Temporal's hard limits, and the estimates that keep a configuration inside them. A dialogue's
- * transcript travels as one payload, and a step's rollouts all land in one training history
- * (a run continues as new only between steps), so both are bounded before anything starts.
+ * turns travel as payloads (a turn's calls, its record, and transcript parts of a few turns) and
+ * all land in the rollout's history; a step's rollouts land in the training history, which
+ * continues as new when the server suggests it, between or within steps.
  */
 export const TEMPORAL_LIMITS = {
   /** A single payload fails above this. */
   payloadBytes: 2 * 1024 * 1024,
+  /** A workflow history fails above this size. */
+  historyBytes: 50 * 1024 * 1024,
   /** A workflow history fails above this many events. */
   historyEvents: 51_200,
   /** Pending child workflows of one workflow. */
@@ -16,7 +19,15 @@ export const TEMPORAL_LIMITS = {
 const BYTES_PER_TOKEN = 4;
 /** History events one rollout child costs its parent: initiated, started, completed, and workflow tasks. */
 const EVENTS_PER_CHILD = 6;
+/**
+ * A step's dialogues must fit half of one history even when it cannot continue as new within the
+ * step (its carried progress too big for one payload): then every dialogue lands in one history.
+ */
 export const MAX_DIALOGUES_PER_STEP = Math.floor(TEMPORAL_LIMITS.historyEvents / 2 / EVENTS_PER_CHILD);
+/** The payloads of a rollout carry the dialogue so far this many times per turn: three calls' prompts and the turn's record. */
+const DIALOGUE_COPIES_PER_TURN = 4;
+/** A transcript part holds up to a quarter of a payload plus the turn that crosses it (see transcriptParts). */
+const LARGEST_TURN_BYTES = (TEMPORAL_LIMITS.payloadBytes * 3) / 4;
 
 /**
  * Upper estimate of a transcript's size: every turn records the prompts it sent, and a turn's
@@ -27,6 +38,11 @@ export function transcriptBytesEstimate(maxTurns: number, policyMaxTokens: numbe
   return (perMessagePair * maxTurns * (maxTurns + 1)) / 2;
 }
 
+/** Upper estimate of the last turn's record: the dialogue so far and the turn's own messages. */
+export function turnBytesEstimate(maxTurns: number, policyMaxTokens: number, simulatorMaxTokens: number): number {
+  return (policyMaxTokens + simulatorMaxTokens) * BYTES_PER_TOKEN * (maxTurns + 1);
+}
+
 export interface DialogueSize {
   /** The config key that sets the turn limit, for the message. */
   turnsKey: string;
@@ -35,17 +51,25 @@ export interface DialogueSize {
   simulatorMaxTokens: number;
 }
 
+function megabytes(bytes: number): string {
+  return (bytes / (1024 * 1024)).toFixed(1);
+}
+
 /** Why a dialogue of this size could not be carried by Temporal, or null when it can. */
 export function dialogueSizeProblem(size: DialogueSize): string | null {
-  const bytes = transcriptBytesEstimate(size.maxTurns, size.policyMaxTokens, size.simulatorMaxTokens);
-  if (bytes <= TEMPORAL_LIMITS.payloadBytes) return null;
-  const mb = (bytes / (1024 * 1024)).toFixed(1);
-  return `${size.turnsKey}=${size.maxTurns} with policy.maxTokens=${size.policyMaxTokens} and simulator.maxTokens=${size.simulatorMaxTokens}: a transcript could reach ${mb} MB, over Temporal's 2 MB payload limit (a transcript is one payload); lower the turns or maxTokens`;
+  const what = `${size.turnsKey}=${size.maxTurns} with policy.maxTokens=${size.policyMaxTokens} and simulator.maxTokens=${size.simulatorMaxTokens}`;
+  const turn = turnBytesEstimate(size.maxTurns, size.policyMaxTokens, size.simulatorMaxTokens);
+  if (turn > LARGEST_TURN_BYTES)
+    return `${what}: one turn could reach ${megabytes(turn)} MB, over the ${megabytes(LARGEST_TURN_BYTES)} MB a turn may take of Temporal's 2 MB payload limit (a turn's prompt holds the dialogue so far); lower the turns or maxTokens`;
+  const history =
+    transcriptBytesEstimate(size.maxTurns, size.policyMaxTokens, size.simulatorMaxTokens) * DIALOGUE_COPIES_PER_TURN;
+  if (history <= TEMPORAL_LIMITS.historyBytes) return null;
+  return `${what}: a rollout's history could reach ${megabytes(history)} MB, over Temporal's 50 MB history size limit (every turn's calls carry the dialogue so far); lower the turns or maxTokens`;
 }
 
 /** Why a step of this many dialogues could not fit one history, or null when it can. */
 export function stepSizeProblem(scenariosPerStep: number, samplesPerScenario: number): string | null {
   const dialogues = scenariosPerStep * samplesPerScenario;
   if (dialogues <= MAX_DIALOGUES_PER_STEP) return null;
-  return `training.scenariosPerStep x samplesPerScenario = ${dialogues} dialogues per step: over ${MAX_DIALOGUES_PER_STEP}, a step's history could pass Temporal's ${TEMPORAL_LIMITS.historyEvents}-event limit (about ${EVENTS_PER_CHILD} events per dialogue; a run continues as new between steps only)`;
+  return `training.scenariosPerStep x samplesPerScenario = ${dialogues} dialogues per step: over ${MAX_DIALOGUES_PER_STEP}, a step's history could pass Temporal's ${TEMPORAL_LIMITS.historyEvents}-event limit (about ${EVENTS_PER_CHILD} events per dialogue, all in one history when the step's progress is too big to carry across continue-as-new)`;
 }

@@ -20,6 +20,7 @@ import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettin
 import type { Scenario } from '../core/scenario.js';
 import type { Outcome } from '../core/termination.js';
 import type { RolloutSummary } from '../core/transcript.js';
+import { TranscriptPartition } from '../core/transcriptParts.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
@@ -96,6 +97,8 @@ function turnActivityProxy(settings: RolloutSettings, local: boolean) {
 
 /** Rollouts with local LLM calls started after this patch load and save artifacts locally too. */
 export const LOCAL_ARTIFACT_ACTIVITIES_PATCH = 'local-artifact-activities';
+/** Rollouts started after this patch write a long transcript in parts as it grows. */
+export const TRANSCRIPT_PARTS_PATCH = 'transcript-parts';
 
 /**
  * One dialogue between the policy and the simulated user; the transcript goes to the artifact store
@@ -193,11 +196,19 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const onPhase = (phase: TurnPhase) => {
     progress.phase = phase;
   };
+  const rolloutId = input.rolloutId;
+  // A transcript is written in parts as it grows, so no payload ever carries all of it.
+  const partition = new TranscriptPartition({ runName, rolloutId });
   const ended = await dialogue.playToEnd(
     async (turnInput) => {
-      if (!turnActivity) return playTurn(callsOfTurn, turnInput, onPhase);
-      progress.phase = 'turn';
-      return turnActivity.playDialogueTurn(turnInput);
+      let played;
+      if (turnActivity) {
+        progress.phase = 'turn';
+        played = await turnActivity.playDialogueTurn(turnInput);
+      } else played = await playTurn(callsOfTurn, turnInput, onPhase);
+      if (partition.add(played.record) && patched(TRANSCRIPT_PARTS_PATCH))
+        await artifacts.saveTranscriptPart(partition.takePart());
+      return played;
     },
     {
       beforeTurn: (turnInput) => {
@@ -212,10 +223,12 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const { outcome, emotion: finalEmotion } = ended;
   progress.outcome = outcome;
   progress.phase = 'saving';
-  const rolloutId = input.rolloutId;
   const transcript = ended.transcript({ rolloutId, runName, step, startedAt, finishedAt: new Date().toISOString() });
   const { reward, tokens } = transcript;
-  const artifact = await artifacts.saveTranscript(transcript);
+  const artifact =
+    partition.parts === 0
+      ? await artifacts.saveTranscript(transcript)
+      : await artifacts.saveTranscriptFromParts(partition.tail(transcript));
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.outcome, value: outcome },
     { key: SEARCH_ATTRIBUTES.finalEmotion, value: finalEmotion },

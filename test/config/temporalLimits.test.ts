@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { MAX_DIALOGUES_PER_STEP, transcriptBytesEstimate } from '../../src/core/temporalLimits.js';
+import { MAX_DIALOGUES_PER_STEP, transcriptBytesEstimate, turnBytesEstimate } from '../../src/core/temporalLimits.js';
 
 function rejection(set: string[]): string {
   try {
@@ -21,15 +21,24 @@ describe("config: sizes inside Temporal's limits", () => {
       loadConfig({ env: {}, file: join('configs', file) });
   });
 
-  it('rejects dialogues whose transcript could pass the 2 MB payload limit, naming the turns key', () => {
+  it('accepts transcripts past the 2 MB payload limit: they are written in parts', () => {
+    assert.ok(transcriptBytesEstimate(30, 2048, 400) > 2 * 1024 * 1024);
+    loadConfig({ env: {}, set: ['training.maxTurns=30', 'policy.maxTokens=2048'] });
+  });
+
+  it('rejects dialogues whose rollout history could pass 50 MB, or whose one turn could pass a payload, naming the turns key', () => {
     assert.match(
       rejection(['rollout.maxTurns=50', 'policy.maxTokens=4096']),
-      /rollout\.maxTurns=50 with policy\.maxTokens=4096 and simulator\.maxTokens=400: a transcript could reach .* MB, over Temporal's 2 MB payload limit/,
+      /rollout\.maxTurns=50 with policy\.maxTokens=4096 and simulator\.maxTokens=400: a rollout's history could reach .* MB, over Temporal's 50 MB history size limit/,
     );
-    assert.match(rejection(['evaluation.maxTurns=40', 'simulator.maxTokens=2000']), /evaluation\.maxTurns=40/);
-    assert.match(rejection(['training.maxTurns=30', 'policy.maxTokens=2048']), /training\.maxTurns=30/);
-    // The estimate grows with the square of the turns: T(T + 1) / 2 turn-prompts.
+    assert.match(rejection(['evaluation.maxTurns=60', 'simulator.maxTokens=2000']), /evaluation\.maxTurns=60/);
+    assert.match(
+      rejection(['training.maxTurns=10', 'policy.maxTokens=32000', 'simulator.maxTokens=8000']),
+      /training\.maxTurns=10 .*: one turn could reach 1\.7 MB, over the 1\.5 MB a turn may take of Temporal's 2 MB payload limit/,
+    );
+    // The transcript grows with the square of the turns: T(T + 1) / 2 turn-prompts; one turn with T.
     assert.equal(transcriptBytesEstimate(2, 10, 10) * 5, transcriptBytesEstimate(5, 10, 10));
+    assert.equal(turnBytesEstimate(4, 10, 10) * 2, turnBytesEstimate(9, 10, 10));
   });
 
   it('rejects steps whose rollouts could pass the history event limit, and completions past 32k tokens', () => {
