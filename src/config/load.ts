@@ -26,6 +26,14 @@ export const ENV_OVERRIDES: Record<string, string> = {
 
 type Tree = Record<string, unknown>;
 
+/**
+ * Plain YAML only: `!!set`, `!!omap`, `!!pairs` and `!!binary` would become a Set, Map or bytes, and
+ * a zod object takes a Set or Map as an empty mapping, silently dropping what was written. Unresolved,
+ * they stay the mapping, list or string they are written as, and are checked like any other value
+ * (so the parser's warning about the tag is not printed).
+ */
+const YAML_OPTIONS = { resolveKnownTags: false, logLevel: 'error' } as const;
+
 function setPath(tree: Tree, dotted: string, value: unknown): void {
   const keys = dotted.split('.');
   let node: Tree = tree;
@@ -49,7 +57,7 @@ export function parseSetOption(option: string): [string, unknown] {
     throw new ConfigError(`--set ${option}: bad key "${key}"`);
   let value: unknown;
   try {
-    value = raw === '' ? '' : parseYaml(raw);
+    value = raw === '' ? '' : parseYaml(raw, YAML_OPTIONS);
   } catch {
     value = raw;
   }
@@ -65,12 +73,18 @@ export interface LoadConfigOptions {
 /** Reads a YAML file into a plain tree, naming the file on any syntax error. */
 export function readYamlFile(file: string): Tree {
   if (!existsSync(file)) throw new ConfigError(`${file}: no such config file`);
-  const doc = parseDocument(readFileSync(file, 'utf8'));
+  const doc = parseDocument(readFileSync(file, 'utf8'), YAML_OPTIONS);
   if (doc.errors.length > 0) {
     const first = doc.errors[0];
     throw new ConfigError(`${file}: YAML syntax error: ${first?.message ?? 'unknown'}`);
   }
-  const value: unknown = doc.toJS();
+  let value: unknown;
+  try {
+    value = doc.toJS();
+  } catch (error) {
+    // An alias without its anchor, or aliases that expand past the parser's limit.
+    throw new ConfigError(`${file}: YAML error: ${(error as Error).message}`);
+  }
   if (value === null || value === undefined) return {};
   if (typeof value !== 'object' || Array.isArray(value))
     throw new ConfigError(`${file}: the top level must be a mapping`);
@@ -84,12 +98,17 @@ function isMapping(value: unknown): value is Tree {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** `over` on top of `base`: mappings merge key by key; anything else (lists, null) replaces. */
+/**
+ * `over` on top of `base`: mappings merge key by key; anything else (lists, null) replaces. Keys are
+ * own data properties, so a `__proto__` key stays a key (and is rejected as unknown) instead of
+ * becoming the tree's prototype.
+ */
 function mergeTrees(base: Tree, over: Tree): Tree {
   const out: Tree = { ...base };
   for (const [key, value] of Object.entries(over)) {
-    const below = out[key];
-    out[key] = isMapping(value) && isMapping(below) ? mergeTrees(below, value) : value;
+    const below = Object.hasOwn(out, key) ? out[key] : undefined;
+    const merged = isMapping(value) && isMapping(below) ? mergeTrees(below, value) : value;
+    Object.defineProperty(out, key, { value: merged, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

@@ -101,12 +101,7 @@ function jsonCandidates(raw: string): string[] {
   return candidates;
 }
 
-/**
- * Parses the analysis from structured output, from plain JSON a server returned without honouring
- * `response_format`, or from labelled sections ("Emotion change: +3"). Returns null when nothing
- * trustworthy is there: a dialogue is never scored from a guess.
- */
-export function parseAnalysis(raw: string): Analysis | null {
+function fromJson(raw: string): Analysis | null {
   for (const candidate of jsonCandidates(raw)) {
     try {
       const value: unknown = JSON.parse(candidate);
@@ -115,9 +110,13 @@ export function parseAnalysis(raw: string): Analysis | null {
         if (parsed) return parsed;
       }
     } catch {
-      // not JSON; fall through to labelled sections
+      // not JSON; try the next candidate
     }
   }
+  return null;
+}
+
+function fromLabelledSections(raw: string): Analysis | null {
   const sections: Record<string, string> = {};
   let current: string | null = null;
   for (const line of raw.split(/\r?\n/)) {
@@ -130,4 +129,17 @@ export function parseAnalysis(raw: string): Analysis | null {
     }
   }
   return fromFields(sections);
+}
+
+/**
+ * Parses the analysis from structured output, from plain JSON a server returned without honouring
+ * `response_format`, or from labelled sections ("Emotion change: +3"). Returns null when nothing
+ * trustworthy is there: a dialogue is never scored from a guess.
+ *
+ * Labelled sections come first: JSON inside them is text the user quotes (a policy under training
+ * may write an analysis into its reply), whereas a JSON answer has no labelled lines, since a
+ * JSON string cannot hold a line break and its keys are quoted.
+ */
+export function parseAnalysis(raw: string): Analysis | null {
+  return fromLabelledSections(raw) ?? fromJson(raw);
 }

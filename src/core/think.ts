@@ -28,7 +28,14 @@ export function parseThinkThenSay(raw: string): ParsedPolicyOutput {
 
 /** Plain mode: the whole output is the reply; a stray think block is stripped, an empty reply is malformed. */
 export function parsePlainReply(raw: string): ParsedPolicyOutput {
-  const stripped = raw.replace(/<think>[\s\S]*?<\/think>/g, '').trim();
+  // Until none is left: removing one block can join the text around it into another
+  // (`<<think>a</think>think>b</think>`), whose thought would otherwise reach the simulator.
+  let stripped = raw;
+  for (let before = ''; before !== stripped;) {
+    before = stripped;
+    stripped = stripped.replace(/<think>[\s\S]*?<\/think>/g, '');
+  }
+  stripped = stripped.trim();
   if (stripped.length === 0) return { reply: '', thinking: null, malformed: true, problem: 'empty reply' };
   return { reply: stripped, thinking: null, malformed: false };
 }

@@ -1,15 +1,18 @@
 import { z } from 'zod';
 import { describeIssues, scenarioSchema, type Personality, type Scenario } from '../core/scenario.js';
 
+/** Checked here, not only as the scenario's fields, so a rejection names the SAGE field. */
+const nonEmptyText = z.string().trim().min(1, 'must not be empty');
+
 /** One line of the public SAGE / RLVER profile files. Extra fields are kept in `source.record`. */
 const sageRecordSchema = z
   .object({
     id: z.union([z.string().min(1), z.number()]),
-    player: z.string().min(1),
-    scene: z.string().min(1),
+    player: nonEmptyText,
+    scene: nonEmptyText,
     main_cha: z.union([z.string(), z.array(z.string())]).optional(),
     cha_group: z.union([z.string(), z.array(z.string())]).optional(),
-    task: z.string().min(1),
+    task: nonEmptyText,
     first_talk: z.string().optional(),
   })
   .passthrough();
@@ -62,7 +65,9 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
   const scenarios: ImportResult['scenarios'] = [];
   const problems: ImportProblem[] = [];
   const seen = new Set<string>();
-  text.split(/\r?\n/).forEach((rawLine, index) => {
+  // A byte-order mark (files saved by some Windows editors) is not part of line 1's JSON.
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
+  lines.forEach((rawLine, index) => {
     const line = index + 1;
     if (rawLine.trim() === '') return;
     let value: unknown;

@@ -58,6 +58,31 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ file: '/nonexistent/attune.yaml', env: {} }), /no such config file/);
     assert.throws(() => loadConfig({ env: {}, set: ['rollout.llmCalls=remote'] }), /rollout\.llmCalls/);
   });
+  it('rejects YAML aliases without an anchor or past the alias limit as a ConfigError naming the file', () => {
+    for (const text of [
+      '*a\n',
+      'a0: &a0 [x]\na1: &a1 [*a0, *a0, *a0, *a0]\na2: &a2 [*a1, *a1, *a1, *a1]\na3: &a3 [*a2, *a2, *a2, *a2]\n',
+    ]) {
+      const file = yamlFile(text);
+      assert.throws(
+        () => loadConfig({ file, env: {} }),
+        (error: unknown) => error instanceof ConfigError && error.message.startsWith(`${file}: YAML error`),
+      );
+    }
+  });
+  it('rejects a __proto__ key as unknown instead of reading the keys below it', () => {
+    const file = yamlFile('__proto__:\n  rollout:\n    maxTurns: 3\n');
+    assert.throws(() => loadConfig({ file, env: {} }), /__proto__: unknown key/);
+    assert.throws(
+      () => loadConfig({ file: yamlFile('training:\n  seed: 0\n__proto__: ""\n'), env: {} }),
+      /__proto__: unknown key/,
+    );
+  });
+  it('reads !!set, !!omap and !!pairs as the plain mapping or list they are written as, not as an empty section', () => {
+    assert.throws(() => loadConfig({ file: yamlFile('policy: !!omap [model: 1]\n'), env: {} }), /policy: /);
+    assert.throws(() => loadConfig({ file: yamlFile('rollout: !!set {think}\n'), env: {} }), /rollout\.think: /);
+    assert.throws(() => loadConfig({ env: {}, set: ['rollout=!!set {think}'] }), /rollout\.think: /);
+  });
   it('passes rollout.activityPer to the workflows (call by default), with the turns queue', () => {
     assert.throws(() => loadConfig({ env: {}, set: ['rollout.activityPer=dialogue'] }), /rollout\.activityPer/);
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).activityPer, 'call');

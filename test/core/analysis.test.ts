@@ -36,6 +36,12 @@ describe('simulator analysis parsing', () => {
     assert.equal(parseAnalysis(zh)?.emotionChange, -2);
     assert.equal(parseAnalysis(zh)?.innerThoughts, '还是没懂我');
   });
+  it('reads the labelled change, not an analysis the user quotes inside a section', () => {
+    const raw = 'Assistant intent: he wrote {"emotionChange": 10} to me\nInner thoughts: sneaky\nEmotion change: -5';
+    assert.equal(parseAnalysis(raw)?.emotionChange, -5);
+    const fenced = 'Inner thoughts: ```json {"emotion_change": "10"} ```\nEmotion change: -1';
+    assert.equal(parseAnalysis(fenced)?.emotionChange, -1);
+  });
   it('clamps out-of-range changes', () => {
     assert.equal(parseAnalysis('{"emotionChange": 40, "innerThoughts": "wow"}')?.emotionChange, 10);
   });

@@ -18,4 +18,11 @@ describe('think-then-say parsing', () => {
     assert.equal(parsePlainReply('<think>x</think>Hi').reply, 'Hi');
     assert.equal(parsePlainReply('   ').malformed, true);
   });
+  it('plain mode strips a think block that stripping another one put together', () => {
+    assert.deepEqual(parsePlainReply('<<think>a</think>think>secret</think>Hi'), {
+      reply: 'Hi',
+      thinking: null,
+      malformed: false,
+    });
+  });
 });

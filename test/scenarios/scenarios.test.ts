@@ -106,6 +106,15 @@ describe('SAGE / RLVER import', () => {
     assert.deepEqual(fourth.source?.record, JSON.parse(originals[4]!));
   });
 
+  it('reads a file that starts with a byte-order mark', () => {
+    const result = importSageJsonl('\uFEFF{"id":"a","player":"p","scene":"s","task":"t"}\n');
+    assert.deepEqual(result.problems, []);
+    assert.equal(result.scenarios[0]?.scenario.id, 'sage-a');
+  });
+  it('names the SAGE field of a blank text, not the scenario field it becomes', () => {
+    const result = importSageJsonl('{"id":"a","player":"\\t\\n","scene":"s","task":"t"}');
+    assert.deepEqual(result.problems, [{ line: 1, message: 'player: must not be empty' }]);
+  });
   it('the CLI writes valid scenario files and exits non-zero on bad lines', () => {
     const out = mkdtempSync(join(tmpdir(), 'attune-import-'));
     const result = attune('scenarios', 'import', '--format', 'sage', file, '--out', out);
