@@ -150,7 +150,15 @@ export const configSchema = z
         /** Think-then-say for the evaluated policy; default: rollout.think. */
         think: z.boolean().optional(),
         /** Dialogues in flight at once. */
-        concurrency: z.number().int().min(1).max(500).default(8),
+        concurrency: z
+          .number()
+          .int()
+          .min(1)
+          .max(
+            500,
+            'at most 500: each dialogue in flight is a pending child workflow, and Temporal allows 2,000 per workflow',
+          )
+          .default(8),
         seed: z.number().int().min(0).default(1234),
       })
       .prefault({}),

@@ -16,6 +16,8 @@ export interface DevServerOptions {
   namespace?: string;
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
   readyTimeoutMs?: number;
+  /** Extra dynamic config values (`--dynamic-config-value KEY=VALUE`), e.g. lower history limits in tests. */
+  dynamicConfig?: Record<string, string | number | boolean>;
 }
 
 /**
@@ -132,6 +134,7 @@ export class DevServer {
       namespace: options.namespace ?? 'default',
       logLevel: options.logLevel ?? 'error',
       readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
+      dynamicConfig: options.dynamicConfig ?? {},
     });
   }
 
@@ -150,6 +153,10 @@ export class DevServer {
       '--namespace',
       this.options.namespace,
       ...DEV_SERVER_SQLITE_TUNING,
+      ...Object.entries(this.options.dynamicConfig).flatMap(([key, value]) => [
+        '--dynamic-config-value',
+        `${key}=${JSON.stringify(value)}`,
+      ]),
       ...(this.options.headless ? ['--headless'] : ['--ui-port', String(this.options.uiPort), '--ui-ip', '127.0.0.1']),
     ];
     this.output = '';

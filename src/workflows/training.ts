@@ -15,9 +15,10 @@ import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { liveHyperparameters } from '../core/training/liveOverrides.js';
 import {
   evaluatesAfterStep,
-  planStepRollouts,
+  plannedRolloutsOf,
   stepEvaluationId,
   stepRolloutSettings,
+  stepScenarioIds,
 } from '../core/training/stepPlan.js';
 import { stepEvalSummary, stepMetricsRecord } from '../core/training/stepRecord.js';
 import { minGroupSize, type StepSurvivors } from '../core/training/stepRollouts.js';
@@ -109,12 +110,23 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   }
 
   const step = state.step;
-  const startedAt = Date.now();
+  // A step the previous run of this workflow left under way continues where it stopped.
+  const resumed = state.stepInProgress?.step === step ? state.stepInProgress : null;
+  const startedAt = resumed?.startedAt ?? Date.now();
   control.setPhase('rollouts');
-  const planned = planStepRollouts(settings, step, await bookkeeping.listScenarioIds(settings.scenarioDir));
-  const rolloutSettings = stepRolloutSettings(settings.rollout, state.version, state.live.temperature);
-  const outcomes = await runStepRollouts({ settings, state, control, step, planned, rolloutSettings });
+  const chosen =
+    resumed?.chosen ?? stepScenarioIds(settings, step, await bookkeeping.listScenarioIds(settings.scenarioDir));
+  const planned = plannedRolloutsOf(settings, step, chosen);
+  const rolloutSettings =
+    resumed?.rolloutSettings ?? stepRolloutSettings(settings.rollout, state.version, state.live.temperature);
+  const outcomes = await runStepRollouts({ settings, state, control, step, planned, rolloutSettings, resumed });
   if (outcomes === null) return control.finish(true);
+  if ('suspended' in outcomes) {
+    state.stepInProgress = { step, startedAt, chosen, rolloutSettings, ...outcomes.suspended };
+    await condition(allHandlersFinished);
+    return continueAsNew<typeof training>({ settings, state });
+  }
+  delete state.stepInProgress;
   const survivors = outcomes.survivors(minGroupSize(settings.algorithm, settings.samplesPerScenario));
   // runStepRollouts waits for the operator until some survive; this only guards that promise.
   if (survivors.kept.length === 0)

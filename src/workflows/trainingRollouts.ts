@@ -1,10 +1,12 @@
 import { executeChild, workflowInfo } from '@temporalio/workflow';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
+import { TEMPORAL_LIMITS } from '../core/temporalLimits.js';
 import { rolloutAttempt, type PlannedRollout } from '../core/training/stepPlan.js';
 import { minGroupSize, StepRolloutOutcomes } from '../core/training/stepRollouts.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
-import type { TrainingState } from '../core/training/trainingState.js';
+import type { StepInProgress, TrainingState } from '../core/training/trainingState.js';
+import { utf8Length } from '../core/transcriptParts.js';
 import { boundedFanOut, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
 import type { TrainingControl } from './trainingControl.js';
@@ -16,18 +18,34 @@ export interface StepRolloutsInput {
   step: number;
   planned: PlannedRollout[];
   rolloutSettings: RolloutSettings;
+  /** The step's progress when an earlier run of this workflow continued as new within the step. */
+  resumed: StepInProgress | null;
 }
+
+/** The step's rollouts stopped early because the server suggested continue-as-new; carry this on. */
+export interface SuspendedStepRollouts {
+  suspended: Pick<StepInProgress, 'attempt' | 'pending' | 'outcomes'>;
+}
+
+/** A carried step may take this much of the continue-as-new payload; a bigger one finishes in this history. */
+const CARRIED_STEP_BYTES = TEMPORAL_LIMITS.payloadBytes / 2;
 
 /**
  * Runs a step's dialogues as child workflows, at most `maxInFlight` at once. When more than
  * `maxFailedShare` fail, or too few survive to train on, the run waits for an operator (fix the
  * endpoint, then `attune resume` retries the failed ones, as new attempts). Null when the operator
- * stopped the run instead.
+ * stopped the run instead. When the server suggests continuing as new (a long step fills the
+ * history), no new dialogue starts, those in flight finish, and the step's progress comes back to
+ * be carried into the next run.
  */
-export async function runStepRollouts(input: StepRolloutsInput): Promise<StepRolloutOutcomes | null> {
-  const { control, planned, settings, step } = input;
-  const outcomes = new StepRolloutOutcomes(planned);
+export async function runStepRollouts(
+  input: StepRolloutsInput,
+): Promise<StepRolloutOutcomes | SuspendedStepRollouts | null> {
+  const { control, planned, settings, step, resumed } = input;
+  const outcomes = resumed ? StepRolloutOutcomes.restored(planned, resumed.outcomes) : new StepRolloutOutcomes(planned);
   control.progress.total = planned.length;
+  control.progress.done = outcomes.doneCount;
+  control.progress.failed = outcomes.failedCount;
   const minimum = minGroupSize(settings.algorithm, settings.samplesPerScenario);
   const blockedReason = (): string | null => {
     const share = control.inForce().maxFailedShare;
@@ -35,56 +53,92 @@ export async function runStepRollouts(input: StepRolloutsInput): Promise<StepRol
     if (outcomes.survivors(minimum).kept.length > 0) return null;
     return `step ${step}: no rollout survived to train on (${outcomes.failedCount} failed; first error: ${outcomes.firstError ?? 'none'})`;
   };
-  await runAttempt(input, outcomes, planned, 0);
-  for (let attempt = 1, reason = blockedReason(); reason !== null; attempt++, reason = blockedReason()) {
+  const position = new Map(planned.map((p, i) => [p.rolloutId, i]));
+  let attempt = resumed?.attempt ?? 0;
+  let batch = resumed ? resumed.pending.map((i) => planned[i]!) : planned;
+  for (;;) {
+    const left = await runAttempt(input, outcomes, batch, attempt);
+    if (left.length > 0) {
+      const pending = left.map((p) => position.get(p.rolloutId)!);
+      return { suspended: { attempt, pending, outcomes: outcomes.snapshot() } };
+    }
+    const reason = blockedReason();
+    if (reason === null) return outcomes;
     if (!(await control.resumedByOperator(reason))) return null;
-    await runAttempt(input, outcomes, outcomes.failedRollouts(), attempt);
+    attempt++;
+    batch = outcomes.failedRollouts();
   }
-  return outcomes;
 }
 
+/**
+ * One attempt at `batch`; returns the dialogues it left unstarted because the server suggested
+ * continuing as new (empty when it ran them all). At least one dialogue starts in every run of the
+ * workflow, so a run that continues as new always makes progress.
+ */
 async function runAttempt(
   { settings, state, control, step, rolloutSettings }: StepRolloutsInput,
   outcomes: StepRolloutOutcomes,
   batch: PlannedRollout[],
   attempt: number,
-): Promise<void> {
+): Promise<PlannedRollout[]> {
   const progress = control.progress;
-  const results = await boundedFanOut(batch, control.inForce().maxInFlight, async (p) => {
-    // Pause: in-flight dialogues finish; no new one starts until resumed.
-    if (state.paused) await control.pauseLifted();
-    progress.inFlight++;
-    try {
-      const { rolloutId, seed } = rolloutAttempt(p, attempt);
-      const summary = await executeChild(rollout, {
-        ...rolloutStartOptions(rolloutSettings),
-        workflowId: rolloutId,
-        taskQueue: workflowInfo().taskQueue,
-        args: [
-          {
-            rolloutId,
-            scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId },
-            settings: rolloutSettings,
-            seed,
-            runName: settings.runName,
-            step,
-          },
-        ],
-      });
-      progress.done++;
-      return summary;
-    } catch (error) {
-      progress.failed++;
-      throw error;
-    } finally {
-      progress.inFlight--;
+  let started = 0;
+  let carryable = true;
+  const leftOut: PlannedRollout[] = [];
+  // A stop request lets the step finish in this run, as it would without continue-as-new.
+  const suspending = () => carryable && started > 0 && !state.stopRequested && workflowInfo().continueAsNewSuggested;
+  for (let todo = batch; todo.length > 0;) {
+    const results = await boundedFanOut(todo, control.inForce().maxInFlight, async (p) => {
+      // Pause: in-flight dialogues finish; no new one starts until resumed.
+      if (state.paused) await control.pauseLifted();
+      if (suspending()) return null;
+      started++;
+      progress.inFlight++;
+      try {
+        const { rolloutId, seed } = rolloutAttempt(p, attempt);
+        const summary = await executeChild(rollout, {
+          ...rolloutStartOptions(rolloutSettings),
+          workflowId: rolloutId,
+          taskQueue: workflowInfo().taskQueue,
+          args: [
+            {
+              rolloutId,
+              scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId },
+              settings: rolloutSettings,
+              seed,
+              runName: settings.runName,
+              step,
+            },
+          ],
+        });
+        progress.done++;
+        return summary;
+      } catch (error) {
+        progress.failed++;
+        throw error;
+      } finally {
+        progress.inFlight--;
+      }
+    });
+    const notStarted: PlannedRollout[] = [];
+    results.forEach((result, i) => {
+      const p = todo[i]!;
+      if (!result.ok) outcomes.failed(p.rolloutId, failureMessage(result.error));
+      else if (result.value === null) notStarted.push(p);
+      else outcomes.succeeded(p.rolloutId, result.value);
+    });
+    progress.done = outcomes.doneCount;
+    progress.failed = outcomes.failedCount;
+    if (notStarted.length === 0) break;
+    // Too much to carry in one payload: this step finishes in this history (sized for it), then continues.
+    const carried = { attempt, pending: notStarted.map((p) => p.rolloutId), outcomes: outcomes.snapshot() };
+    if (utf8Length(JSON.stringify(carried)) > CARRIED_STEP_BYTES) {
+      carryable = false;
+      todo = notStarted;
+      continue;
     }
-  });
-  results.forEach((result, i) => {
-    const p = batch[i]!;
-    if (result.ok) outcomes.succeeded(p.rolloutId, result.value);
-    else outcomes.failed(p.rolloutId, failureMessage(result.error));
-  });
-  progress.done = outcomes.doneCount;
-  progress.failed = outcomes.failedCount;
+    leftOut.push(...notStarted);
+    break;
+  }
+  return leftOut;
 }

@@ -51,5 +51,10 @@ describe("config: sizes inside Temporal's limits", () => {
       ),
     );
     assert.match(rejection(['policy.maxTokens=40000']), /policy\.maxTokens/);
+    assert.match(rejection(['training.maxInFlight=1001']), /training\.maxInFlight.*Temporal allows 2,000 per workflow/);
+    assert.match(
+      rejection(['evaluation.concurrency=501']),
+      /evaluation\.concurrency.*Temporal allows 2,000 per workflow/,
+    );
   });
 });

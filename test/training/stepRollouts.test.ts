@@ -49,8 +49,8 @@ describe("a step's rollout outcomes", () => {
     outcomes.failed(planned[3]!.rolloutId, 'x');
     const survivors = outcomes.survivors(2);
     assert.deepEqual(
-      survivors.kept.map((s) => s.rolloutId),
-      [planned[0]!.rolloutId, planned[1]!.rolloutId],
+      survivors.kept.map((s) => s.artifact),
+      [`rollouts/${planned[0]!.rolloutId}.json`, `rollouts/${planned[1]!.rolloutId}.json`],
     );
     assert.deepEqual(survivors.optimizerRollouts, [
       { artifact: `rollouts/${planned[0]!.rolloutId}.json`, group: planned[0]!.group },
@@ -62,5 +62,28 @@ describe("a step's rollout outcomes", () => {
     );
     assert.equal(survivors.decision.failed, 1);
     assert.equal(outcomes.survivors(1).kept.length, 3);
+  });
+
+  it('carries its outcomes across continue-as-new: a snapshot restores the same counts, first error and survivors', () => {
+    const outcomes = new StepRolloutOutcomes(planned);
+    outcomes.failed(planned[3]!.rolloutId, `first ${'!'.repeat(400)}`);
+    outcomes.succeeded(planned[0]!.rolloutId, { ...summary(planned[0]!.rolloutId), reward: 0.5, turns: 2, outcome: 'success' });
+    outcomes.failed(planned[1]!.rolloutId, `second ${'?'.repeat(400)}`);
+    const snapshot = JSON.parse(JSON.stringify(outcomes.snapshot())) as ReturnType<typeof outcomes.snapshot>;
+    const restored = StepRolloutOutcomes.restored(planned, snapshot);
+    assert.deepEqual([restored.doneCount, restored.failedCount], [1, 2]);
+    assert.equal(restored.firstError, outcomes.firstError, 'the first error is carried whole');
+    assert.equal(restored.blockedReason(0.25).length, outcomes.blockedReason(0.25).length);
+    assert.ok(snapshot.errors[1]![1].length <= 300, 'later errors are cut');
+    assert.deepEqual(restored.survivors(1), outcomes.survivors(1));
+    assert.deepEqual(
+      restored.failedRollouts().map((p) => p.rolloutId),
+      outcomes.failedRollouts().map((p) => p.rolloutId),
+    );
+    assert.equal(restored.has(planned[2]!.rolloutId), false);
+    assert.throws(
+      () => StepRolloutOutcomes.restored(planned.slice(0, 2), snapshot),
+      /the carried step names dialogue 3 of a plan of 2/,
+    );
   });
 });

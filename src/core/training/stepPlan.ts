@@ -19,6 +19,11 @@ export interface StepPlanSettings {
   samplesPerScenario: number;
 }
 
+/** The scenarios a step samples, in order: they follow from (seed, step) and the split alone. */
+export function stepScenarioIds(settings: StepPlanSettings, step: number, scenarioIds: readonly string[]): string[] {
+  return scenariosForStep(scenarioIds, settings.seed, step, settings.scenariosPerStep).ids;
+}
+
 /**
  * The step's dialogues: `samplesPerScenario` per scenario chosen for the step. A retried or
  * resumed step plans the same ids and seeds, so its child workflow ids are the same too.
@@ -28,7 +33,15 @@ export function planStepRollouts(
   step: number,
   scenarioIds: readonly string[],
 ): PlannedRollout[] {
-  const chosen = scenariosForStep(scenarioIds, settings.seed, step, settings.scenariosPerStep).ids;
+  return plannedRolloutsOf(settings, step, stepScenarioIds(settings, step, scenarioIds));
+}
+
+/** The dialogues of the scenarios chosen for a step (see `stepScenarioIds`). */
+export function plannedRolloutsOf(
+  settings: StepPlanSettings,
+  step: number,
+  chosen: readonly string[],
+): PlannedRollout[] {
   const planned: PlannedRollout[] = [];
   chosen.forEach((scenarioId, position) => {
     // The same scenario can appear twice in a step that spans an epoch boundary: position keeps groups apart.

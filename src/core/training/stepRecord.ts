@@ -24,7 +24,7 @@ export interface StepRecordInput {
   /** The version the step's dialogues sampled from. */
   policyVersion: string;
   /** The dialogues the optimizer trained on (at least one). */
-  kept: readonly RolloutSummary[];
+  kept: readonly Pick<RolloutSummary, 'reward' | 'outcome' | 'turns'>[];
   failed: number;
   dropped: number;
   trainer: TrainerStepMetrics;

@@ -1,3 +1,5 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { Outcome } from '../termination.js';
 import type { RolloutSummary } from '../transcript.js';
 import { keepGroups, type GroupDecision } from './groups.js';
 import type { PlannedRollout } from './stepPlan.js';
@@ -10,11 +12,32 @@ export function minGroupSize(algorithm: 'grpo' | 'ppo', samplesPerScenario: numb
   return algorithm === 'grpo' && samplesPerScenario > 1 ? 2 : 1;
 }
 
+/** What a step keeps of a finished dialogue: what its metrics and the optimizer need, no more. */
+export interface StepRolloutResult {
+  reward: number;
+  outcome: Outcome;
+  turns: number;
+  /** The transcript's key in the artifact store. */
+  artifact: string;
+}
+
+/**
+ * A step's outcomes so far, small enough to carry across continue-as-new: per planned dialogue
+ * (by its index in the plan) its result or its error, in the order they were first recorded.
+ */
+export interface StepOutcomesSnapshot {
+  results: Array<[number, StepRolloutResult | null]>;
+  errors: Array<[number, string]>;
+}
+
+/** Errors after the first are cut to this length in a snapshot: the first is what status shows. */
+const CARRIED_ERROR_CHARS = 300;
+
 /** The dialogues that go to the optimizer, and how many were left out. */
 export interface StepSurvivors {
   decision: GroupDecision;
-  /** The kept dialogues' summaries, in the decision's order. */
-  kept: RolloutSummary[];
+  /** The kept dialogues' results, in the decision's order. */
+  kept: StepRolloutResult[];
   /** What the optimizer gets: each kept dialogue's transcript key and group. */
   optimizerRollouts: { artifact: string; group: string }[];
 }
@@ -24,13 +47,31 @@ export interface StepSurvivors {
  * attempt counts. The first error is the earliest dialogue that failed and has not yet succeeded.
  */
 export class StepRolloutOutcomes {
-  private readonly results = new Map<string, RolloutSummary | null>();
+  private readonly results = new Map<string, StepRolloutResult | null>();
   private readonly errors = new Map<string, string>();
 
   constructor(readonly planned: readonly PlannedRollout[]) {}
 
+  /** The outcomes a snapshot of the same plan recorded. */
+  static restored(planned: readonly PlannedRollout[], snapshot: StepOutcomesSnapshot): StepRolloutOutcomes {
+    const outcomes = new StepRolloutOutcomes(planned);
+    const idAt = (index: number): string => {
+      const p = planned[index];
+      if (!p)
+        throw ApplicationFailure.nonRetryable(
+          `the carried step names dialogue ${index} of a plan of ${planned.length}`,
+          'BadTrainingState',
+        );
+      return p.rolloutId;
+    };
+    for (const [index, result] of snapshot.results) outcomes.results.set(idAt(index), result);
+    for (const [index, message] of snapshot.errors) outcomes.errors.set(idAt(index), message);
+    return outcomes;
+  }
+
   succeeded(rolloutId: string, summary: RolloutSummary): void {
-    this.results.set(rolloutId, summary);
+    const { reward, outcome, turns, artifact } = summary;
+    this.results.set(rolloutId, { reward, outcome, turns, artifact });
     this.errors.delete(rolloutId);
   }
 
@@ -50,6 +91,24 @@ export class StepRolloutOutcomes {
   /** The error of the earliest dialogue that failed and has not yet succeeded. */
   get firstError(): string | undefined {
     return [...this.errors.values()][0];
+  }
+
+  /** Whether a dialogue has an outcome yet (in any attempt). */
+  has(rolloutId: string): boolean {
+    return this.results.has(rolloutId);
+  }
+
+  /** The outcomes so far, to carry across continue-as-new (see `restored`). */
+  snapshot(): StepOutcomesSnapshot {
+    const indexOf = new Map(this.planned.map((p, i) => [p.rolloutId, i]));
+    const at = (rolloutId: string): number => indexOf.get(rolloutId)!;
+    return {
+      results: [...this.results].map(([id, result]) => [at(id), result]),
+      errors: [...this.errors].map(([id, message], i) => [
+        at(id),
+        i === 0 ? message : message.slice(0, CARRIED_ERROR_CHARS),
+      ]),
+    };
   }
 
   /** The dialogues to run again when the operator resumes. */

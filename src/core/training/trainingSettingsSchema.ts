@@ -49,7 +49,14 @@ export const trainingSettingsSchema = z.strictObject({
   samplesPerScenario: z.number().int().min(1).max(64),
   /** The trainer seeds its generators with it and takes values below 2^31. */
   seed: z.number().int().min(0).max(TRAINER_MAX_SEED),
-  maxInFlight: z.number().int().min(1).max(1000),
+  maxInFlight: z
+    .number()
+    .int()
+    .min(1)
+    .max(
+      1000,
+      'at most 1000: each rollout in flight is a pending child workflow, and Temporal allows 2,000 per workflow',
+    ),
   maxFailedShare: z.number().min(0).max(1),
   scenarioDir: z.string().min(1),
   /** Rollout settings; policy.model is replaced by the version of each step. */

@@ -1,4 +1,6 @@
+import type { RolloutSettings } from '../rolloutSettingsSchema.js';
 import type { StepMetricsRecord } from '../runMetrics.js';
+import type { StepOutcomesSnapshot } from './stepRollouts.js';
 import type { LiveSettings } from './liveSet.js';
 import { mean } from './stepRecord.js';
 
@@ -27,6 +29,27 @@ export interface TrainingState {
   /** Durations of recent steps, for the ETA. */
   stepDurationsMs: number[];
   lastMetrics: StepMetricsRecord | null;
+  /** A step whose rollouts were under way when the run continued as new (absent in older states). */
+  stepInProgress?: StepInProgress | null;
+}
+
+/**
+ * The rollouts of a step carried across continue-as-new within the step: what the step samples
+ * with, and what is done and what is left of its current attempt. Dialogues in flight finish
+ * before the run continues, so none is started twice or lost.
+ */
+export interface StepInProgress {
+  step: number;
+  /** Epoch ms the step started, for its duration. */
+  startedAt: number;
+  /** The scenarios the step samples (the plan follows from them, see `plannedRolloutsOf`). */
+  chosen: string[];
+  rolloutSettings: RolloutSettings;
+  /** The attempt under way (0 first; later ones retry failed dialogues after `attune resume`). */
+  attempt: number;
+  /** Positions in the plan of the attempt's dialogues not started yet. */
+  pending: number[];
+  outcomes: StepOutcomesSnapshot;
 }
 
 export interface RolloutProgressCounts {
