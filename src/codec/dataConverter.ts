@@ -12,9 +12,13 @@ export function encryptingDataConverter(ring: CodecKeyRing): DataConverter {
 
 /**
  * The data converter of every client and worker Attune creates: encrypting when
- * ATTUNE_CODEC_KEYS_FILE names a keys file, the SDK's default otherwise.
+ * ATTUNE_CODEC_KEYS_FILE (or else `configFile`, temporal.codec.keysFile) names a keys file, the
+ * SDK's default otherwise.
  */
-export function configuredDataConverter(env: NodeJS.ProcessEnv = process.env): DataConverter | undefined {
-  const ring = configuredKeyRing(env);
+export function configuredDataConverter(
+  env: NodeJS.ProcessEnv = process.env,
+  configFile?: string,
+): DataConverter | undefined {
+  const ring = configuredKeyRing(env, configFile);
   return ring ? encryptingDataConverter(ring) : undefined;
 }

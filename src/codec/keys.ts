@@ -96,8 +96,12 @@ export function loadKeyRing(file: string): CodecKeyRing {
   return keyRingFrom(raw, path);
 }
 
-/** The key ring named by ATTUNE_CODEC_KEYS_FILE, or null when it is unset (payloads in plain text). */
-export function configuredKeyRing(env: NodeJS.ProcessEnv = process.env): CodecKeyRing | null {
-  const file = env[CODEC_KEYS_ENV];
+/**
+ * The key ring named by ATTUNE_CODEC_KEYS_FILE, else by `configFile` (temporal.codec.keysFile), or
+ * null when neither is set (payloads in plain text). The variable wins, as environment variables
+ * win over config files everywhere else.
+ */
+export function configuredKeyRing(env: NodeJS.ProcessEnv = process.env, configFile?: string): CodecKeyRing | null {
+  const file = env[CODEC_KEYS_ENV] || configFile;
   return file ? loadKeyRing(file) : null;
 }

@@ -20,6 +20,12 @@ export const ENV_OVERRIDES: Record<string, string> = {
   SIMULATOR_MODEL: 'simulator.model',
   TEMPORAL_ADDRESS: 'temporal.address',
   TEMPORAL_NAMESPACE: 'temporal.namespace',
+  // The Temporal CLI's names for the same files.
+  TEMPORAL_TLS_CA: 'temporal.tls.caFile',
+  TEMPORAL_TLS_CERT: 'temporal.tls.certFile',
+  TEMPORAL_TLS_KEY: 'temporal.tls.keyFile',
+  TEMPORAL_TLS_SERVER_NAME: 'temporal.tls.serverName',
+  TEMPORAL_API_KEY_ENV: 'temporal.apiKeyEnv',
   ATTUNE_HOME: 'home',
   TRAINER_URL: 'trainer.url',
 };
@@ -39,7 +45,8 @@ function setPath(tree: Tree, dotted: string, value: unknown): void {
   let node: Tree = tree;
   for (const key of keys.slice(0, -1)) {
     const next = node[key];
-    if (next === undefined || next === null) node[key] = {};
+    // `tls: true` (on, with defaults) takes keys such as TEMPORAL_TLS_CA as a section would.
+    if (next === undefined || next === null || next === true) node[key] = {};
     else if (typeof next !== 'object' || Array.isArray(next))
       throw new ConfigError(`cannot set ${dotted}: ${key} is not a section`);
     node = node[key] as Tree;

@@ -34,6 +34,28 @@ const endpointFields = {
   maxTokens: z.number().int().positive().max(32_768),
 };
 
+/**
+ * TLS to the Temporal server (`temporal.address`): `true` for the system's roots, or files. Paths
+ * are relative to the working directory, like every other path in the config.
+ */
+const temporalTlsSchema = z
+  .strictObject({
+    /** PEM of the CA that signed the server's certificate; default: the system's roots. */
+    caFile: z.string().min(1).optional(),
+    /** PEM client certificate for mTLS; needs keyFile. */
+    certFile: z.string().min(1).optional(),
+    /** PEM private key of certFile. */
+    keyFile: z.string().min(1).optional(),
+    /** The name the server's certificate must carry (SNI), when it is not the host of temporal.address. */
+    serverName: z.string().min(1).optional(),
+  })
+  .superRefine((tls, ctx) => {
+    if (tls.certFile !== undefined && tls.keyFile === undefined)
+      ctx.addIssue({ code: 'custom', path: ['keyFile'], message: 'certFile is set without keyFile: mTLS needs both' });
+    if (tls.keyFile !== undefined && tls.certFile === undefined)
+      ctx.addIssue({ code: 'custom', path: ['certFile'], message: 'keyFile is set without certFile: mTLS needs both' });
+  });
+
 export const LOCAL_LLM_PORT = 8401;
 export const LOCAL_LLM_URL = `http://127.0.0.1:${LOCAL_LLM_PORT}/v1`;
 export const LOCAL_MODEL = 'smollm2-135m-instruct';
@@ -106,6 +128,16 @@ export const configSchema = z
             uiPort: z.number().int().min(1).max(65535).default(8233),
           })
           .prefault({}),
+        /** TLS to temporal.address: true, false, or CA / client certificate files. Default: on with apiKeyEnv, else off. */
+        tls: z.union([z.boolean(), temporalTlsSchema]).optional(),
+        /** Name of the variable holding a Temporal Cloud API key (sent as a bearer token; implies TLS). */
+        apiKeyEnv: endpointFields.apiKeyEnv.optional(),
+        codec: z
+          .strictObject({
+            /** Payload keys file (see SECURITY.md); ATTUNE_CODEC_KEYS_FILE, when set, wins over it. */
+            keysFile: z.string().min(1).optional(),
+          })
+          .optional(),
       })
       .prefault({}),
     /** Root for local state: dev-server database, artifacts, trainer state. */

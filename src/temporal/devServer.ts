@@ -4,6 +4,7 @@ import { connect, createServer, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { findTemporalCli } from './cliBinary.js';
+import { plainConnectionOptions, type TemporalConnectionOptions } from './connectionOptions.js';
 import { devServerSearchAttributeArgs } from './searchAttributes.js';
 
 export interface DevServerOptions {
@@ -50,10 +51,17 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** Whether something accepts Temporal gRPC calls at `address` (host:port). */
-export async function temporalReachable(address: string, timeoutMs = 1500): Promise<boolean> {
+/**
+ * Whether something accepts Temporal gRPC calls at `target`: a dev server's host:port (plain), or
+ * the options of a configured server (TLS, API key).
+ */
+export async function temporalReachable(
+  target: string | TemporalConnectionOptions,
+  timeoutMs = 1500,
+): Promise<boolean> {
+  const options = typeof target === 'string' ? plainConnectionOptions(target) : target;
   try {
-    const connection = await Connection.connect({ address, connectTimeout: timeoutMs });
+    const connection = await Connection.connect({ ...options, connectTimeout: timeoutMs });
     try {
       await connection.workflowService.getSystemInfo({});
       return true;

@@ -23,13 +23,14 @@ export interface LlmIoWorkerOptions {
   /** A pre-built bundle (tests, benchmarks); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkflowBundleWithSourceMap;
   identity?: string;
-  /** Default: the configured one (payload encryption when ATTUNE_CODEC_KEYS_FILE is set). */
+  /** Default: the configured one (payload encryption with ATTUNE_CODEC_KEYS_FILE or temporal.codec.keysFile). */
   dataConverter?: DataConverter;
 }
 
 /** What every Attune worker shares: its connection, namespace, identity, grace time and data converter. */
 export function commonWorkerOptions(options: Omit<LlmIoWorkerOptions, 'workflowBundle'>, shutdownGraceTime: number) {
-  const dataConverter = options.dataConverter ?? configuredDataConverter();
+  const dataConverter =
+    options.dataConverter ?? configuredDataConverter(process.env, options.config.temporal.codec?.keysFile);
   return {
     connection: options.connection,
     namespace: options.namespace,

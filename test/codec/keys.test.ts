@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configuredDataConverter } from '../../src/codec/dataConverter.js';
 import { CodecKeysError, configuredKeyRing, loadKeyRing } from '../../src/codec/keys.js';
+import { loadConfig } from '../../src/config/load.js';
+import { commonWorkerOptions } from '../../src/workers/llmIoWorkers.js';
 import { keyFor, writeKeysFile } from './keyFiles.js';
 
 function fileWith(content: string): string {
@@ -75,5 +77,34 @@ describe('payload keys file', () => {
     const converter = configuredDataConverter({ ATTUNE_CODEC_KEYS_FILE: writeKeysFile(['k1']) });
     assert.equal(converter?.payloadCodecs?.length, 1);
     assert.match(converter?.failureConverterPath ?? '', /failureConverter\.ts$/);
+  });
+
+  it('temporal.codec.keysFile turns it on too, for workers as well; ATTUNE_CODEC_KEYS_FILE wins over it', () => {
+    const fromConfig = writeKeysFile(['k1']);
+    const fromEnv = writeKeysFile(['k2']);
+    assert.equal(configuredKeyRing({}, fromConfig)?.encryptKeyId, 'k1');
+    assert.equal(configuredKeyRing({ ATTUNE_CODEC_KEYS_FILE: fromEnv }, fromConfig)?.encryptKeyId, 'k2');
+    assert.throws(
+      () => configuredKeyRing({}, '/nonexistent/k.json'),
+      /\/nonexistent\/k\.json: no such payload keys file/,
+    );
+    const config = loadConfig({ env: {}, set: [`temporal.codec.keysFile=${fromConfig}`] });
+    const saved = process.env.ATTUNE_CODEC_KEYS_FILE;
+    delete process.env.ATTUNE_CODEC_KEYS_FILE;
+    try {
+      const worker = commonWorkerOptions(
+        { connection: {} as never, namespace: 'default', config, store: {} as never },
+        1,
+      );
+      assert.equal(worker.dataConverter?.payloadCodecs?.length, 1);
+      const plain = loadConfig({ env: {} });
+      assert.equal(
+        commonWorkerOptions({ connection: {} as never, namespace: 'default', config: plain, store: {} as never }, 1)
+          .dataConverter,
+        undefined,
+      );
+    } finally {
+      if (saved !== undefined) process.env.ATTUNE_CODEC_KEYS_FILE = saved;
+    }
   });
 });

@@ -8,15 +8,16 @@ import {
   startCodecServer,
 } from '../../codec/server.js';
 import { createLogger } from '../../log.js';
-import { intOption, parseCommand, UsageError } from '../args.js';
+import { loadConfig } from '../../config/load.js';
+import { CONFIG_OPTIONS, intOption, parseCommand, UsageError } from '../args.js';
 import { untilSignal } from '../context.js';
 
 export const CODEC_SERVER_HELP = `attune codec-server [options]
 
 Serves the payload codec over HTTP (the Temporal codec server protocol: POST /encode and
 /decode), so the Temporal web UI and \`temporal workflow show --codec-endpoint URL\` can show
-payloads that Attune encrypted. Keys come from the file named by ${CODEC_KEYS_ENV}
-(see SECURITY.md). Runs until Ctrl-C.
+payloads that Attune encrypted. Keys come from the file named by ${CODEC_KEYS_ENV}, else
+by temporal.codec.keysFile of --config (see SECURITY.md). Runs until Ctrl-C.
 
 In the web UI, set the codec server endpoint (the "Data Encoder" settings) to the URL it prints.
 
@@ -25,9 +26,11 @@ In the web UI, set the codec server endpoint (the "Data Encoder" settings) to th
                           needs ${CODEC_SERVER_TOKEN_ENV}
       --cors-origin URL   browser origin allowed to call it (repeatable; default
                           ${LOCAL_UI_ORIGINS.join(' and ')}, the dev server's UI)
+  -c, --config FILE       YAML config file, for temporal.codec.keysFile
+      --set KEY=VALUE     override a config key (repeatable)
   -h, --help              show this help
 
-Environment: ${CODEC_KEYS_ENV} (required), ${CODEC_SERVER_TOKEN_ENV} (when set, every request
+Environment: ${CODEC_KEYS_ENV} (or temporal.codec.keysFile), ${CODEC_SERVER_TOKEN_ENV} (when set, every request
 must send "Authorization: Bearer <token>"; the CLI's --codec-auth, or a UI that passes its
 access token).`;
 
@@ -35,7 +38,7 @@ const OPTIONS = {
   port: { type: 'string' },
   host: { type: 'string' },
   'cors-origin': { type: 'string', multiple: true },
-  help: { type: 'boolean', short: 'h' },
+  ...CONFIG_OPTIONS,
 } as const;
 
 export async function codecServerCommand(argv: string[]): Promise<number> {
@@ -58,8 +61,15 @@ export async function codecServerCommand(argv: string[]): Promise<number> {
     if (!/^https?:\/\/[^/\s]+$/.test(origin))
       throw new UsageError(`--cors-origin ${origin}: expected an origin such as http://127.0.0.1:8233 (no path)`);
   }
-  const ring = configuredKeyRing();
-  if (!ring) throw new UsageError(`${CODEC_KEYS_ENV} is not set: point it at the payload keys file (see SECURITY.md)`);
+  const config =
+    values.config !== undefined || values.set !== undefined
+      ? loadConfig({ ...(values.config !== undefined ? { file: values.config } : {}), set: values.set ?? [] })
+      : null;
+  const ring = configuredKeyRing(process.env, config?.temporal.codec?.keysFile);
+  if (!ring)
+    throw new UsageError(
+      `${CODEC_KEYS_ENV} is not set (nor temporal.codec.keysFile): point it at the payload keys file (see SECURITY.md)`,
+    );
   const log = createLogger({ component: 'codec-server' });
   const server = await startCodecServer({
     codec: new AesGcmPayloadCodec(ring),
