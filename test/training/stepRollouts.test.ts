@@ -67,7 +67,12 @@ describe("a step's rollout outcomes", () => {
   it('carries its outcomes across continue-as-new: a snapshot restores the same counts, first error and survivors', () => {
     const outcomes = new StepRolloutOutcomes(planned);
     outcomes.failed(planned[3]!.rolloutId, `first ${'!'.repeat(400)}`);
-    outcomes.succeeded(planned[0]!.rolloutId, { ...summary(planned[0]!.rolloutId), reward: 0.5, turns: 2, outcome: 'success' });
+    outcomes.succeeded(planned[0]!.rolloutId, {
+      ...summary(planned[0]!.rolloutId),
+      reward: 0.5,
+      turns: 2,
+      outcome: 'success',
+    });
     outcomes.failed(planned[1]!.rolloutId, `second ${'?'.repeat(400)}`);
     const snapshot = JSON.parse(JSON.stringify(outcomes.snapshot())) as ReturnType<typeof outcomes.snapshot>;
     const restored = StepRolloutOutcomes.restored(planned, snapshot);
