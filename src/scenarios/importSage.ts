@@ -61,7 +61,7 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
   const prefix = options.prefix ?? 'sage';
   const scenarios: ImportResult['scenarios'] = [];
   const problems: ImportProblem[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, { line: number; raw: string }>();
   text.split(/\r?\n/).forEach((rawLine, index) => {
     const line = index + 1;
     if (rawLine.trim() === '') return;
@@ -79,8 +79,15 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
     }
     const r = record.data;
     const id = idFor(prefix, r.id);
-    if (seen.has(id)) {
-      problems.push({ line, message: `duplicate id ${JSON.stringify(r.id)}` });
+    const earlier = seen.get(id);
+    if (earlier) {
+      problems.push({
+        line,
+        message:
+          earlier.raw === String(r.id)
+            ? `duplicate id ${JSON.stringify(r.id)} (also on line ${earlier.line})`
+            : `id ${JSON.stringify(r.id)} becomes scenario id "${id}", as does id ${JSON.stringify(earlier.raw)} on line ${earlier.line}: one would overwrite the other's file`,
+      });
       return;
     }
     const traits = asText(r.main_cha)
@@ -111,7 +118,7 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
       problems.push({ line, message: describeIssues(parsed.error).join('; ') });
       return;
     }
-    seen.add(id);
+    seen.set(id, { line, raw: String(r.id) });
     scenarios.push({ scenario: parsed.data, line });
   });
   return { scenarios, problems };

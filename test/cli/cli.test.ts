@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
@@ -166,6 +166,35 @@ describe('the attune command', function () {
     );
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /scenario "no-such-scenario" not found in .*fixtures\/scenarios/);
+  });
+
+  it('rejects a bad or clashing evaluation name and repeated scenario ids before any workflow starts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attune-names-'));
+    // An earlier evaluation whose report folder differs from the new name only in case.
+    mkdirSync(join(dir, 'artifacts', 'evaluations', 'Clash-A'), { recursive: true });
+    writeFileSync(join(dir, 'artifacts', 'evaluations', 'Clash-A', 'evaluation.json'), '{}');
+    const env = { TEMPORAL_ADDRESS: address };
+    const calls = fake.count();
+    const run = (...args: string[]) =>
+      attune(['eval', '--scenarios', FIXTURE_SCENARIOS, ...args, ...set(), '--set', `home=${dir}`], env);
+    for (const [name, why] of [
+      ['..', /--name "\.\.": "\.\." names a folder/],
+      ['a/b', /--name "a\/b": must be a letter or digit/],
+      ['x'.repeat(129), /129 characters long; at most 128/],
+      ['clash-a', /--name "clash-a": evaluation "Clash-A" already has that report folder/],
+    ] as const) {
+      const result = await run('--name', name);
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, why);
+    }
+    const twice = await run('--only', 'test-venting-negative-baker,test-venting-negative-baker');
+    assert.notEqual(twice.code, 0);
+    assert.match(twice.stderr, /scenario id "test-venting-negative-baker" is listed twice/);
+    const badId = await attune(['rollout', '--scenario', '../x', '--scenarios', FIXTURE_SCENARIOS, ...set()], env);
+    assert.equal(badId.code, 2);
+    assert.match(badId.stderr, /--scenario "\.\.\/x": must be a lowercase letter or digit/);
+    // Nothing ran: no dialogue reached the model.
+    assert.equal(fake.count(), calls);
   });
 
   it('status of an unknown run says so', async () => {

@@ -1,3 +1,6 @@
+import { EVALUATIONS_PREFIX, isEvaluationKey } from '../../artifacts/keys.js';
+import type { ArtifactStore } from '../../artifacts/store.js';
+import { nameProblem, namesClashingWith } from '../../core/names.js';
 import { compareEvaluations } from '../../client/evaluationComparison.js';
 import { loadEvaluationReport } from '../../client/evaluationReports.js';
 import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
@@ -54,6 +57,18 @@ async function compareCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** A new evaluation's name must be valid and must not share a report folder with an earlier one. */
+async function checkEvaluationName(store: ArtifactStore, name: string): Promise<void> {
+  const problem = nameProblem(name);
+  if (problem !== null) throw new UsageError(`--name "${name}": ${problem}`);
+  const earlier = (await store.list(EVALUATIONS_PREFIX)).filter(isEvaluationKey).map((key) => key.split('/')[1]!);
+  const clashing = namesClashingWith(name, earlier);
+  if (clashing.length > 0)
+    throw new UsageError(
+      `--name "${name}": evaluation "${clashing[0]}" already has that report folder (names differing only in case are one folder on some file systems); choose another name`,
+    );
+}
+
 export async function evalCommand(argv: string[]): Promise<number> {
   if (argv[0] === 'compare') return compareCommand(argv.slice(1));
   const { values } = parseCommand(argv, OPTIONS, false);
@@ -65,6 +80,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   if (values.split && values.split !== 'eval' && values.split !== 'train')
     throw new UsageError('--split must be eval or train');
   const ctx = commandContext(values, 'eval');
+  if (values.name) await checkEvaluationName(ctx.store, values.name);
   const input = buildEvaluationInput(ctx.config, {
     ...(values.scenarios ? { scenarios: values.scenarios } : {}),
     ...(values.split ? { split: values.split as 'eval' | 'train' } : {}),

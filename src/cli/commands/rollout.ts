@@ -1,5 +1,6 @@
 import { runRollout } from '../../client/rollouts.js';
 import { rolloutSettingsFromConfig } from '../../config/rolloutSettingsFromConfig.js';
+import { nameProblem } from '../../core/names.js';
 import type { Transcript } from '../../core/transcript.js';
 import { findScenario } from '../../scenarios/library.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, intOption, parseCommand, UsageError } from '../args.js';
@@ -41,6 +42,8 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (!values.scenario) throw new UsageError('--scenario ID is required (see attune rollout --help)');
+  const idProblem = nameProblem(values.scenario, 'scenario id');
+  if (idProblem !== null) throw new UsageError(`--scenario "${values.scenario}": ${idProblem}`);
   const ctx = commandContext(values, 'rollout');
   const { config, log } = ctx;
   const scenario = findScenario(
