@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
@@ -94,6 +94,31 @@ describe('the attune command', function () {
     assert.match(result.stdout, /\[Marta Quell\] so apparently ten years of baking/);
     assert.match(result.stdout, /emotion 40 -> 44 \(\+4, state B\)/);
     assert.match(result.stdout, /Outcome: turn-limit · final emotion 48/);
+  });
+
+  it('rollout prints model text without terminal control characters; --json keeps it exact', async () => {
+    const saved = fake.behaviour;
+    const injected = 'I hear you.\u001b[2J\u001b]0;owned\u0007 \u202eevil';
+    fake.behaviour = { ...saved, policy: () => injected, reply: () => 'Thanks.\u009b31m Bye?' };
+    try {
+      const args = ['rollout', '--scenario', 'test-venting-negative-baker', '--scenarios', FIXTURE_SCENARIOS];
+      const env = { TEMPORAL_ADDRESS: address };
+      const result = await attune([...args, '--max-turns', '2', ...set()], env);
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /\[assistant\] I hear you\.\\x1b\[2J\\x1b\]0;owned\\x07 \\u202eevil/);
+      assert.match(result.stdout, /Thanks\.\\x9b31m Bye\?/);
+      assert.doesNotMatch(result.stdout + result.stderr, /[\u001b\u0007\u009b\u202e]/);
+      const json = await attune([...args, '--max-turns', '1', '--json', ...set()], env);
+      assert.equal(json.code, 0, json.stderr);
+      const transcript = JSON.parse(
+        readFileSync((JSON.parse(json.stdout) as { artifactPath: string }).artifactPath, 'utf8'),
+      ) as {
+        turns: { policy: { reply: string } }[];
+      };
+      assert.equal(transcript.turns[0]?.policy.reply, injected);
+    } finally {
+      fake.behaviour = saved;
+    }
   });
 
   it('eval --json prints score, success, failure, count and per-scenario results', async () => {

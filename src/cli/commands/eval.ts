@@ -9,6 +9,7 @@ import { commandContext } from '../context.js';
 import { renderEvaluationComparison } from '../render/evaluationComparison.js';
 import { renderEvaluationTable } from '../render/evaluationTable.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { terminalSafe } from '../../core/terminalText.js';
 
 export const EVAL_HELP = `attune eval [--scenarios DIR | --split eval|train] [options]
 attune eval compare A B [--json]
@@ -53,7 +54,9 @@ async function compareCommand(argv: string[]): Promise<number> {
     await loadEvaluationReport(ctx.store, a),
     await loadEvaluationReport(ctx.store, b),
   );
-  process.stdout.write(values.json ? `${JSON.stringify(comparison)}\n` : `${renderEvaluationComparison(comparison)}\n`);
+  process.stdout.write(
+    values.json ? `${JSON.stringify(comparison)}\n` : `${terminalSafe(renderEvaluationComparison(comparison))}\n`,
+  );
   return 0;
 }
 
@@ -109,7 +112,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
     else
       process.stdout.write(
-        `${renderEvaluationTable(report)}\nReport data: ${ctx.store.locate(summary.artifact)}\nHTML report: attune report ${summary.evalId}\n`,
+        `${terminalSafe(renderEvaluationTable(report))}\nReport data: ${ctx.store.locate(summary.artifact)}\nHTML report: attune report ${summary.evalId}\n`,
       );
     return 0;
   });

@@ -7,6 +7,7 @@ import { CONFIG_HELP, CONFIG_OPTIONS, intOption, parseCommand, UsageError } from
 import { commandContext } from '../context.js';
 import { renderTranscript } from '../render/transcript.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { terminalSafe } from '../../core/terminalText.js';
 
 export const ROLLOUT_HELP = `attune rollout --scenario ID [options]
 
@@ -68,7 +69,9 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
       process.stdout.write(`${JSON.stringify({ workflowId: rolloutId, ...summary, artifactPath })}\n`);
     } else {
       const transcript = await ctx.store.getJson<Transcript>(summary.artifact);
-      process.stdout.write(`${renderTranscript(transcript)}\nTranscript: ${ctx.store.locate(summary.artifact)}\n`);
+      process.stdout.write(
+        terminalSafe(`${renderTranscript(transcript)}\nTranscript: ${ctx.store.locate(summary.artifact)}\n`),
+      );
     }
     return 0;
   });
