@@ -4,15 +4,11 @@
  * made of KEY_PART_CHARS only; names from outside (run names, ids) pass through `keyPart`.
  */
 
-/** Characters allowed in one part of a key: safe in file names and object-store keys alike. */
-const KEY_PART_CHARS = 'A-Za-z0-9._@=-';
-const UNSAFE_CHAR = new RegExp(`[^${KEY_PART_CHARS}]`, 'g');
-const VALID_KEY = new RegExp(`^[${KEY_PART_CHARS}]+(/[${KEY_PART_CHARS}]+)*$`);
+import { KEY_PART_CHARS, keyPart } from '../core/names.js';
 
-/** A name made fit for one key part: every other character becomes `_`. */
-export function keyPart(name: string): string {
-  return name.replace(UNSAFE_CHAR, '_');
-}
+export { keyPart };
+
+const VALID_KEY = new RegExp(`^[${KEY_PART_CHARS}]+(/[${KEY_PART_CHARS}]+)*$`);
 
 /** Whether a key is well formed: allowed characters only, no empty, `.` or `..` parts. */
 export function isValidArtifactKey(key: string): boolean {

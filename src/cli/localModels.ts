@@ -1,3 +1,4 @@
+import { pointsAtLocalServer } from '../config/localLlmEndpoint.js';
 import type { AttuneConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
 import { findSmolLm2Gguf } from '../localllm/modelPath.js';
@@ -8,15 +9,6 @@ export interface LocalModels {
   /** Base URL of the local model server this process started, if any. */
   url: string | null;
   close(): Promise<void>;
-}
-
-function pointsAtLocalServer(baseURL: string, port: number): boolean {
-  try {
-    const url = new URL(baseURL);
-    return ['127.0.0.1', 'localhost'].includes(url.hostname) && Number(url.port) === port;
-  } catch {
-    return false;
-  }
 }
 
 async function answers(baseURL: string): Promise<boolean> {
@@ -37,11 +29,18 @@ export async function ensureLocalModels(config: AttuneConfig, log: Logger): Prom
   const wanted = [config.policy.baseURL, config.simulator.baseURL].filter((url) => pointsAtLocalServer(url, port));
   if (wanted.length === 0 || (await answers(wanted[0]!))) return { url: null, close: async () => {} };
   const modelPath = config.localLlm.modelPath ?? findSmolLm2Gguf(REPO_ROOT);
+  const { tokenEnv } = config.localLlm;
+  const token = tokenEnv !== undefined ? (process.env[tokenEnv] ?? '') : undefined;
+  if (token === '')
+    throw new Error(`localLlm.tokenEnv names ${tokenEnv}, which is not set: set it or remove localLlm.tokenEnv`);
   log.info('starting the local model server', { port, modelPath, parallel: config.localLlm.parallel });
   const server = await startLocalLlmServer({
     modelPath,
     port,
     parallel: config.localLlm.parallel,
+    maxQueued: config.localLlm.maxQueued,
+    requestTimeoutMs: config.localLlm.requestTimeoutMs,
+    ...(token !== undefined ? { token } : {}),
     modelName: 'smollm2-135m-instruct',
   });
   log.info('local model server ready', { url: server.url, loadMs: server.loadMs });

@@ -12,6 +12,7 @@ import { runControlCommand } from './commands/runControl.js';
 import { rolloutCommand } from './commands/rollout.js';
 import { scenariosCommand } from './commands/scenarios.js';
 import { workerCommand } from './commands/worker.js';
+import { terminalSafe } from '../core/terminalText.js';
 
 type Command = (argv: string[]) => Promise<number>;
 
@@ -70,15 +71,15 @@ export async function main(argv: string[]): Promise<number> {
     return await command.run(rest);
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`attune ${name}: ${error.message}\n`);
+      process.stderr.write(`attune ${name}: ${terminalSafe(error.message)}\n`);
       return 2;
     }
     if (error instanceof RunEndedError) {
-      process.stderr.write(`attune ${name}: ${error.message}\n`);
+      process.stderr.write(`attune ${name}: ${terminalSafe(error.message)}\n`);
       return 1;
     }
     if (error instanceof ConfigError) {
-      process.stderr.write(`attune ${name}: ${configErrorFrom(error)}\n`);
+      process.stderr.write(`attune ${name}: ${terminalSafe(configErrorFrom(error))}\n`);
       return 2;
     }
     throw error;
@@ -93,5 +94,6 @@ export function describeError(error: unknown): string {
     parts.push(current instanceof Error ? current.message : String(current));
     current = current instanceof Error ? (current as Error & { cause?: unknown }).cause : undefined;
   }
-  return parts.filter((p, i) => p && parts.indexOf(p) === i).join('\n  caused by: ');
+  // Errors quote model replies and scenario text, and this goes to the operator's terminal.
+  return terminalSafe(parts.filter((p, i) => p && parts.indexOf(p) === i).join('\n  caused by: '));
 }

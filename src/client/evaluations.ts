@@ -3,6 +3,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle 
 import { rolloutSettingsFromConfig } from '../config/rolloutSettingsFromConfig.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
+import { nameProblem } from '../core/names.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { evaluation, type EvaluationInput } from '../workflows/evaluation.js';
@@ -26,6 +27,15 @@ export function policyBaseUrlForVersions(config: AttuneConfig): string {
 
 /** Builds the evaluation workflow's input on the client: scenarios are checked here, once, with clear errors. */
 export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRequest): EvaluationInput {
+  // An evaluation's name is its workflow id, its report folder and, outside a run, its transcripts' run name.
+  const nameIssue = request.evalId !== undefined ? nameProblem(request.evalId) : null;
+  if (nameIssue !== null) throw new Error(`evaluation name "${request.evalId}": ${nameIssue}`);
+  for (const [i, id] of (request.only ?? []).entries()) {
+    const idIssue = nameProblem(id, 'scenario id');
+    if (idIssue !== null) throw new Error(`scenario id "${id}": ${idIssue}`);
+    // Each scenario's dialogue is the workflow `<eval>--<scenario>`: a repeated id would start one twice.
+    if (request.only?.indexOf(id) !== i) throw new Error(`scenario id "${id}" is listed twice`);
+  }
   const dir = request.scenarios ?? (request.split === 'train' ? config.scenarios.train : config.scenarios.eval);
   const library = requireScenarioLibrary(dir);
   let chosen = library;

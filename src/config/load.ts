@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { describeIssues } from '../core/scenario.js';
+import { LOCAL_LLM_TOKEN_ENV } from '../localllm/access.js';
 import { configSchema, type AttuneConfig } from './schema.js';
 
 export class ConfigError extends Error {
@@ -194,6 +195,9 @@ export function loadConfig(options: LoadConfigOptions = {}): AttuneConfig {
       origins.set(key, NOT_A_FILE);
     }
   }
+  const localLlm = tree.localLlm as Tree | undefined;
+  if ((env[LOCAL_LLM_TOKEN_ENV] ?? '') !== '' && localLlm?.tokenEnv === undefined)
+    setPath(tree, 'localLlm.tokenEnv', LOCAL_LLM_TOKEN_ENV);
   for (const option of options.set ?? []) {
     const [key, value] = parseSetOption(option);
     setPath(tree, key, value);

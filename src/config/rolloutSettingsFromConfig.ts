@@ -1,6 +1,7 @@
 import { rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
 import { LIMITS } from './limits.js';
+import { endpointKeyEnv } from './localLlmEndpoint.js';
 import { taskQueuesFor } from './taskQueues.js';
 
 const LOCAL_ANALYSIS_MAX_CHARS = 120;
@@ -8,11 +9,13 @@ const LOCAL_ANALYSIS_MAX_CHARS = 120;
 /**
  * The variable holding the policy endpoint's key. A policy served by the trainer itself
  * (`training.publish: trainer`, evaluations of `run@step`) is reached with the trainer's token,
- * not the policy server's key.
+ * not the policy server's key; the embedded local model server with its token variable.
  */
 export function policyApiKeyEnv(config: AttuneConfig): string {
   const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
-  return config.policy.baseURL.replace(/\/$/, '') === trainerV1 ? config.trainer.tokenEnv : config.policy.apiKeyEnv;
+  return config.policy.baseURL.replace(/\/$/, '') === trainerV1
+    ? config.trainer.tokenEnv
+    : endpointKeyEnv(config, config.policy.baseURL, config.policy.apiKeyEnv);
 }
 
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
@@ -53,7 +56,7 @@ export function rolloutSettingsFromConfig(
     simulator: {
       baseURL: simulator.baseURL,
       model: simulator.model,
-      apiKeyEnv: simulator.apiKeyEnv,
+      apiKeyEnv: endpointKeyEnv(config, simulator.baseURL, simulator.apiKeyEnv),
       timeoutMs: simulator.timeoutMs,
       temperature: simulator.temperature,
       ...(simulator.topP !== undefined ? { topP: simulator.topP } : {}),

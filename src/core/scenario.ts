@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NAME_MAX_LENGTH, SCENARIO_ID_PATTERN, SCENARIO_ID_RULE } from './names.js';
 
 /** The eight goal types of our library; `other` holds imported profiles whose goal is free text. */
 export const GOAL_TYPES = [
@@ -44,7 +45,11 @@ export const reactionsSchema = z.strictObject({
 });
 
 export const scenarioSchema = z.strictObject({
-  id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'lowercase letters, digits, ".", "_" and "-" only'),
+  // The file name and part of workflow ids and artifact keys: see names.ts.
+  id: z
+    .string()
+    .max(NAME_MAX_LENGTH, `at most ${NAME_MAX_LENGTH} characters`)
+    .regex(SCENARIO_ID_PATTERN, SCENARIO_ID_RULE),
   language: z.enum(['en', 'zh']),
   persona: personaSchema,
   background: text,

@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.js';
 import { REPO_ROOT } from '../paths.js';
+import { InsecureBindError, LOCAL_LLM_TOKEN_ENV } from './access.js';
 import { findSmolLm2Gguf } from './modelPath.js';
 import { startLocalLlmServer, type LocalLlmServer } from './server.js';
 
@@ -19,10 +20,17 @@ Options:
   --port N             TCP port, 0 = any free port (default 0)
   --host H             interface to bind (default 127.0.0.1)
   --parallel N         requests generated at once; more are queued (default 2)
+  --max-queued N       requests waiting beyond --parallel; more get 429 with Retry-After (default 64)
+  --request-timeout-ms N
+                       a request queued or generating longer is aborted with 504 (default 600000)
   --context-size N     tokens per request (default: the model's, at most 8192)
   --threads N          llama.cpp CPU threads (default: half the cores, at least 1)
   --model-name NAME    name reported by /v1/models (default: the file name)
   -h, --help           show this help
+
+Environment:
+  ${LOCAL_LLM_TOKEN_ENV}      bearer token every route but /health needs; required with a --host
+                       other than loopback (the server refuses to start without it, exit status 2)
 `;
 
 function positiveInt(name: string, value: string | undefined, allowZero = false): number | undefined {
@@ -40,6 +48,8 @@ async function main(): Promise<number> {
       port: { type: 'string' },
       host: { type: 'string' },
       parallel: { type: 'string' },
+      'max-queued': { type: 'string' },
+      'request-timeout-ms': { type: 'string' },
       'context-size': { type: 'string' },
       threads: { type: 'string' },
       'model-name': { type: 'string' },
@@ -55,6 +65,9 @@ async function main(): Promise<number> {
   const modelPath = values.model ?? findSmolLm2Gguf(REPO_ROOT);
   const port = positiveInt('port', values.port, true);
   const parallel = positiveInt('parallel', values.parallel);
+  const maxQueued = positiveInt('max-queued', values['max-queued'], true);
+  const requestTimeoutMs = positiveInt('request-timeout-ms', values['request-timeout-ms']);
+  const token = process.env[LOCAL_LLM_TOKEN_ENV];
   const contextSize = positiveInt('context-size', values['context-size']);
   const threads = positiveInt('threads', values.threads);
   let server: LocalLlmServer | null = null;
@@ -85,6 +98,9 @@ async function main(): Promise<number> {
     ...(values.host !== undefined ? { host: values.host } : {}),
     ...(port !== undefined ? { port } : {}),
     ...(parallel !== undefined ? { parallel } : {}),
+    ...(maxQueued !== undefined ? { maxQueued } : {}),
+    ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+    ...(token !== undefined && token !== '' ? { token } : {}),
     ...(contextSize !== undefined ? { contextSize } : {}),
     ...(threads !== undefined ? { threads } : {}),
     ...(values['model-name'] !== undefined ? { modelName: values['model-name'] } : {}),
@@ -106,6 +122,6 @@ main().then(
     process.stderr.write(
       `${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'localllm failed to start', component: 'localllm', error: error instanceof Error ? error.message : String(error) })}\n`,
     );
-    process.exit(1);
+    process.exit(error instanceof InsecureBindError ? 2 : 1);
   },
 );

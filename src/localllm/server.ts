@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger, type Logger } from '../log.js';
+import { bearerCheck, InsecureBindError, isLoopbackHost } from './access.js';
 import { isAbortError, LocalLlmEngine, type GenerationMessage } from './engine.js';
 import type { OutputConstraint } from './grammar.js';
 import { UnsupportedSchemaError } from './jsonSchema.js';
@@ -29,6 +30,15 @@ export interface LocalLlmServerOptions {
   contextSize?: number;
   /** Requests generated at once; more wait in a queue. Default 2. */
   parallel?: number;
+  /** Requests waiting beyond `parallel`; more are answered 429 with Retry-After. Default 64. */
+  maxQueued?: number;
+  /** A request still queued or generating after this long is aborted and answered 504. Default 10 minutes. */
+  requestTimeoutMs?: number;
+  /**
+   * Bearer token every route but /health needs. Required on a host other than loopback: without it
+   * the server refuses to start (InsecureBindError).
+   */
+  token?: string;
   threads?: number;
   logger?: Logger;
 }
@@ -46,11 +56,15 @@ export interface LocalLlmServer {
 }
 
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_QUEUED = 64;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10 * 60_000;
+/** What a 429 asks the client to wait: a local generation slot frees up within seconds. */
+const RETRY_AFTER_SECONDS = 1;
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 
@@ -87,6 +101,16 @@ function messagesOf(request: ChatCompletionRequest): GenerationMessage[] {
 }
 
 export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<LocalLlmServer> {
+  const host = opts.host ?? '127.0.0.1';
+  // Checked before the model loads, so a refusal costs nothing.
+  if (!isLoopbackHost(host) && (opts.token ?? '') === '') throw new InsecureBindError(host);
+  const maxQueued = opts.maxQueued ?? DEFAULT_MAX_QUEUED;
+  const requestTimeoutMs = opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  if (!Number.isInteger(maxQueued) || maxQueued < 0)
+    throw new Error(`maxQueued must be a non-negative integer, got ${maxQueued}`);
+  if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1)
+    throw new Error(`requestTimeoutMs must be a positive integer, got ${requestTimeoutMs}`);
+  const authorized = bearerCheck(opts.token);
   const logger = opts.logger ?? createLogger({ component: 'localllm' });
   const engine = await LocalLlmEngine.load({
     modelPath: opts.modelPath,
@@ -110,6 +134,8 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
   const handlers = new Set<Promise<void>>();
   /** Dropped schema keywords are logged once per distinct message, not on every request reusing the grammar. */
   const warned = new Set<string>();
+  /** Requests generating or waiting for a sequence; beyond parallel + maxQueued a request is turned away. */
+  let admitted = 0;
 
   async function chatCompletions(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
@@ -124,7 +150,17 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
         'invalid_json',
       );
     }
-    const request = parseChatCompletionRequest(body);
+    const request = parseChatCompletionRequest(body, engine.contextSize);
+    if (admitted >= engine.parallel + maxQueued) {
+      throw new HttpError(
+        429,
+        `The local model server is busy: ${engine.parallel} requests generating and ${maxQueued} waiting. Retry after ${RETRY_AFTER_SECONDS} s.`,
+        null,
+        'rate_limit_exceeded',
+        'requests',
+      );
+    }
+    admitted++;
     const abort = new AbortController();
     inFlight.add(abort);
     // 'close' before the response finished means the client went away: stop spending CPU on it.
@@ -132,10 +168,15 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
       if (!res.writableFinished) abort.abort();
     };
     res.on('close', onClose);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, requestTimeoutMs);
     const started = performance.now();
     try {
       const maxTokens = request.max_completion_tokens ?? request.max_tokens ?? undefined;
-      const result = await engine.generate(
+      const result = await generateOrTimeout(
         {
           messages: messagesOf(request),
           temperature: request.temperature ?? 1,
@@ -151,6 +192,7 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
           n: request.n ?? 1,
         },
         abort.signal,
+        () => timedOut,
       );
       for (const warning of result.warnings) {
         if (warned.has(warning)) continue;
@@ -186,17 +228,46 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
       });
       sendJson(res, 200, response);
     } finally {
+      clearTimeout(timer);
       res.off('close', onClose);
       inFlight.delete(abort);
+      admitted--;
+    }
+  }
+
+  /** engine.generate, with an abort caused by the request timeout turned into a 504 the client can read. */
+  async function generateOrTimeout(
+    request: Parameters<LocalLlmEngine['generate']>[0],
+    signal: AbortSignal,
+    timedOut: () => boolean,
+  ): ReturnType<LocalLlmEngine['generate']> {
+    try {
+      return await engine.generate(request, signal);
+    } catch (error) {
+      if (isAbortError(error) && timedOut())
+        throw new HttpError(
+          504,
+          `The request timed out: not finished within the local model server's request timeout of ${requestTimeoutMs} ms ` +
+            '(queue wait and generation); ask for fewer tokens or raise the timeout.',
+          null,
+          'request_timeout',
+        );
+      throw error;
     }
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
+    const isAuthorized = authorized(req);
     if (path === '/health' || path === '/v1/health') {
       if (method !== 'GET')
         throw new HttpError(405, `Method ${method} not allowed on ${path}`, null, 'method_not_allowed');
+      // Liveness for anyone; the model and the load only for a caller holding the token.
+      if (!isAuthorized) {
+        sendJson(res, 200, { status: 'ok' });
+        return;
+      }
       sendJson(res, 200, {
         status: 'ok',
         model: modelName,
@@ -206,6 +277,15 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
         ...engine.stats(),
       });
       return;
+    }
+    if (!isAuthorized) {
+      throw new HttpError(
+        401,
+        'Missing or invalid bearer token: send Authorization: Bearer <the local model server token>.',
+        null,
+        'invalid_api_key',
+        'authentication_error',
+      );
     }
     if (path === '/v1/models') {
       if (method !== 'GET')
@@ -242,7 +322,10 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
         return;
       }
       if (error instanceof HttpError) {
-        sendJson(res, error.status, error.toBody());
+        const headers: Record<string, string> =
+          error.status === 429 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {};
+        if (error.status === 401) headers['www-authenticate'] = 'Bearer';
+        sendJson(res, error.status, error.toBody(), headers);
         return;
       }
       logger.error('request failed', {
@@ -261,7 +344,6 @@ export async function startLocalLlmServer(opts: LocalLlmServerOptions): Promise<
   // Generation can outlast Node's default 5-minute request timeout on slow CPUs; clients set their own.
   server.requestTimeout = 0;
 
-  const host = opts.host ?? '127.0.0.1';
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -64,7 +64,7 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
   const prefix = options.prefix ?? 'sage';
   const scenarios: ImportResult['scenarios'] = [];
   const problems: ImportProblem[] = [];
-  const seen = new Set<string>();
+  const seen = new Map<string, { line: number; raw: string }>();
   // A byte-order mark (files saved by some Windows editors) is not part of line 1's JSON.
   const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
   lines.forEach((rawLine, index) => {
@@ -84,8 +84,15 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
     }
     const r = record.data;
     const id = idFor(prefix, r.id);
-    if (seen.has(id)) {
-      problems.push({ line, message: `duplicate id ${JSON.stringify(r.id)}` });
+    const earlier = seen.get(id);
+    if (earlier) {
+      problems.push({
+        line,
+        message:
+          earlier.raw === String(r.id)
+            ? `duplicate id ${JSON.stringify(r.id)} (also on line ${earlier.line})`
+            : `id ${JSON.stringify(r.id)} becomes scenario id "${id}", as does id ${JSON.stringify(earlier.raw)} on line ${earlier.line}: one would overwrite the other's file`,
+      });
       return;
     }
     const traits = asText(r.main_cha)
@@ -116,7 +123,7 @@ export function importSageJsonl(text: string, options: { prefix?: string; file?:
       problems.push({ line, message: describeIssues(parsed.error).join('; ') });
       return;
     }
-    seen.add(id);
+    seen.set(id, { line, raw: String(r.id) });
     scenarios.push({ scenario: parsed.data, line });
   });
   return { scenarios, problems };

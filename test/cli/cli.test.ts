@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
@@ -96,6 +96,31 @@ describe('the attune command', function () {
     assert.match(result.stdout, /Outcome: turn-limit · final emotion 48/);
   });
 
+  it('rollout prints model text without terminal control characters; --json keeps it exact', async () => {
+    const saved = fake.behaviour;
+    const injected = 'I hear you.\u001b[2J\u001b]0;owned\u0007 \u202eevil';
+    fake.behaviour = { ...saved, policy: () => injected, reply: () => 'Thanks.\u009b31m Bye?' };
+    try {
+      const args = ['rollout', '--scenario', 'test-venting-negative-baker', '--scenarios', FIXTURE_SCENARIOS];
+      const env = { TEMPORAL_ADDRESS: address };
+      const result = await attune([...args, '--max-turns', '2', ...set()], env);
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(result.stdout, /\[assistant\] I hear you\.\\x1b\[2J\\x1b\]0;owned\\x07 \\u202eevil/);
+      assert.match(result.stdout, /Thanks\.\\x9b31m Bye\?/);
+      assert.doesNotMatch(result.stdout + result.stderr, /[\u001b\u0007\u009b\u202e]/);
+      const json = await attune([...args, '--max-turns', '1', '--json', ...set()], env);
+      assert.equal(json.code, 0, json.stderr);
+      const transcript = JSON.parse(
+        readFileSync((JSON.parse(json.stdout) as { artifactPath: string }).artifactPath, 'utf8'),
+      ) as {
+        turns: { policy: { reply: string } }[];
+      };
+      assert.equal(transcript.turns[0]?.policy.reply, injected);
+    } finally {
+      fake.behaviour = saved;
+    }
+  });
+
   it('eval --json prints score, success, failure, count and per-scenario results', async () => {
     const result = await attune(
       ['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.maxTurns=2', ...set()],
@@ -166,6 +191,35 @@ describe('the attune command', function () {
     );
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /scenario "no-such-scenario" not found in .*fixtures\/scenarios/);
+  });
+
+  it('rejects a bad or clashing evaluation name and repeated scenario ids before any workflow starts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attune-names-'));
+    // An earlier evaluation whose report folder differs from the new name only in case.
+    mkdirSync(join(dir, 'artifacts', 'evaluations', 'Clash-A'), { recursive: true });
+    writeFileSync(join(dir, 'artifacts', 'evaluations', 'Clash-A', 'evaluation.json'), '{}');
+    const env = { TEMPORAL_ADDRESS: address };
+    const calls = fake.count();
+    const run = (...args: string[]) =>
+      attune(['eval', '--scenarios', FIXTURE_SCENARIOS, ...args, ...set(), '--set', `home=${dir}`], env);
+    for (const [name, why] of [
+      ['..', /--name "\.\.": "\.\." names a folder/],
+      ['a/b', /--name "a\/b": must be a letter or digit/],
+      ['x'.repeat(129), /129 characters long; at most 128/],
+      ['clash-a', /--name "clash-a": evaluation "Clash-A" already has that report folder/],
+    ] as const) {
+      const result = await run('--name', name);
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, why);
+    }
+    const twice = await run('--only', 'test-venting-negative-baker,test-venting-negative-baker');
+    assert.notEqual(twice.code, 0);
+    assert.match(twice.stderr, /scenario id "test-venting-negative-baker" is listed twice/);
+    const badId = await attune(['rollout', '--scenario', '../x', '--scenarios', FIXTURE_SCENARIOS, ...set()], env);
+    assert.equal(badId.code, 2);
+    assert.match(badId.stderr, /--scenario "\.\.\/x": must be a lowercase letter or digit/);
+    // Nothing ran: no dialogue reached the model.
+    assert.equal(fake.count(), calls);
   });
 
   it('status of an unknown run says so', async () => {

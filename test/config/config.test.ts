@@ -115,6 +115,22 @@ describe('configuration', () => {
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).llmCalls, 'activity');
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).llmCalls, 'local');
   });
+  it('sends the local model server its token: endpoints at that server read LOCAL_LLM_TOKEN once it is set', () => {
+    const env = { LOCAL_LLM_TOKEN: 'a-local-token', SIMULATOR_BASE_URL: 'https://api.example.com/v1' };
+    const config = loadConfig({ env });
+    assert.equal(config.localLlm.tokenEnv, 'LOCAL_LLM_TOKEN');
+    const settings = rolloutSettingsFromConfig(config);
+    assert.equal(settings.policy.apiKeyEnv, 'LOCAL_LLM_TOKEN');
+    assert.equal(settings.simulator.apiKeyEnv, 'SIMULATOR_API_KEY');
+    assert.ok(!JSON.stringify(settings).includes('a-local-token'));
+    const named = loadConfig({
+      env: {},
+      set: ['localLlm.tokenEnv=MY_LLM_TOKEN', 'localLlm.port=9000', 'simulator.baseURL=http://localhost:9000/v1'],
+    });
+    assert.equal(rolloutSettingsFromConfig(named).simulator.apiKeyEnv, 'MY_LLM_TOKEN');
+    assert.equal(rolloutSettingsFromConfig(named).policy.apiKeyEnv, 'POLICY_API_KEY');
+    assert.equal(loadConfig({ env: {} }).localLlm.tokenEnv, undefined);
+  });
   it('keeps API keys out of workflow settings: only the variable name travels', () => {
     const settings = rolloutSettingsFromConfig(loadConfig({ env: { POLICY_API_KEY: 'sk-secret-value' } }));
     assert.equal(settings.policy.apiKeyEnv, 'POLICY_API_KEY');

@@ -7,6 +7,8 @@ import { createLogger } from '../../src/log.js';
 import { integerRangeGbnf, integerRangeRegExp, MAX_SAFE } from '../../src/localllm/integerRange.js';
 import { translateJsonSchema, UnsupportedSchemaError } from '../../src/localllm/jsonSchema.js';
 import { findSmolLm2Gguf, SMOLLM2_INSTALL_COMMAND } from '../../src/localllm/modelPath.js';
+import { request as httpRequest } from 'node:http';
+import { InsecureBindError, isLoopbackHost } from '../../src/localllm/access.js';
 import { startLocalLlmServer, type LocalLlmServer } from '../../src/localllm/server.js';
 import { REPO_ROOT } from '../../src/paths.js';
 
@@ -408,7 +410,193 @@ describe('localllm: server on SmolLM2-135M-Instruct', function () {
     const tooLong = await post({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1_000_000 });
     assert.equal(tooLong.status, 400);
     assert.equal(tooLong.body.error.code, 'context_length_exceeded');
+    assert.equal(tooLong.body.error.param, 'max_tokens');
+    assert.match(tooLong.body.error.message, new RegExp(`at most ${server.contextSize}`));
+    // Limits on one request, each naming the field.
+    const hi = { role: 'user', content: 'hi' };
+    const tooMany = await post({ model: 'm', messages: Array.from({ length: 257 }, () => hi) });
+    assert.equal(tooMany.status, 400);
+    assert.equal(tooMany.body.error.param, 'messages');
+    const huge = await post({ model: 'm', messages: [hi, { role: 'user', content: 'x'.repeat(100_001) }] });
+    assert.equal(huge.status, 400);
+    assert.equal(huge.body.error.param, 'messages[1].content');
+    const hugeParts = await post({
+      model: 'm',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'x'.repeat(60_000) },
+            { type: 'text', text: 'y'.repeat(60_000) },
+          ],
+        },
+      ],
+    });
+    assert.equal(hugeParts.status, 400);
+    assert.equal(hugeParts.body.error.param, 'messages[0].content');
+    const manyStops = await post({ model: 'm', messages: [hi], stop: ['a', 'b', 'c', 'd', 'e'] });
+    assert.equal(manyStops.status, 400);
+    assert.equal(manyStops.body.error.param, 'stop');
+    const longStop = await post({ model: 'm', messages: [hi], stop: ['s'.repeat(257)] });
+    assert.equal(longStop.status, 400);
+    assert.equal(longStop.body.error.param, 'stop[0]');
     const unknown = await fetch(`${server.url}/nope`);
     assert.equal(unknown.status, 404);
+  });
+});
+
+describe('localllm: server access', function () {
+  this.timeout(60_000);
+
+  it('binds loopback by default and refuses another host without a token, before loading the model', async () => {
+    for (const host of ['127.0.0.1', '127.0.0.2', '::1', 'localhost']) assert.ok(isLoopbackHost(host), host);
+    for (const host of ['0.0.0.0', '::', '10.0.0.1', 'example.org', '::ffff:10.0.0.1'])
+      assert.ok(!isLoopbackHost(host), host);
+    const started = performance.now();
+    await assert.rejects(
+      startLocalLlmServer({ modelPath: '/nonexistent.gguf', host: '0.0.0.0' }),
+      (error: unknown) =>
+        error instanceof InsecureBindError && /0\.0\.0\.0/.test(error.message) && /LOCAL_LLM_TOKEN/.test(error.message),
+    );
+    assert.ok(performance.now() - started < 1000);
+  });
+});
+
+describe('localllm: token, bounded queue and request timeout', function () {
+  this.timeout(120_000);
+  const TOKEN = 'a-local-token';
+  let server: LocalLlmServer;
+
+  before(async () => {
+    server = await startLocalLlmServer({
+      modelPath: findSmolLm2Gguf(REPO_ROOT),
+      parallel: 1,
+      maxQueued: 1,
+      requestTimeoutMs: 1500,
+      token: TOKEN,
+      logger: createLogger({ component: 'localllm-test' }, 'warn'),
+    });
+  });
+
+  after(async () => {
+    await server?.close();
+  });
+
+  const root = () => server.url.replace(/\/v1$/, '');
+  const chat = (body: unknown, token: string | null = TOKEN) =>
+    fetch(`${server.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token !== null ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    });
+  const slow = {
+    model: 'm',
+    messages: [{ role: 'user', content: 'Write a very long essay about rivers.' }],
+    max_tokens: 4000,
+    temperature: 1,
+  };
+
+  /** Sends one header value byte for byte (latin1), as a client that does not encode it would. */
+  function statusWithRawAuthorization(value: Buffer): Promise<number> {
+    const url = new URL(`${server.url}/models`);
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          headers: { authorization: value.toString('latin1') },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  it('needs the bearer token on every route but /health, which then says only that it lives', async () => {
+    const health = await fetch(`${root()}/health`);
+    assert.equal(health.status, 200);
+    assert.deepEqual(await health.json(), { status: 'ok' });
+    const full = (await (
+      await fetch(`${root()}/health`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).json()) as { model?: string };
+    assert.ok(full.model);
+    for (const auth of [null, 'wrong', `${TOKEN}x`, '']) {
+      const models = await fetch(
+        `${server.url}/models`,
+        auth === null ? {} : { headers: { authorization: `Bearer ${auth}` } },
+      );
+      assert.equal(models.status, 401, `token ${auth}`);
+      assert.equal(models.headers.get('www-authenticate'), 'Bearer');
+      assert.equal(((await models.json()) as { error: { code: string } }).error.code, 'invalid_api_key');
+      assert.equal((await chat({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, auth)).status, 401);
+    }
+    assert.equal(await statusWithRawAuthorization(Buffer.from(`Bearer ${TOKEN}\u00e9`, 'utf8')), 401);
+    assert.equal(await statusWithRawAuthorization(Buffer.from(`Bearer t\u00f6ken`, 'latin1')), 401);
+    assert.equal(await statusWithRawAuthorization(Buffer.from(`Bearer ${TOKEN}`, 'latin1')), 200);
+    const client = new OpenAI({ baseURL: server.url, apiKey: TOKEN, maxRetries: 0 });
+    const completion = await client.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 4,
+      temperature: 0,
+    });
+    assert.ok(completion.choices[0]);
+  });
+
+  it('answers 429 with Retry-After beyond parallel + maxQueued, and the openai client retries it', async () => {
+    const health = async () =>
+      (await (await fetch(`${root()}/health`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as {
+        active: number;
+        queued: number;
+      };
+    const aborts = [new AbortController(), new AbortController()];
+    const held = aborts.map((abort) =>
+      fetch(`${server.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+        body: JSON.stringify(slow),
+        signal: abort.signal,
+      }).catch((error: unknown) => error),
+    );
+    // One generating, one waiting: the queue is full.
+    for (let h = await health(); h.active + h.queued < 2; h = await health()) {
+      /* poll */
+    }
+    const refused = await chat({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    const body = (await refused.json()) as { error: { message: string; type: string; code: string } };
+    assert.equal(body.error.code, 'rate_limit_exceeded');
+    assert.match(body.error.message, /busy/);
+    // A retrying client gets through once the slow requests are gone.
+    const client = new OpenAI({ baseURL: server.url, apiKey: TOKEN, maxRetries: 3 });
+    const retried = client.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 2,
+      temperature: 0,
+    });
+    for (const abort of aborts) abort.abort();
+    await Promise.all(held);
+    assert.ok((await retried).choices[0]);
+  });
+
+  it('aborts a request past the request timeout with a 504 naming it, and frees its sequence', async () => {
+    const started = performance.now();
+    const res = await chat(slow);
+    assert.equal(res.status, 504);
+    const body = (await res.json()) as { error: { message: string; code: string } };
+    assert.equal(body.error.code, 'request_timeout');
+    assert.match(body.error.message, /1500 ms/);
+    assert.ok(performance.now() - started < 10_000);
+    const after = (await (
+      await fetch(`${root()}/health`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).json()) as { active: number };
+    assert.equal(after.active, 0);
   });
 });

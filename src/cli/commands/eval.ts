@@ -1,3 +1,6 @@
+import { EVALUATIONS_PREFIX, isEvaluationKey } from '../../artifacts/keys.js';
+import type { ArtifactStore } from '../../artifacts/store.js';
+import { nameProblem, namesClashingWith } from '../../core/names.js';
 import { compareEvaluations } from '../../client/evaluationComparison.js';
 import { loadEvaluationReport } from '../../client/evaluationReports.js';
 import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
@@ -6,6 +9,7 @@ import { commandContext } from '../context.js';
 import { renderEvaluationComparison } from '../render/evaluationComparison.js';
 import { renderEvaluationTable } from '../render/evaluationTable.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { terminalSafe } from '../../core/terminalText.js';
 
 export const EVAL_HELP = `attune eval [--scenarios DIR | --split eval|train] [options]
 attune eval compare A B [--json]
@@ -50,8 +54,22 @@ async function compareCommand(argv: string[]): Promise<number> {
     await loadEvaluationReport(ctx.store, a),
     await loadEvaluationReport(ctx.store, b),
   );
-  process.stdout.write(values.json ? `${JSON.stringify(comparison)}\n` : `${renderEvaluationComparison(comparison)}\n`);
+  process.stdout.write(
+    values.json ? `${JSON.stringify(comparison)}\n` : `${terminalSafe(renderEvaluationComparison(comparison))}\n`,
+  );
   return 0;
+}
+
+/** A new evaluation's name must be valid and must not share a report folder with an earlier one. */
+async function checkEvaluationName(store: ArtifactStore, name: string): Promise<void> {
+  const problem = nameProblem(name);
+  if (problem !== null) throw new UsageError(`--name "${name}": ${problem}`);
+  const earlier = (await store.list(EVALUATIONS_PREFIX)).filter(isEvaluationKey).map((key) => key.split('/')[1]!);
+  const clashing = namesClashingWith(name, earlier);
+  if (clashing.length > 0)
+    throw new UsageError(
+      `--name "${name}": evaluation "${clashing[0]}" already has that report folder (names differing only in case are one folder on some file systems); choose another name`,
+    );
 }
 
 export async function evalCommand(argv: string[]): Promise<number> {
@@ -65,6 +83,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   if (values.split && values.split !== 'eval' && values.split !== 'train')
     throw new UsageError('--split must be eval or train');
   const ctx = commandContext(values, 'eval');
+  if (values.name) await checkEvaluationName(ctx.store, values.name);
   const input = buildEvaluationInput(ctx.config, {
     ...(values.scenarios ? { scenarios: values.scenarios } : {}),
     ...(values.split ? { split: values.split as 'eval' | 'train' } : {}),
@@ -93,7 +112,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
     else
       process.stdout.write(
-        `${renderEvaluationTable(report)}\nReport data: ${ctx.store.locate(summary.artifact)}\nHTML report: attune report ${summary.evalId}\n`,
+        `${terminalSafe(renderEvaluationTable(report))}\nReport data: ${ctx.store.locate(summary.artifact)}\nHTML report: attune report ${summary.evalId}\n`,
       );
     return 0;
   });

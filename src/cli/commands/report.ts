@@ -3,6 +3,7 @@ import { reportDirKey } from '../../artifacts/keys.js';
 import { writeReport } from '../../report/write.js';
 import { artifactsDir, commandContext } from '../context.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { terminalSafe } from '../../core/terminalText.js';
 
 export const REPORT_HELP = `attune report RUN-OR-EVAL [--out DIR] [--html-only] [--config FILE] [--set k=v]
 
@@ -34,13 +35,13 @@ export async function reportCommand(argv: string[]): Promise<number> {
     result = await writeReport({ store, target, outDir, png: !values['html-only'] });
   } catch (error) {
     if ((error as Error).name === 'ReportTargetNotFoundError') {
-      process.stderr.write(`attune report: ${(error as Error).message}\n`);
+      process.stderr.write(`attune report: ${terminalSafe((error as Error).message)}\n`);
       return 1;
     }
     throw error;
   }
-  for (const warning of result.warnings) process.stderr.write(`attune report: warning: ${warning}\n`);
-  process.stdout.write(`${result.kind} report of ${target}\n`);
+  for (const warning of result.warnings) process.stderr.write(`attune report: warning: ${terminalSafe(warning)}\n`);
+  process.stdout.write(`${result.kind} report of ${terminalSafe(target)}\n`);
   for (const png of result.pngs) process.stdout.write(`  chart ${png}\n`);
   process.stdout.write(`report: ${result.html}\n`);
   return 0;

@@ -1,11 +1,13 @@
 import { runRollout } from '../../client/rollouts.js';
 import { rolloutSettingsFromConfig } from '../../config/rolloutSettingsFromConfig.js';
+import { nameProblem } from '../../core/names.js';
 import type { Transcript } from '../../core/transcript.js';
 import { findScenario } from '../../scenarios/library.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, intOption, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
 import { renderTranscript } from '../render/transcript.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { terminalSafe } from '../../core/terminalText.js';
 
 export const ROLLOUT_HELP = `attune rollout --scenario ID [options]
 
@@ -41,6 +43,8 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
     return 0;
   }
   if (!values.scenario) throw new UsageError('--scenario ID is required (see attune rollout --help)');
+  const idProblem = nameProblem(values.scenario, 'scenario id');
+  if (idProblem !== null) throw new UsageError(`--scenario "${values.scenario}": ${idProblem}`);
   const ctx = commandContext(values, 'rollout');
   const { config, log } = ctx;
   const scenario = findScenario(
@@ -65,7 +69,9 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
       process.stdout.write(`${JSON.stringify({ workflowId: rolloutId, ...summary, artifactPath })}\n`);
     } else {
       const transcript = await ctx.store.getJson<Transcript>(summary.artifact);
-      process.stdout.write(`${renderTranscript(transcript)}\nTranscript: ${ctx.store.locate(summary.artifact)}\n`);
+      process.stdout.write(
+        terminalSafe(`${renderTranscript(transcript)}\nTranscript: ${ctx.store.locate(summary.artifact)}\n`),
+      );
     }
     return 0;
   });

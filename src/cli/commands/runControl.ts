@@ -6,6 +6,7 @@ import { parseSetOption } from '../../config/load.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext } from '../context.js';
 import { renderStatus, renderWaitingOn } from '../render/status.js';
+import { terminalSafe } from '../../core/terminalText.js';
 
 const HELP: Record<string, string> = {
   status:
@@ -40,14 +41,14 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
           process.stdout.write(
             values.json
               ? `${JSON.stringify({ runName: name, phase: null, waitingOn, error })}\n`
-              : `${renderWaitingOn(error, waitingOn)}\n`,
+              : `${terminalSafe(renderWaitingOn(error, waitingOn))}\n`,
           );
           return 1;
         }
         const status = await trainingStatus(client, name);
         const ended = status.phase === 'done' || status.phase === 'stopped';
         const view = { ...status, waitingOn: ended ? [] : waitingOn };
-        process.stdout.write(values.json ? `${JSON.stringify(view)}\n` : `${renderStatus(view)}\n`);
+        process.stdout.write(values.json ? `${JSON.stringify(view)}\n` : `${terminalSafe(renderStatus(view))}\n`);
         return 0;
       }
       if (verb === 'set') {
@@ -55,7 +56,7 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
         const change = Object.fromEntries(pairs.map((p) => parseSetOption(p)));
         const outcome = await changeLiveSettings(client, name, change);
         if ('rejected' in outcome) {
-          process.stderr.write(`attune set: rejected: ${outcome.rejected}\n`);
+          process.stderr.write(`attune set: rejected: ${terminalSafe(outcome.rejected)}\n`);
           return 1;
         }
         process.stdout.write(`${name}: ${JSON.stringify(outcome.applied)} from the next step\n`);

@@ -4,6 +4,7 @@ import { stringify } from 'yaml';
 import { loadScenarioLibrary } from '../../scenarios/library.js';
 import { importSageJsonl } from '../../scenarios/importSage.js';
 import { parseCommand, UsageError } from '../args.js';
+import { terminalSafe } from '../../core/terminalText.js';
 
 export const SCENARIOS_HELP = `attune scenarios <command>
 
@@ -28,7 +29,7 @@ function validate(argv: string[]): number {
   }
   const dir = positionals[0] ?? defaultDir();
   const { scenarios, problems } = loadScenarioLibrary(dir);
-  for (const p of problems) process.stderr.write(`${p.file}: ${p.message}\n`);
+  for (const p of problems) process.stderr.write(terminalSafe(`${p.file}: ${p.message}\n`));
   if (problems.length > 0) {
     process.stderr.write(`${problems.length} problem(s); ${scenarios.length} valid scenario(s) in ${dir}\n`);
     return 1;
@@ -48,7 +49,7 @@ function list(argv: string[]): number {
   }
   const dir = positionals[0] ?? defaultDir();
   const { scenarios, problems, files } = loadScenarioLibrary(dir);
-  for (const p of problems) process.stderr.write(`${p.file}: ${p.message}\n`);
+  for (const p of problems) process.stderr.write(terminalSafe(`${p.file}: ${p.message}\n`));
   const rows = scenarios.map((s) => ({
     id: s.id,
     language: s.language,
@@ -65,7 +66,9 @@ function list(argv: string[]): number {
     process.stdout.write(`${'ID'.padEnd(width)}  LANG  ${'GOAL TYPE'.padEnd(20)}  PERSONALITY  NAME\n`);
     for (const r of rows)
       process.stdout.write(
-        `${r.id.padEnd(width)}  ${r.language.padEnd(4)}  ${r.goalType.padEnd(20)}  ${r.personality.padEnd(11)}  ${r.name ?? ''}\n`,
+        terminalSafe(
+          `${r.id.padEnd(width)}  ${r.language.padEnd(4)}  ${r.goalType.padEnd(20)}  ${r.personality.padEnd(11)}  ${r.name ?? ''}\n`,
+        ),
       );
     process.stdout.write(`${rows.length} scenario(s)\n`);
   }
@@ -92,7 +95,7 @@ function importCommand(argv: string[]): number {
   for (const { scenario } of result.scenarios) {
     writeFileSync(join(values.out, `${scenario.id}.yaml`), stringify(scenario, { lineWidth: 0 }), 'utf8');
   }
-  for (const p of result.problems) process.stderr.write(`${file}:${p.line}: ${p.message}\n`);
+  for (const p of result.problems) process.stderr.write(terminalSafe(`${file}:${p.line}: ${p.message}\n`));
   process.stdout.write(
     `imported ${result.scenarios.length} scenario(s) into ${values.out}${result.problems.length > 0 ? `; ${result.problems.length} bad line(s) skipped` : ''}\n`,
   );
