@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
-import { analysisJsonSchema, parseAnalysis } from '../core/analysis.js';
+import { analysisJsonSchema, analysisProblem, parseAnalysis } from '../core/analysis.js';
 import type { SimulatorCall } from '../core/rolloutSettingsSchema.js';
 import type { SimulatorCallInput } from '../core/dialogueTurn.js';
 import type { AnalysisResult, UserMessageResult } from '../core/transcript.js';
@@ -47,7 +47,7 @@ export async function analyzeAssistantReply(input: SimulatorCallInput): Promise<
     if (analysis) return { analysis, raw: response.content, attempts: attempt + 1, latencyMs, usage };
   }
   throw ApplicationFailure.nonRetryable(
-    `simulator endpoint ${input.endpoint.baseURL} (model "${input.endpoint.model}") returned no parseable analysis after ${attempts} attempts; last reply: ${JSON.stringify(lastRaw.slice(0, 1000))}`,
+    `simulator endpoint ${input.endpoint.baseURL} (model "${input.endpoint.model}") returned no parseable analysis after ${attempts} attempts (${analysisProblem(lastRaw)}); last reply: ${JSON.stringify(lastRaw.slice(0, 1000))}`,
     'UnparseableSimulatorOutput',
   );
 }

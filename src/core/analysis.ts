@@ -143,3 +143,33 @@ function fromLabelledSections(raw: string): Analysis | null {
 export function parseAnalysis(raw: string): Analysis | null {
   return fromLabelledSections(raw) ?? fromJson(raw);
 }
+
+/** The emotion change a reply's fields hold, as written, or undefined when no field names it. */
+function writtenChange(fields: Record<string, unknown>): unknown {
+  for (const [key, value] of Object.entries(fields)) if (canonicalKey(key) === 'emotionChange') return value;
+  return undefined;
+}
+
+/**
+ * Why `parseAnalysis` found nothing in a reply, naming the field: for the error an operator reads
+ * when the simulator's answers cannot be scored.
+ */
+export function analysisProblem(raw: string): string {
+  for (const candidate of jsonCandidates(raw)) {
+    let value: unknown;
+    try {
+      value = JSON.parse(candidate);
+    } catch {
+      continue;
+    }
+    if (!value || typeof value !== 'object' || Array.isArray(value)) continue;
+    const change = writtenChange(value as Record<string, unknown>);
+    if (change === undefined) return 'emotionChange: missing from the JSON object';
+    return `emotionChange: ${JSON.stringify(change)?.slice(0, 80) ?? String(change)} is not a number`;
+  }
+  const labelled = /^\s*[-*#>\s]*\**([A-Za-z_ \u4e00-\u9fff]{2,30}?)\**\s*[:：]\s*(.*)$/gm;
+  for (const match of raw.matchAll(labelled))
+    if (match[1] && canonicalKey(match[1]) === 'emotionChange')
+      return `emotionChange: ${JSON.stringify((match[2] ?? '').trim().slice(0, 80))} is not a number`;
+  return 'emotionChange: missing (neither a JSON object nor a labelled "Emotion change:" line)';
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import * as fc from 'fast-check';
-import { parseAnalysis, type Analysis } from '../../src/core/analysis.js';
+import { analysisProblem, parseAnalysis, type Analysis } from '../../src/core/analysis.js';
 import { propertyRuns } from '../support/propertyRuns.js';
 
 const change = fc.integer({ min: -10, max: 10 });
@@ -102,12 +102,23 @@ describe('simulator analysis parsing (properties)', () => {
     fc.assert(
       fc.property(mutated, (raw) => {
         const parsed = parseAnalysis(raw);
-        if (parsed === null) return;
+        // A rejection names the field it could not read.
+        if (parsed === null) return assert.match(analysisProblem(raw), /^emotionChange: /);
         assert.ok(Number.isInteger(parsed.emotionChange) && parsed.emotionChange >= -10 && parsed.emotionChange <= 10);
         for (const key of ['assistantIntent', 'goalFit', 'innerThoughts'] as const)
           assert.equal(typeof parsed[key], 'string');
       }),
       propertyRuns(),
     );
+  });
+
+  it('says why a reply could not be scored, naming the field', () => {
+    assert.equal(analysisProblem('{"goalFit": "yes"}'), 'emotionChange: missing from the JSON object');
+    assert.equal(analysisProblem('{"emotion_change": "lots"}'), 'emotionChange: "lots" is not a number');
+    assert.equal(
+      analysisProblem('Inner thoughts: hm\nEmotion change: unsure'),
+      'emotionChange: "unsure" is not a number',
+    );
+    assert.match(analysisProblem('I feel better.'), /^emotionChange: missing \(neither a JSON object/);
   });
 });

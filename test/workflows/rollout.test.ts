@@ -274,7 +274,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
       (e: unknown) => e,
     );
     const message = failureMessage(error);
-    assert.match(message, /no parseable analysis after 3 attempts/);
+    assert.match(message, /no parseable analysis after 3 attempts \(emotionChange: missing/);
     assert.match(message, /Sorry, I cannot do that\. \{not json/);
     assert.equal(rig.fake.count('analysis'), 5, 'an unparseable reply must not be retried without bound');
   });
