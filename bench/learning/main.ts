@@ -1,0 +1,150 @@
+/**
+ * Learning benchmark: does a run through the whole pipeline (rollout workflows, the trainer, the
+ * published versions the next step samples from) raise the reward? The policy is trained by the
+ * trainer on CPU against the rule-based user, which rewards shorter replies. A benchmark: it prints
+ * and writes its figures and asserts nothing, except that --quick exits non-zero when a run fails
+ * to rise by 0.1 (the contract the README states).
+ *
+ *   npm run bench:learning [-- --quick]
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
+import { findSmolLm2Gguf } from '../../src/localllm/modelPath.js';
+import { startLocalLlmServer } from '../../src/localllm/server.js';
+import { REPO_ROOT } from '../../src/paths.js';
+import { writeReport } from '../../src/report/write.js';
+import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
+import { learningRun, rewardRise } from '../../test/support/learningRuns.js';
+import { teardownSharedTestEnv } from '../../test/support/temporalEnv.js';
+
+const HELP = `Learning benchmark: the mean reward per step of training runs through Attune's whole pipeline.
+
+Usage: npm run bench:learning [-- options]
+
+  --quick            the tiny random model, GRPO and PPO, 16 steps each, against the rule-based user
+                     (a few minutes); exits 1 if a run's last three steps do not beat its first three by 0.1
+  --steps N          steps per run (default 16 with --quick, 10 otherwise)
+  --out FILE         results (default bench/results/learning.json)
+  --reports DIR      an HTML report per run (default bench/results/learning-reports)
+  --help             this text
+
+Without --quick: SmolLM2-135M-Instruct (the trainer's built-in smollm2-135m) trained with GRPO on
+CPU, against the rule-based user and, as a second run, against the local SmolLM2 simulator.`;
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    steps: { type: 'string' },
+    out: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning.json') },
+    reports: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning-reports') },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (values.help) {
+  process.stdout.write(`${HELP}\n`);
+  process.exit(0);
+}
+
+const quick = values.quick;
+const steps = Number(values.steps ?? (quick ? 16 : 10));
+const MIN_RISE = 0.1;
+
+interface RunPlan {
+  name: string;
+  algorithm: 'grpo' | 'ppo';
+  model: string;
+  simulator: 'rule-based user' | 'local SmolLM2';
+}
+
+interface RunResult extends RunPlan {
+  seconds: number;
+  rows: { step: number; reward_mean: number }[];
+  first3: number;
+  last3: number;
+}
+
+const plans: RunPlan[] = quick
+  ? [
+      { name: 'learn-grpo-tiny', algorithm: 'grpo', model: 'tiny-random', simulator: 'rule-based user' },
+      { name: 'learn-ppo-tiny', algorithm: 'ppo', model: 'tiny-random', simulator: 'rule-based user' },
+    ]
+  : [
+      { name: 'learn-grpo-smollm2', algorithm: 'grpo', model: 'smollm2-135m', simulator: 'rule-based user' },
+      { name: 'learn-grpo-smollm2-local', algorithm: 'grpo', model: 'smollm2-135m', simulator: 'local SmolLM2' },
+    ];
+
+async function run(plan: RunPlan): Promise<RunResult> {
+  process.stderr.write(
+    `${plan.name}: ${plan.algorithm}, ${plan.model}, ${steps} steps, against the ${plan.simulator}...\n`,
+  );
+  const local =
+    plan.simulator === 'local SmolLM2'
+      ? await startLocalLlmServer({ modelPath: findSmolLm2Gguf(REPO_ROOT), parallel: 2 })
+      : null;
+  const started = Date.now();
+  try {
+    const metrics: StepMetricsRecord[] = await learningRun(plan.algorithm, steps, plan.name, {
+      ...(local ? { simulatorURL: local.url } : {}),
+      extra: plan.model === 'tiny-random' ? [] : [`training.baseModel=${plan.model}`, 'policy.maxTokens=48'],
+      finished: async (rig) => {
+        const report = await writeReport({
+          store: rig.store,
+          target: plan.name,
+          outDir: join(values.reports, plan.name),
+          png: false,
+        });
+        process.stderr.write(`${plan.name}: report ${report.html}\n`);
+      },
+    });
+    const { first, last } = rewardRise(metrics);
+    return {
+      ...plan,
+      seconds: (Date.now() - started) / 1000,
+      rows: metrics.map((m) => ({ step: m.step, reward_mean: m.reward.mean })),
+      first3: first,
+      last3: last,
+    };
+  } finally {
+    await local?.close();
+  }
+}
+
+async function main(): Promise<void> {
+  installTemporalLogging('ERROR');
+  const results: RunResult[] = [];
+  try {
+    for (const plan of plans) results.push(await run(plan));
+  } finally {
+    await teardownSharedTestEnv();
+  }
+  const lines = [
+    `Mean reward per step, ${steps} steps per run (${cpus().length} CPUs); first/last: mean of the first/last three steps`,
+    '',
+    'run                       algorithm  model          simulator        first  last   rise   seconds',
+    ...results.map(
+      (r) =>
+        `${r.name.padEnd(25)} ${r.algorithm.padEnd(10)} ${r.model.padEnd(14)} ${r.simulator.padEnd(16)} ${r.first3.toFixed(3)}  ${r.last3.toFixed(3)}  ${(r.last3 - r.first3).toFixed(3).padStart(6)} ${r.seconds.toFixed(0).padStart(8)}`,
+    ),
+    '',
+    ...results.map((r) => `${r.name}: ${r.rows.map((row) => row.reward_mean.toFixed(3)).join(' ')}`),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  mkdirSync(dirname(values.out), { recursive: true });
+  // `rows` at the top is the first run's curve; every run's own is under `runs`.
+  const out = { quick, steps, cpus: cpus().length, rows: results[0]?.rows ?? [], runs: results };
+  writeFileSync(values.out, `${JSON.stringify(out, null, 2)}\n`);
+  process.stdout.write(`results: ${values.out}\n`);
+  const flat = results.filter((r) => r.last3 < r.first3 + MIN_RISE);
+  if (quick && flat.length > 0) {
+    process.stderr.write(`bench:learning: no rise of ${MIN_RISE} in ${flat.map((r) => r.name).join(', ')}\n`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${(error as Error).stack ?? String(error)}\n`);
+  process.exitCode = 1;
+});
