@@ -1,5 +1,6 @@
 import { configErrorFrom, ConfigError } from '../config/load.js';
 import { RunEndedError } from '../client/trainingRuns.js';
+import { isLogFormat, LOG_FORMATS, type LogFormat } from '../logFormat.js';
 import { UsageError } from './args.js';
 import { codecServerCommand } from './commands/codecServer.js';
 import { devCommand } from './commands/dev.js';
@@ -46,17 +47,55 @@ export function topHelp(): string {
     '',
     'Usage: attune <command> [options]      (attune <command> --help for details)',
     '',
+    'Global options:',
+    '  --log-format human|json   log lines on stderr; default human on a terminal, JSON otherwise (ATTUNE_LOG_FORMAT)',
+    '',
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
     'Environment: POLICY_BASE_URL POLICY_MODEL POLICY_API_KEY SIMULATOR_BASE_URL SIMULATOR_MODEL',
     '             SIMULATOR_API_KEY TEMPORAL_ADDRESS TEMPORAL_NAMESPACE ATTUNE_HOME TRAINER_TOKEN',
     '             TEMPORAL_TLS_CA TEMPORAL_TLS_CERT TEMPORAL_TLS_KEY TEMPORAL_TLS_SERVER_NAME TEMPORAL_API_KEY_ENV',
     '             ATTUNE_CODEC_KEYS_FILE ATTUNE_CODEC_SERVER_TOKEN (payload encryption: see SECURITY.md)',
+    '             ATTUNE_LOG_FORMAT ATTUNE_LOG_LEVEL ATTUNE_TEMPORAL_LOG_LEVEL (logging)',
   ].join('\n');
 }
 
+/**
+ * `--log-format human|json` is global: accepted before or after the command name, and passed to
+ * every process this one starts through ATTUNE_LOG_FORMAT.
+ */
+export function takeGlobalOptions(argv: string[]): { argv: string[]; logFormat?: LogFormat } {
+  const out: string[] = [];
+  let logFormat: LogFormat | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const inline = /^--log-format=(.*)$/.exec(arg);
+    if (arg !== '--log-format' && !inline) {
+      out.push(arg);
+      continue;
+    }
+    const value = inline ? inline[1] : argv[++i];
+    if (!isLogFormat(value))
+      throw new UsageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(value ?? '')}`);
+    logFormat = value;
+  }
+  return { argv: out, ...(logFormat ? { logFormat } : {}) };
+}
+
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  let global: ReturnType<typeof takeGlobalOptions>;
+  try {
+    global = takeGlobalOptions(argv);
+  } catch (error) {
+    process.stderr.write(`attune: ${(error as Error).message}\n`);
+    return 2;
+  }
+  if (global.logFormat) process.env.ATTUNE_LOG_FORMAT = global.logFormat;
+  const [name, ...rest] = global.argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${topHelp()}\n`);
     return name === undefined ? 1 : 0;
