@@ -16,6 +16,13 @@ if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)
   say "Python 3.10 or newer is required as \$PYTHON or python3"; exit 1
 fi
 
+# zsh, for the test of `attune completion zsh` (Debian's package; needs root and apt).
+if ! command -v zsh >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  say "installing zsh (Debian package) for the completion test"
+  apt-get install -y -q zsh >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q zsh >/dev/null 2>&1) ||
+    say "could not install zsh: the zsh completion test will fail"
+fi
+
 # npm: reinstall when the lockfile changed since the last install.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm packages"

@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
 import type { ChatMessage, TokenUsage } from '../core/transcript.js';
+import { withTokenBudget } from './tokenRateLimits.js';
 
 export interface ChatRequest {
   endpoint: EndpointCall;
@@ -89,16 +90,25 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatResponse
   const { endpoint } = request;
   const started = Date.now();
   let completion: OpenAI.Chat.Completions.ChatCompletion;
+  let rateLimitWaitMs = 0;
   try {
-    completion = await clientFor(endpoint).chat.completions.create({
-      model: endpoint.model,
-      messages: request.messages,
-      temperature: endpoint.temperature,
-      ...(endpoint.topP !== undefined ? { top_p: endpoint.topP } : {}),
-      max_tokens: endpoint.maxTokens,
-      ...(request.seed !== undefined ? { seed: request.seed } : {}),
-      ...(request.responseFormat ? { response_format: request.responseFormat } : {}),
-    });
+    const budgeted = await withTokenBudget(
+      request.role,
+      { messages: request.messages, maxTokens: endpoint.maxTokens },
+      () =>
+        clientFor(endpoint).chat.completions.create({
+          model: endpoint.model,
+          messages: request.messages,
+          temperature: endpoint.temperature,
+          ...(endpoint.topP !== undefined ? { top_p: endpoint.topP } : {}),
+          max_tokens: endpoint.maxTokens,
+          ...(request.seed !== undefined ? { seed: request.seed } : {}),
+          ...(request.responseFormat ? { response_format: request.responseFormat } : {}),
+        }),
+      (done) => (done?.usage ? (done.usage.prompt_tokens ?? 0) + (done.usage.completion_tokens ?? 0) : null),
+    );
+    completion = budgeted.result;
+    rateLimitWaitMs = budgeted.waitMs;
   } catch (error) {
     throw classifyLlmError(request, error);
   }
@@ -117,8 +127,12 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatResponse
   }
   return {
     content,
-    usage: { prompt: completion.usage?.prompt_tokens ?? 0, completion: completion.usage?.completion_tokens ?? 0 },
-    latencyMs: Date.now() - started,
+    usage: {
+      prompt: completion.usage?.prompt_tokens ?? 0,
+      completion: completion.usage?.completion_tokens ?? 0,
+      ...(rateLimitWaitMs > 0 ? { rateLimitWaitMs } : {}),
+    },
+    latencyMs: Date.now() - started - rateLimitWaitMs,
     model: completion.model ?? endpoint.model,
   };
 }

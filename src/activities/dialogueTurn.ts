@@ -5,7 +5,7 @@ import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput } from '.
 import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
 
-const usageSchema = z.object({ prompt: z.number(), completion: z.number() });
+const usageSchema = z.object({ prompt: z.number(), completion: z.number(), rateLimitWaitMs: z.number().optional() });
 
 /**
  * The calls a turn activity has finished, sent as heartbeat details after each one so that the next

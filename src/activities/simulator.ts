@@ -26,7 +26,7 @@ function responseFormatFor(
  */
 export async function analyzeAssistantReply(input: SimulatorCallInput): Promise<AnalysisResult> {
   const responseFormat = responseFormatFor(input.endpoint.structuredOutput, input.endpoint.analysisMaxChars);
-  const usage = { prompt: 0, completion: 0 };
+  const usage: AnalysisResult['usage'] = { prompt: 0, completion: 0 };
   let latencyMs = 0;
   let lastRaw = '';
   const attempts = input.endpoint.parseRetries + 1;
@@ -41,6 +41,8 @@ export async function analyzeAssistantReply(input: SimulatorCallInput): Promise<
     });
     usage.prompt += response.usage.prompt;
     usage.completion += response.usage.completion;
+    if (response.usage.rateLimitWaitMs)
+      usage.rateLimitWaitMs = (usage.rateLimitWaitMs ?? 0) + response.usage.rateLimitWaitMs;
     latencyMs += response.latencyMs;
     lastRaw = response.content;
     const analysis = parseAnalysis(response.content);

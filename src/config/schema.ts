@@ -26,6 +26,12 @@ const endpointFields = {
   maxConcurrency: z.number().int().positive().default(16),
   /** Task-queue-wide rate limit (all workers together); absent = none. */
   requestsPerSecond: z.number().positive().optional(),
+  /**
+   * Tokens-per-minute budget per worker process (prompt and completion, as providers count them);
+   * absent = none. A call is charged its estimate (prompt chars / 4 + maxTokens) before it starts,
+   * waits while the budget is spent, and is settled with the usage its response reports.
+   */
+  tokensPerMinute: z.number().positive().optional(),
   timeoutMs: z.number().int().positive().default(120_000),
   retry: retryPolicySchema.prefault({}),
   temperature: z.number().min(0).max(2),

@@ -7,6 +7,7 @@ import type { Scenario } from './scenario.js';
 import { callSeed } from './seeds.js';
 import { rewardFor, type Outcome } from './termination.js';
 import {
+  addRateLimitWait,
   addTurnUsage,
   emptyTotals,
   type ChatMessage,
@@ -99,6 +100,7 @@ export class Dialogue {
       });
       this.tokens.simulatorPrompt += written.usage.prompt;
       this.tokens.simulatorCompletion += written.usage.completion;
+      addRateLimitWait(this.tokens, 'simulator', written.usage);
       this.opening = {
         text: written.text,
         writtenBySimulator: true,

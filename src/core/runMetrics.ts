@@ -29,6 +29,8 @@ export interface StepMetricsRecord {
   malformedRate: number;
   meanTurns: number;
   trainer: TrainerStepMetrics;
+  /** Present when the kept dialogues' calls waited for a tokens-per-minute budget: per endpoint, how often and how long. */
+  rateLimitWaits?: { policy: { waits: number; seconds: number }; simulator: { waits: number; seconds: number } };
   /** Present on steps that ran an evaluation. */
   eval?: { evalId: string; score: number; success: number; failure: number; count: number };
 }

@@ -6,6 +6,19 @@ import type { Outcome } from './termination.js';
 export interface TokenUsage {
   prompt: number;
   completion: number;
+  /** Milliseconds the call waited for its endpoint's tokens-per-minute budget; absent when it did not wait. */
+  rateLimitWaitMs?: number;
+}
+
+/** How often and how long one endpoint's calls waited for its tokens-per-minute budget. */
+export interface RateLimitWaits {
+  waits: number;
+  waitMs: number;
+}
+
+export interface EndpointWaits {
+  policy: RateLimitWaits;
+  simulator: RateLimitWaits;
 }
 
 export interface ChatMessage {
@@ -58,6 +71,8 @@ export interface TokenTotals {
   policyCompletion: number;
   simulatorPrompt: number;
   simulatorCompletion: number;
+  /** Present once a call of the dialogue waited for a tokens-per-minute budget. */
+  rateLimitWaits?: EndpointWaits;
 }
 
 export interface Transcript {
@@ -106,13 +121,40 @@ export function emptyTotals(): TokenTotals {
   return { policyPrompt: 0, policyCompletion: 0, simulatorPrompt: 0, simulatorCompletion: 0 };
 }
 
+export function noWaits(): EndpointWaits {
+  return { policy: { waits: 0, waitMs: 0 }, simulator: { waits: 0, waitMs: 0 } };
+}
+
+/** A call that waited for its budget counts once, with its wait; the field appears with the first wait. */
+export function addRateLimitWait(tokens: TokenTotals, endpoint: keyof EndpointWaits, usage: TokenUsage): void {
+  if (!usage.rateLimitWaitMs) return;
+  tokens.rateLimitWaits ??= noWaits();
+  tokens.rateLimitWaits[endpoint].waits += 1;
+  tokens.rateLimitWaits[endpoint].waitMs += usage.rateLimitWaitMs;
+}
+
 /** Token totals grow by what one turn's calls used. */
 export function addTurnUsage(tokens: TokenTotals, turn: TranscriptTurn): void {
   tokens.policyPrompt += turn.policy.usage.prompt;
   tokens.policyCompletion += turn.policy.usage.completion;
+  addRateLimitWait(tokens, 'policy', turn.policy.usage);
   for (const call of [turn.analysis, turn.userReply]) {
     if (!call) continue;
     tokens.simulatorPrompt += call.usage.prompt;
     tokens.simulatorCompletion += call.usage.completion;
+    addRateLimitWait(tokens, 'simulator', call.usage);
   }
+}
+
+/** The waits of several dialogues together; null when none waited. */
+export function sumRateLimitWaits(all: readonly (EndpointWaits | undefined)[]): EndpointWaits | null {
+  const present = all.filter((w): w is EndpointWaits => w !== undefined);
+  if (present.length === 0) return null;
+  const total = noWaits();
+  for (const w of present)
+    for (const endpoint of ['policy', 'simulator'] as const) {
+      total[endpoint].waits += w[endpoint].waits;
+      total[endpoint].waitMs += w[endpoint].waitMs;
+    }
+  return total;
 }

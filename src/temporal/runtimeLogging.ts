@@ -1,8 +1,22 @@
-import { DefaultLogger, Runtime, type LogLevel as TemporalLogLevel } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type LogEntry, type LogLevel as TemporalLogLevel } from '@temporalio/worker';
+import { formatLogRecord, resolveLogFormat } from '../logFormat.js';
 
 let installed = false;
 
-/** Temporal's SDK and core logs as JSON lines on stderr, at `level` and above. Call once, before any worker or connection. */
+const SEVERITY: Record<TemporalLogLevel, number> = { TRACE: 0, DEBUG: 1, INFO: 2, WARN: 3, ERROR: 4 };
+
+/**
+ * Warnings the SDK gives for Attune's deliberate layout: only the rollouts worker runs workflows,
+ * every other worker (one per LLM endpoint, turns, optimizer) polls activities alone. They are
+ * demoted to DEBUG, so `ATTUNE_TEMPORAL_LOG_LEVEL=DEBUG` still shows them.
+ */
+const EXPECTED_WARNINGS = [/^No workflows registered, not polling/];
+
+export function effectiveLevel(entry: Pick<LogEntry, 'level' | 'message'>): TemporalLogLevel {
+  return entry.level === 'WARN' && EXPECTED_WARNINGS.some((p) => p.test(entry.message)) ? 'DEBUG' : entry.level;
+}
+
+/** Temporal's SDK and core logs on stderr in the CLI's log format, at `level` and above. Call once, before any worker or connection. */
 export function installTemporalLogging(
   level: TemporalLogLevel = (process.env.ATTUNE_TEMPORAL_LOG_LEVEL as TemporalLogLevel | undefined) ?? 'WARN',
 ): void {
@@ -10,10 +24,15 @@ export function installTemporalLogging(
   installed = true;
   Runtime.install({
     logger: new DefaultLogger(level, (entry) => {
-      const { timestampNanos, level: lvl, message, meta } = entry;
-      process.stderr.write(
-        `${JSON.stringify({ time: new Date(Number(timestampNanos / 1_000_000n)).toISOString(), level: lvl.toLowerCase(), msg: message, source: 'temporal', ...meta })}\n`,
-      );
+      const lvl = effectiveLevel(entry);
+      if (SEVERITY[lvl] < SEVERITY[level]) return;
+      const record = {
+        time: new Date(Number(entry.timestampNanos / 1_000_000n)),
+        level: lvl.toLowerCase(),
+        msg: entry.message,
+        fields: { source: 'temporal', ...entry.meta },
+      };
+      process.stderr.write(`${formatLogRecord(resolveLogFormat(), record)}\n`);
     }),
     telemetryOptions: { logging: { filter: { core: level, other: 'ERROR' }, forward: {} } },
   });

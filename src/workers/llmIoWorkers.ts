@@ -9,6 +9,7 @@ import {
   rolloutQueueActivities,
   queuedSimulatorActivities,
 } from '../activities/index.js';
+import { configureTokenRateLimits } from '../activities/tokenRateLimits.js';
 import { configuredDataConverter } from '../codec/dataConverter.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS } from '../config/limits.js';
@@ -58,6 +59,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const callsInFlight = config.policy.maxConcurrency + config.simulator.maxConcurrency;
   const local = config.rollout.llmCalls === 'local';
   const gates = endpointGates({ policy: config.policy, simulator: config.simulator });
+  configureTokenRateLimits({ policy: config.policy, simulator: config.simulator });
   const turnActivities = dialogueTurnActivities(gates);
   const rollouts = await Worker.create({
     ...common,

@@ -69,4 +69,33 @@ describe("a step's metrics record", () => {
     });
     assert.deepEqual(record.eval, evalSummary);
   });
+
+  it("adds up the kept dialogues' rate-limit waits per endpoint, and leaves the key out when none waited", () => {
+    const base = {
+      runName: 'run',
+      step: 1,
+      algorithm: 'grpo' as const,
+      time: 't',
+      policyVersion: 'run@0',
+      failed: 0,
+      dropped: 0,
+      trainer: TRAINER,
+    };
+    const waited = (policyMs: number, simulatorMs: number) => ({
+      ...dialogue(1, 'success', 1),
+      rateLimitWaits: {
+        policy: { waits: policyMs ? 1 : 0, waitMs: policyMs },
+        simulator: { waits: simulatorMs ? 2 : 0, waitMs: simulatorMs },
+      },
+    });
+    const record = stepMetricsRecord({
+      ...base,
+      kept: [waited(1500, 0), waited(250, 4000), dialogue(1, 'success', 1)],
+    });
+    assert.deepEqual(record.rateLimitWaits, {
+      policy: { waits: 2, seconds: 1.75 },
+      simulator: { waits: 2, seconds: 4 },
+    });
+    assert.equal('rateLimitWaits' in stepMetricsRecord({ ...base, kept: [dialogue(1, 'success', 1)] }), false);
+  });
 });

@@ -7,6 +7,7 @@ import { trainingWorkflowId, type TrainingResult } from '../../workflows/trainin
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { formatProgress, ProgressDisplay, RateEstimate } from '../render/progress.js';
 
 export const TRAIN_HELP = `attune train --config FILE [--name NAME] [--set key=value] [--detach] [--continue]
 
@@ -30,14 +31,46 @@ const OPTIONS = {
   continue: { type: 'boolean' },
 } as const;
 
-/** Logs a progress line whenever it changes, until the run ends. */
+/**
+ * Follows the run until it ends: a progress bar of the step's dialogues on a terminal, a log line
+ * whenever the progress changes otherwise. The ETA is the run's (from finished steps) once it has
+ * one, before that the step's, from the rate its dialogues finish at.
+ */
 async function follow(ctx: CommandContext, client: Client, runName: string): Promise<TrainingResult> {
   const run = followTraining(trainingHandle(client, runName), 2000);
+  const display = new ProgressDisplay();
+  const rate = new RateEstimate();
+  let lastStep = 0;
   let lastLine = '';
-  for await (const s of run.statuses) {
-    const line = `step ${Math.min(s.step, s.steps)}/${s.steps} ${s.phase}: rollouts ${s.rollouts.done}/${s.rollouts.total} (${s.rollouts.failed} failed)${s.lastMetrics ? `; last reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
-    if (line !== lastLine) ctx.log.info(line, { run: runName, step: s.step, phase: s.phase, etaMs: s.etaMs });
-    lastLine = line;
+  try {
+    for await (const s of run.statuses) {
+      if (s.step !== lastStep) rate.reset();
+      lastStep = s.step;
+      rate.observe(Date.now(), s.rollouts.done);
+      if (display.isTerminal) {
+        const detail = [
+          s.phase,
+          ...(s.rollouts.failed > 0 ? [`${s.rollouts.failed} failed`] : []),
+          ...(s.lastMetrics ? [`last reward ${s.lastMetrics.reward.mean.toFixed(3)}`] : []),
+        ].join(', ');
+        display.show(
+          formatProgress({
+            label: `step ${Math.min(s.step, s.steps)}/${s.steps}`,
+            done: s.rollouts.done,
+            total: s.rollouts.total,
+            unit: 'dialogues',
+            etaMs: s.etaMs ?? rate.etaMs(s.rollouts.total),
+            detail,
+          }),
+        );
+      } else {
+        const line = `step ${Math.min(s.step, s.steps)}/${s.steps} ${s.phase}: rollouts ${s.rollouts.done}/${s.rollouts.total} (${s.rollouts.failed} failed)${s.lastMetrics ? `; last reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+        if (line !== lastLine) ctx.log.info(line, { run: runName, step: s.step, phase: s.phase, etaMs: s.etaMs });
+        lastLine = line;
+      }
+    }
+  } finally {
+    display.done();
   }
   return run.result;
 }

@@ -1,3 +1,4 @@
+import type { StepMetricsRecord } from '../../core/runMetrics.js';
 import type { UnpolledQueue } from '../../temporal/pollers.js';
 import type { TrainingStatus } from '../../workflows/training.js';
 
@@ -19,6 +20,13 @@ function waitingOnLines(waitingOn: UnpolledQueue[]): [string, string][] {
 function table(rows: [string, string][]): string {
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}
+
+/** Per endpoint, how often and how long the last step's calls waited for their tokens-per-minute budget. */
+export function rateLimitWaitsText(waits: NonNullable<StepMetricsRecord['rateLimitWaits']>): string {
+  return (['policy', 'simulator'] as const)
+    .map((e) => `${e} waited ${waits[e].waits} time${waits[e].waits === 1 ? '' : 's'}, ${fmt(waits[e].seconds, 1)} s`)
+    .join('; ');
 }
 
 /** When no workflow worker runs, the run cannot answer: say so and what to start. */
@@ -57,6 +65,7 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
       'trainer',
       `loss ${fmt(m.trainer.loss)}, kl ${fmt(m.trainer.kl, 4)}, entropy ${fmt(m.trainer.entropy)}, grad norm ${fmt(m.trainer.grad_norm)}, ${fmt(m.trainer.seconds, 1)} s`,
     ]);
+    if (m.rateLimitWaits) rows.push(['rate-limit waits', `${rateLimitWaitsText(m.rateLimitWaits)} (step ${m.step})`]);
     if (m.eval)
       rows.push([
         'last evaluation',

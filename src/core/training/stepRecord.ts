@@ -1,5 +1,5 @@
 import type { StepMetricsRecord, TrainerStepMetrics } from '../runMetrics.js';
-import type { RolloutSummary } from '../transcript.js';
+import { sumRateLimitWaits, type EndpointWaits, type RolloutSummary } from '../transcript.js';
 
 export function mean(values: readonly number[]): number {
   return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
@@ -24,7 +24,7 @@ export interface StepRecordInput {
   /** The version the step's dialogues sampled from. */
   policyVersion: string;
   /** The dialogues the optimizer trained on (at least one). */
-  kept: readonly Pick<RolloutSummary, 'reward' | 'outcome' | 'turns'>[];
+  kept: readonly (Pick<RolloutSummary, 'reward' | 'outcome' | 'turns'> & { rateLimitWaits?: EndpointWaits })[];
   failed: number;
   dropped: number;
   trainer: TrainerStepMetrics;
@@ -34,6 +34,8 @@ export interface StepRecordInput {
 /** The step's line of `metrics.jsonl`: rates over the dialogues the optimizer trained on. */
 export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
   const { kept } = input;
+  const waits = sumRateLimitWaits(kept.map((s) => s.rateLimitWaits));
+  const seconds = (ms: number) => Math.round(ms) / 1000;
   return {
     kind: 'attune.step',
     run: input.runName,
@@ -48,6 +50,14 @@ export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
     malformedRate: kept.filter((s) => s.outcome === 'malformed').length / kept.length,
     meanTurns: mean(kept.map((s) => s.turns)),
     trainer: input.trainer,
+    ...(waits
+      ? {
+          rateLimitWaits: {
+            policy: { waits: waits.policy.waits, seconds: seconds(waits.policy.waitMs) },
+            simulator: { waits: waits.simulator.waits, seconds: seconds(waits.simulator.waitMs) },
+          },
+        }
+      : {}),
     ...(input.eval ? { eval: input.eval } : {}),
   };
 }

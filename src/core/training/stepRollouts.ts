@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { Outcome } from '../termination.js';
-import type { RolloutSummary } from '../transcript.js';
+import type { EndpointWaits, RolloutSummary } from '../transcript.js';
 import { keepGroups, type GroupDecision } from './groups.js';
 import type { PlannedRollout } from './stepPlan.js';
 
@@ -19,6 +19,8 @@ export interface StepRolloutResult {
   turns: number;
   /** The transcript's key in the artifact store. */
   artifact: string;
+  /** Present when the dialogue's calls waited for a tokens-per-minute budget. */
+  rateLimitWaits?: EndpointWaits;
 }
 
 /**
@@ -71,7 +73,9 @@ export class StepRolloutOutcomes {
 
   succeeded(rolloutId: string, summary: RolloutSummary): void {
     const { reward, outcome, turns, artifact } = summary;
-    this.results.set(rolloutId, { reward, outcome, turns, artifact });
+    // Summaries made by hand (tests, older callers) may lack tokens.
+    const waits = (summary.tokens as RolloutSummary['tokens'] | undefined)?.rateLimitWaits;
+    this.results.set(rolloutId, { reward, outcome, turns, artifact, ...(waits ? { rateLimitWaits: waits } : {}) });
     this.errors.delete(rolloutId);
   }
 

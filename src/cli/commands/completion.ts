@@ -1,0 +1,21 @@
+import { UsageError } from '../args.js';
+import { completionScript, SHELLS, type CompletionEntry, type Shell } from '../completion.js';
+
+export const COMPLETION_HELP = `attune completion bash|zsh
+
+Prints a completion script for the shell: commands, their subcommands and flags.
+
+  bash:  source <(npx attune completion bash)        (or save it under ~/.local/share/bash-completion/completions/attune)
+  zsh:   source <(npx attune completion zsh)         (after compinit)`;
+
+export async function completionCommand(argv: string[], commands: readonly CompletionEntry[]): Promise<number> {
+  const [shell, ...rest] = argv;
+  if (shell === undefined || shell === '--help' || shell === '-h') {
+    process.stdout.write(`${COMPLETION_HELP}\n`);
+    return shell === undefined ? 2 : 0;
+  }
+  if (!SHELLS.includes(shell as Shell)) throw new UsageError(`unknown shell "${shell}": one of ${SHELLS.join(', ')}`);
+  if (rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  process.stdout.write(completionScript(shell as Shell, commands));
+  return 0;
+}

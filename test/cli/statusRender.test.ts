@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
+import { addTurnUsage, emptyTotals, type TranscriptTurn } from '../../src/core/transcript.js';
+import { rateLimitWaitsText, renderStatus } from '../../src/cli/render/status.js';
+import type { TrainingStatus } from '../../src/workflows/training.js';
+
+describe('rate-limit waits in attune status', () => {
+  it("a dialogue's totals count each call that waited, per endpoint", () => {
+    const tokens = emptyTotals();
+    const usage = (wait?: number) => ({ prompt: 1, completion: 1, ...(wait ? { rateLimitWaitMs: wait } : {}) });
+    addTurnUsage(tokens, {
+      policy: { usage: usage(100) },
+      analysis: { usage: usage(30) },
+      userReply: { usage: usage() },
+    } as TranscriptTurn);
+    addTurnUsage(tokens, { policy: { usage: usage() }, analysis: null, userReply: null } as TranscriptTurn);
+    assert.deepEqual(tokens.rateLimitWaits, { policy: { waits: 1, waitMs: 100 }, simulator: { waits: 1, waitMs: 30 } });
+    const none = emptyTotals();
+    addTurnUsage(none, { policy: { usage: usage() }, analysis: null, userReply: null } as TranscriptTurn);
+    assert.equal('rateLimitWaits' in none, false);
+  });
+
+  it("shows the last step's waits per endpoint", () => {
+    const waits = { policy: { waits: 3, seconds: 1.25 }, simulator: { waits: 1, seconds: 0.5 } };
+    assert.equal(rateLimitWaitsText(waits), 'policy waited 3 times, 1.3 s; simulator waited 1 time, 0.5 s');
+    const lastMetrics = {
+      step: 2,
+      reward: { mean: 0.5, std: 0, min: 0, max: 1 },
+      successRate: 0,
+      failureRate: 0,
+      meanTurns: 2,
+      trainer: { loss: 0, kl: 0, entropy: 0, grad_norm: 0, seconds: 1 },
+      rateLimitWaits: waits,
+    } as unknown as StepMetricsRecord;
+    const status = {
+      runName: 'r',
+      algorithm: 'grpo',
+      step: 3,
+      steps: 4,
+      phase: 'rollouts',
+      paused: false,
+      stopRequested: false,
+      version: 'r@2',
+      rollouts: { done: 1, failed: 0, inFlight: 1, total: 4 },
+      blockedReason: null,
+      lastMetrics,
+      etaMs: null,
+      live: {},
+    } as unknown as TrainingStatus;
+    assert.match(
+      renderStatus(status),
+      /^rate-limit waits {4}policy waited 3 times, 1\.3 s; simulator waited 1 time, 0\.5 s \(step 2\)$/m,
+    );
+  });
+});
