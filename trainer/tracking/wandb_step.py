@@ -20,7 +20,15 @@ def main() -> int:
     shutil.rmtree(step_dir, ignore_errors=True)
     os.makedirs(step_dir, exist_ok=True)
     os.environ.setdefault("WANDB_SILENT", "true")
-    import wandb
+    try:
+        import wandb
+    except ImportError:
+        print(
+            f"the wandb package is not installed for {sys.executable}: "
+            "install it there (pip install wandb) or set tracking.wandb.python",
+            file=sys.stderr,
+        )
+        return 3
 
     run = wandb.init(
         project=request["project"],
