@@ -10,6 +10,7 @@ import { analyzeAssistantReply, writeUserMessage } from './simulator.js';
 import { latestPolicyVersion } from './trainerClient.js';
 import { createRunBookkeepingActivities } from './runBookkeeping.js';
 import { createOptimizerActivities } from './optimizer.js';
+import { createTrackingActivities } from './tracking/trackStep.js';
 
 export const policyActivities = { generatePolicyTurn };
 export const simulatorActivities = { analyzeAssistantReply, writeUserMessage };
@@ -23,6 +24,7 @@ export function rolloutQueueActivities(store: ArtifactStore) {
     ...createArtifactActivities(store),
     ...createEvaluationActivities(store),
     ...createRunBookkeepingActivities(store),
+    ...createTrackingActivities(store),
     loadScenario,
     latestPolicyVersion,
   };

@@ -43,6 +43,21 @@ export function runMetricsKey(runName: string): string {
   return `runs/${keyPart(runName)}/metrics.jsonl`;
 }
 
+/** `runs/<run>/tracking.json`: what each experiment tracker has logged of the run (see trackingLedger.ts). */
+export function trackingLedgerKey(runName: string): string {
+  return `runs/${keyPart(runName)}/tracking.json`;
+}
+
+/** `runs/<run>/tb`: the run's TensorBoard log directory (`tensorboard --logdir $ATTUNE_HOME/artifacts/runs`). */
+export function tensorboardDirKey(runName: string): string {
+  return `runs/${keyPart(runName)}/tb`;
+}
+
+/** `runs/<run>/wandb/<step>`: one step's offline W&B run directory, zero-padded so steps list in order. */
+export function wandbStepDirKey(runName: string, step: number): string {
+  return `runs/${keyPart(runName)}/wandb/${String(step).padStart(10, '0')}`;
+}
+
 /** Prefix under which every evaluation report lies. */
 export const EVALUATIONS_PREFIX = 'evaluations';
 const EVALUATION_FILE = 'evaluation.json';

@@ -10,6 +10,8 @@ export interface ArtifactStore {
   putJson(key: string, value: unknown): Promise<string>;
   /** Writes text atomically, like putJson. */
   putText(key: string, text: string): Promise<string>;
+  /** Writes bytes atomically, like putJson (TensorBoard event files). */
+  putBytes(key: string, bytes: Uint8Array): Promise<string>;
   getJson<T = unknown>(key: string): Promise<T>;
   /** The text of an artifact (JSONL files), or null when it does not exist. */
   getText(key: string): Promise<string | null>;
@@ -48,12 +50,20 @@ export class FileArtifactStore implements ArtifactStore {
     return this.putText(key, `${JSON.stringify(value, null, 2)}\n`);
   }
 
+  async putText(key: string, text: string): Promise<string> {
+    return this.putData(key, text);
+  }
+
+  async putBytes(key: string, bytes: Uint8Array): Promise<string> {
+    return this.putData(key, bytes);
+  }
+
   /**
    * Write to a temp file named for this host, process and write (hosts may share the directory),
    * flush it to disk, rename it over the key, then flush the directory, so that after a crash the
    * key holds either the old or the new content, whole.
    */
-  async putText(key: string, text: string): Promise<string> {
+  private async putData(key: string, data: string | Uint8Array): Promise<string> {
     const path = this.pathOf(key);
     const dir = dirname(path);
     await mkdir(dir, { recursive: true });
@@ -61,7 +71,7 @@ export class FileArtifactStore implements ArtifactStore {
     try {
       const file = await open(temp, 'w');
       try {
-        await file.writeFile(text, 'utf8');
+        await file.writeFile(data);
         await file.sync();
       } finally {
         await file.close();

@@ -29,6 +29,10 @@ export const ENV_OVERRIDES: Record<string, string> = {
   TEMPORAL_API_KEY_ENV: 'temporal.apiKeyEnv',
   ATTUNE_HOME: 'home',
   TRAINER_URL: 'trainer.url',
+  // The trackers' own variables.
+  MLFLOW_TRACKING_URI: 'tracking.mlflow.trackingUri',
+  WANDB_PROJECT: 'tracking.wandb.project',
+  WANDB_MODE: 'tracking.wandb.mode',
 };
 
 type Tree = Record<string, unknown>;

@@ -250,6 +250,30 @@ export const configSchema = z
         heartbeatTimeoutMs: z.number().int().positive().default(20_000),
       })
       .prefault({}),
+    /** Experiment trackers each training run logs its params, step metrics and report to. */
+    tracking: z
+      .strictObject({
+        /** An MLflow tracking server; MLFLOW_TRACKING_URI sets trackingUri (and turns MLflow on). */
+        mlflow: z
+          .strictObject({
+            trackingUri: z.string().url(),
+            experiment: z.string().min(1).default('attune'),
+          })
+          .optional(),
+        /** Event files under `<artifacts>/runs/<run>/tb/`. */
+        tensorboard: z.boolean().default(false),
+        /** Weights & Biases; WANDB_PROJECT and WANDB_MODE set these keys (and turn W&B on). */
+        wandb: z
+          .strictObject({
+            project: z.string().min(1).default('attune'),
+            /** Default: online when WANDB_API_KEY is set, else offline (a directory for `wandb sync`); `disabled` is off. */
+            mode: z.enum(['offline', 'online', 'disabled']).optional(),
+            /** Python with the `wandb` package; default: the project's `.venv/bin/python`. */
+            python: z.string().min(1).optional(),
+          })
+          .optional(),
+      })
+      .prefault({}),
     /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
     localLlm: z
       .strictObject({

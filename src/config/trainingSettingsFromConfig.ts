@@ -1,4 +1,6 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import type { TrackingSettings } from '../core/tracking/trackingSettings.js';
+import { REPO_ROOT } from '../paths.js';
 import { trainingSettingsSchema, type TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { buildEvaluationInput } from '../client/evaluations.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
@@ -30,6 +32,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     evalScenarios = evalInput.scenarios;
     evalSettings = { ...evalInput.settings, think: t.think };
   }
+  const tracking = trackingSettingsFromConfig(config);
   return trainingSettingsSchema.parse({
     runName,
     algorithm: t.algorithm,
@@ -57,5 +60,29 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     evalScenarios,
     ...(evalSettings ? { evalSettings } : {}),
     evalConcurrency: config.evaluation.concurrency,
+    ...(tracking ? { tracking } : {}),
   });
+}
+
+/** The trackers a run logs to, or null for none (W&B's mode resolved here, where the operator's environment is). */
+export function trackingSettingsFromConfig(
+  config: AttuneConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): TrackingSettings | null {
+  const { mlflow, tensorboard, wandb } = config.tracking;
+  const wandbMode = wandb ? (wandb.mode ?? (env.WANDB_API_KEY ? 'online' : 'offline')) : 'disabled';
+  const settings: TrackingSettings = {
+    ...(mlflow ? { mlflow } : {}),
+    ...(tensorboard ? { tensorboard: true } : {}),
+    ...(wandb && wandbMode !== 'disabled'
+      ? {
+          wandb: {
+            project: wandb.project,
+            mode: wandbMode,
+            python: resolve(wandb.python ?? join(REPO_ROOT, '.venv', 'bin', 'python')),
+          },
+        }
+      : {}),
+  };
+  return Object.keys(settings).length > 0 ? settings : null;
 }

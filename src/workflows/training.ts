@@ -36,6 +36,7 @@ import { evaluation } from './evaluation.js';
 import { failureMessage } from './fanOut.js';
 import { TrainingControl } from './trainingControl.js';
 import { runStepRollouts } from './trainingRollouts.js';
+import { trackStep } from './trainingTracking.js';
 
 export type { TrainingPhase, TrainingResult, TrainingState, TrainingStatus } from '../core/training/trainingState.js';
 export { pauseUpdate, resumeUpdate, setUpdate, stopUpdate, trainingStatusQuery } from './trainingControl.js';
@@ -150,6 +151,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     applied,
     evalSummary,
   });
+  await trackStep(settings, state, control, step);
 
   if (runIsOver(state, control.inForce().steps)) return control.finish(state.stopRequested);
   // Let update handlers finish, then start the next step with a fresh history.

@@ -1,6 +1,7 @@
 import type { StepMetricsRecord } from '../../core/runMetrics.js';
 import type { UnpolledQueue } from '../../temporal/pollers.js';
 import type { TrainingStatus } from '../../workflows/training.js';
+import { trackingStatusLine } from '../../core/tracking/trackingHealth.js';
 
 function duration(ms: number | null): string {
   if (ms === null) return '-';
@@ -56,6 +57,8 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
   ];
   if (s.blockedReason) rows.push(['needs attention', s.blockedReason]);
   rows.push(...waitingOnLines(s.waitingOn ?? []));
+  const tracking = trackingStatusLine(s.tracking);
+  if (tracking) rows.push(['tracking', tracking]);
   if (m) {
     rows.push([
       'last step',

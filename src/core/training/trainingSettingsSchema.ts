@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { NAME_PATTERN, NAME_RULE } from '../names.js';
 import { rolloutSettingsSchema } from '../rolloutSettingsSchema.js';
 import { goalTypeSchema, personalitySchema } from '../scenario.js';
+import { trackingSettingsSchema } from '../tracking/trackingSettings.js';
 
 export const ALGORITHMS = ['grpo', 'ppo'] as const;
 
@@ -85,5 +86,7 @@ export const trainingSettingsSchema = z.strictObject({
   evalScenarios: z.array(z.strictObject({ id: z.string(), goalType: goalTypeSchema, personality: personalitySchema })),
   evalSettings: rolloutSettingsSchema.optional(),
   evalConcurrency: z.number().int().min(1),
+  /** Experiment trackers (absent: none, as in runs started before trackers existed). */
+  tracking: trackingSettingsSchema.optional(),
 });
 export type TrainingSettings = z.infer<typeof trainingSettingsSchema>;

@@ -3,6 +3,7 @@ import type { StepMetricsRecord } from '../runMetrics.js';
 import type { StepOutcomesSnapshot } from './stepRollouts.js';
 import type { LiveSettings } from './liveSet.js';
 import { mean } from './stepRecord.js';
+import type { TrackingHealth } from '../tracking/trackingHealth.js';
 
 export type TrainingPhase =
   | 'starting'
@@ -31,6 +32,8 @@ export interface TrainingState {
   lastMetrics: StepMetricsRecord | null;
   /** A step whose rollouts were under way when the run continued as new (absent in older states). */
   stepInProgress?: StepInProgress | null;
+  /** The experiment trackers after the last step (absent without trackers). */
+  tracking?: TrackingHealth[];
 }
 
 /**
@@ -73,6 +76,8 @@ export interface TrainingStatus {
   lastMetrics: StepMetricsRecord | null;
   etaMs: number | null;
   live: LiveSettings;
+  /** Trackers behind or down (absent without trackers). */
+  tracking?: TrackingHealth[];
 }
 
 export interface TrainingResult {
@@ -144,6 +149,7 @@ export function trainingStatus(view: {
     lastMetrics: state.lastMetrics,
     etaMs: perStep === null ? null : Math.round(perStep * remaining),
     live: state.live,
+    ...(state.tracking ? { tracking: state.tracking } : {}),
   };
 }
 

@@ -1,0 +1,77 @@
+import type { StepMetricsRecord } from '../runMetrics.js';
+import type { TrainingSettings } from '../training/trainingSettingsSchema.js';
+
+/** A step's scalar metrics under the names every tracker gets (`reward/mean`, `trainer/loss`, `eval/score`). */
+export function stepScalars(record: StepMetricsRecord): Record<string, number> {
+  const out: Record<string, number> = {
+    'reward/mean': record.reward.mean,
+    'reward/std': record.reward.std,
+    'reward/min': record.reward.min,
+    'reward/max': record.reward.max,
+    'rollouts/ok': record.rollouts.ok,
+    'rollouts/failed': record.rollouts.failed,
+    'rollouts/dropped': record.rollouts.dropped,
+    'rate/success': record.successRate,
+    'rate/failure': record.failureRate,
+    'rate/malformed': record.malformedRate,
+    'dialogue/turns': record.meanTurns,
+  };
+  for (const [key, value] of Object.entries(record.trainer)) out[`trainer/${key}`] = value;
+  if (record.eval) {
+    out['eval/score'] = record.eval.score;
+    out['eval/success'] = record.eval.success;
+    out['eval/failure'] = record.eval.failure;
+    out['eval/count'] = record.eval.count;
+  }
+  // A tracker would reject or misdraw NaN and infinities: such values are left out, not faked.
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => typeof v === 'number' && Number.isFinite(v)));
+}
+
+/** Nested config as flat `a.b.c` string parameters (arrays as JSON), the form trackers take. */
+export function flatParams(value: unknown, prefix = '', out: Record<string, string> = {}): Record<string, string> {
+  if (value === undefined) return out;
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [key, child] of Object.entries(value)) flatParams(child, prefix ? `${prefix}.${key}` : key, out);
+    return out;
+  }
+  out[prefix] = typeof value === 'string' ? value : JSON.stringify(value);
+  return out;
+}
+
+/** Longer values (system prompts) are left out of the params: trackers cap a param's length. */
+const MAX_PARAM_CHARS = 500;
+
+/** A run's params for the trackers: the training config that shapes it, without prompts or endpoints' internals. */
+export function trackedParams(settings: TrainingSettings): Record<string, string> {
+  const { rollout } = settings;
+  const params = flatParams({
+    algorithm: settings.algorithm,
+    steps: settings.steps,
+    scenariosPerStep: settings.scenariosPerStep,
+    samplesPerScenario: settings.samplesPerScenario,
+    seed: settings.seed,
+    maxInFlight: settings.maxInFlight,
+    maxFailedShare: settings.maxFailedShare,
+    evalEvery: settings.evalEvery,
+    trainer: {
+      baseModel: settings.trainer.baseModel,
+      lora: settings.trainer.lora,
+      hyperparameters: settings.trainer.hyperparameters,
+    },
+    publish: { mode: settings.publish.mode, baseVersion: settings.publish.baseVersion },
+    rollout: {
+      initialEmotion: rollout.initialEmotion,
+      maxTurns: rollout.maxTurns,
+      think: rollout.think,
+      llmCalls: rollout.llmCalls,
+      activityPer: rollout.activityPer,
+      policy: {
+        temperature: rollout.policy.temperature,
+        topP: rollout.policy.topP,
+        maxTokens: rollout.policy.maxTokens,
+      },
+      simulator: { model: rollout.simulator.model, temperature: rollout.simulator.temperature },
+    },
+  });
+  return Object.fromEntries(Object.entries(params).filter(([, v]) => v.length <= MAX_PARAM_CHARS));
+}
