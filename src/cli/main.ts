@@ -5,6 +5,8 @@ import { codecServerCommand } from './commands/codecServer.js';
 import { devCommand } from './commands/dev.js';
 import { reportCommand } from './commands/report.js';
 import { evalCommand } from './commands/eval.js';
+import { exportCommand } from './commands/export.js';
+import { evalsCommand, runsCommand } from './commands/runs.js';
 import { scheduleCommand } from './commands/schedule.js';
 import { trainCommand } from './commands/train.js';
 import { demoCommand } from './commands/demo.js';
@@ -26,6 +28,7 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
     summary: 'the embedded default: train, evaluate and report on local models (npm run demo)',
   },
   train: { run: trainCommand, summary: 'start (or attach to) an RLVER training run and follow it' },
+  runs: { run: runsCommand, summary: 'list training runs (runs list), or show one (runs show NAME)' },
   status: { run: runControlCommand('status'), summary: 'step, phase, rollouts, last metrics and ETA of a run' },
   pause: { run: runControlCommand('pause'), summary: 'pause a run (in-flight rollouts finish)' },
   resume: { run: runControlCommand('resume'), summary: 'resume a paused or blocked run' },
@@ -36,6 +39,8 @@ const COMMANDS: Record<string, { run: Command; summary: string }> = {
     summary: 'nightly evaluations as Temporal Schedules: create|list|pause|unpause|delete|trigger',
   },
   eval: { run: evalCommand, summary: 'run the Sentient benchmark (SAGE protocol); eval compare A B' },
+  evals: { run: evalsCommand, summary: 'list evaluations with their scores (evals list)' },
+  export: { run: exportCommand, summary: 'write a run step as a Hugging Face model directory (NAME@STEP --out DIR)' },
   'codec-server': { run: codecServerCommand, summary: 'decrypt payloads for the Temporal UI and CLI (codec server)' },
 };
 
