@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { EvaluationRow, RunRow } from '../core/runListing.js';
-import { parseStepRecords } from '../core/runMetrics.js';
+import { latestPublishedVersion, parseStepRecords } from '../core/runMetrics.js';
 import { findRun, listEvaluations } from './runListing.js';
 
 export interface RunDetail {
@@ -26,10 +26,9 @@ export async function runDetail(client: Client, store: ArtifactStore, name: stri
   const run = await findRun(client, name);
   if (run === null) return null;
   const { steps, notes } = parseStepRecords((await store.getText(runMetricsKey(name))) ?? '', runMetricsKey(name));
-  const lastStep = Math.max(run.step ?? 0, ...steps.map((s) => s.step));
   return {
     run,
-    latestVersion: lastStep > 0 ? `${name}@${lastStep}` : null,
+    latestVersion: latestPublishedVersion(name, steps),
     steps: steps.map((s) => ({
       step: s.step,
       sampledFrom: s.policyVersion,

@@ -1,6 +1,6 @@
 import { emotionState } from '../core/emotion.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
-import type { StepMetricsRecord } from '../core/runMetrics.js';
+import { latestPublishedVersion, type StepMetricsRecord } from '../core/runMetrics.js';
 import { lineChart, type LineSeries } from './charts.js';
 import { formatInt, formatNumber, formatPercent, formatTime, html, type SafeHtml } from './html.js';
 import { renderPage } from './page.js';
@@ -255,10 +255,11 @@ export function renderRunPage(input: RunPageInput): string {
     steps.length === 0
       ? empty('No steps recorded yet.')
       : html`<div class="table-wrap tall"><table class="sortable steps">
-<thead><tr><th class="num" data-sortable>Step</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable>Rollouts</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
+<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable>Rollouts</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
 <tbody>${[...steps].reverse().map(
           (s) => html`<tr>
 <td class="num" data-v="${s.step}"><b>${s.step}</b></td>
+<td class="muted" data-v="${s.policyVersion}">${s.policyVersion}</td>
 <td class="num" data-v="${s.reward.mean}">${fixed(s.reward.mean, 3)}<span class="muted"> ± ${fixed(s.reward.std, 2)}</span></td>
 <td class="num" data-v="${s.successRate}">${formatPercent(s.successRate)}</td>
 <td class="num" data-v="${s.failureRate}">${formatPercent(s.failureRate)}</td>
@@ -291,7 +292,7 @@ export function renderRunPage(input: RunPageInput): string {
   const body = html`<header class="top"><div class="wrap">
 <div class="brand">Attune <span>· training run report</span></div>
 <h1>${run}</h1>
-<div class="meta">${algorithms.length > 0 ? html`<span>algorithm <b>${algorithms.join(', ').toUpperCase()}</b></span>` : ''}<span><b>${steps.length}</b> step${steps.length === 1 ? '' : 's'} recorded</span>${last ? html`<span>latest policy <b>${last.policyVersion}</b></span><span>last step ${formatTime(last.time)}</span>` : ''}<span><b>${evals.length}</b> evaluation${evals.length === 1 ? '' : 's'}</span></div>
+<div class="meta">${algorithms.length > 0 ? html`<span>algorithm <b>${algorithms.join(', ').toUpperCase()}</b></span>` : ''}<span><b>${steps.length}</b> step${steps.length === 1 ? '' : 's'} recorded</span>${last ? html`<span>latest version <b>${latestPublishedVersion(run, steps)}</b></span><span>step ${last.step} sampled from <b>${last.policyVersion}</b></span><span>last step ${formatTime(last.time)}</span>` : ''}<span><b>${evals.length}</b> evaluation${evals.length === 1 ? '' : 's'}</span></div>
 </div></header>
 <main class="wrap">
 ${notes.length > 0 ? html`<div class="notes"><b>Notes</b><ul>${notes.map((n) => html`<li>${n}</li>`)}</ul></div>` : ''}
