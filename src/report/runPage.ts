@@ -3,6 +3,7 @@ import type { EvaluationReport } from '../core/evaluationReport.js';
 import { latestPublishedVersion, type StepMetricsRecord } from '../core/runMetrics.js';
 import { lineChart, type LineSeries } from './charts.js';
 import { formatInt, formatNumber, formatPercent, formatTime, html, type SafeHtml } from './html.js';
+import { empty, figure } from './cards.js';
 import { renderPage } from './page.js';
 import { SERIES, STATE_COLORS } from './theme.js';
 
@@ -76,24 +77,6 @@ function smooth(values: (number | null)[], alpha: number): (number | null)[] {
   });
 }
 
-function legend(series: { name: string; color: string; dashed?: boolean }[]): SafeHtml {
-  return html`<div class="legend">${series.map((s) => html`<span><span class="swatch ${s.dashed ? 'dash' : 'line'}" style="${s.dashed ? `color:${s.color}` : `background:${s.color}`}"></span>${s.name}</span>`)}</div>`;
-}
-
-function figure(
-  title: string,
-  caption: string,
-  png: string,
-  chart: SafeHtml,
-  legendItems: { name: string; color: string; dashed?: boolean }[] = [],
-  wide = false,
-): SafeHtml {
-  return html`<figure class="card${wide ? ' wide' : ''}" data-png="${png}">
-  <div class="card-head"><div><h2>${title}</h2><p>${caption}</p></div>${legendItems.length > 1 ? legend(legendItems) : ''}</div>
-  <div class="chart-box">${chart}</div>
-</figure>`;
-}
-
 function stat(label: string, value: SafeHtml | string | number, detail: SafeHtml | string, state?: string): SafeHtml {
   return html`<div class="stat${state ? ` st-${state}` : ''}"><div class="k">${label}</div><div class="v">${value}</div><div class="d">${detail}</div></div>`;
 }
@@ -104,8 +87,6 @@ function fixed(value: number | null | undefined, digits: number): string {
   if (value !== 0 && Math.abs(value) < 10 ** -digits) return value.toExponential(1);
   return value.toFixed(digits);
 }
-
-const empty = (what: string) => html`<div class="empty">${what}</div>`;
 
 export function renderRunPage(input: RunPageInput): string {
   const { run, steps } = input;
