@@ -6,6 +6,8 @@ import { codecServerCommand } from './commands/codecServer.js';
 import { devCommand } from './commands/dev.js';
 import { reportCommand } from './commands/report.js';
 import { evalCommand } from './commands/eval.js';
+import { exportCommand } from './commands/export.js';
+import { evalsCommand, runsCommand } from './commands/runs.js';
 import { scheduleCommand } from './commands/schedule.js';
 import { trainCommand } from './commands/train.js';
 import { demoCommand } from './commands/demo.js';
@@ -88,6 +90,12 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'change hyperparameters of a live run (validated)',
     flags: CONFIG_FLAGS,
   },
+  runs: {
+    run: runsCommand,
+    summary: 'list training runs (runs list), or show one (runs show NAME)',
+    subcommands: ['list', 'show'],
+    flags: ['--json', ...CONFIG_FLAGS],
+  },
   schedule: {
     run: scheduleCommand,
     summary: 'nightly evaluations as Temporal Schedules: create|list|pause|unpause|delete|trigger',
@@ -120,6 +128,17 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'print a shell completion script: attune completion bash|zsh',
     subcommands: SHELLS,
     flags: [],
+  },
+  evals: {
+    run: evalsCommand,
+    summary: 'list evaluations with their scores (evals list)',
+    subcommands: ['list'],
+    flags: ['--json', '--run', ...CONFIG_FLAGS],
+  },
+  export: {
+    run: exportCommand,
+    summary: 'write a run step as a Hugging Face model directory (NAME@STEP --out DIR)',
+    flags: ['--out', '--merge-lora', '--state-dir', '--json', ...CONFIG_FLAGS],
   },
 };
 

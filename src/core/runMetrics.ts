@@ -74,3 +74,12 @@ export function withStepRecord(text: string, record: StepMetricsRecord): string 
     .map((r) => `${JSON.stringify(r)}\n`)
     .join('');
 }
+
+/**
+ * The version the run's last step published. A step samples from the version before it (step N
+ * from `run@N-1`), so the last record's `policyVersion` is one behind the newest weights.
+ */
+export function latestPublishedVersion(run: string, steps: StepMetricsRecord[]): string | null {
+  const last = steps[steps.length - 1];
+  return last ? `${run}@${last.step}` : null;
+}

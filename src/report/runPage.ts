@@ -1,8 +1,9 @@
 import { emotionState } from '../core/emotion.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
-import type { StepMetricsRecord } from '../core/runMetrics.js';
+import { latestPublishedVersion, type StepMetricsRecord } from '../core/runMetrics.js';
 import { lineChart, type LineSeries } from './charts.js';
 import { formatInt, formatNumber, formatPercent, formatTime, html, type SafeHtml } from './html.js';
+import { empty, figure } from './cards.js';
 import { renderPage } from './page.js';
 import { SERIES, STATE_COLORS } from './theme.js';
 
@@ -76,24 +77,6 @@ function smooth(values: (number | null)[], alpha: number): (number | null)[] {
   });
 }
 
-function legend(series: { name: string; color: string; dashed?: boolean }[]): SafeHtml {
-  return html`<div class="legend">${series.map((s) => html`<span><span class="swatch ${s.dashed ? 'dash' : 'line'}" style="${s.dashed ? `color:${s.color}` : `background:${s.color}`}"></span>${s.name}</span>`)}</div>`;
-}
-
-function figure(
-  title: string,
-  caption: string,
-  png: string,
-  chart: SafeHtml,
-  legendItems: { name: string; color: string; dashed?: boolean }[] = [],
-  wide = false,
-): SafeHtml {
-  return html`<figure class="card${wide ? ' wide' : ''}" data-png="${png}">
-  <div class="card-head"><div><h2>${title}</h2><p>${caption}</p></div>${legendItems.length > 1 ? legend(legendItems) : ''}</div>
-  <div class="chart-box">${chart}</div>
-</figure>`;
-}
-
 function stat(label: string, value: SafeHtml | string | number, detail: SafeHtml | string, state?: string): SafeHtml {
   return html`<div class="stat${state ? ` st-${state}` : ''}"><div class="k">${label}</div><div class="v">${value}</div><div class="d">${detail}</div></div>`;
 }
@@ -104,8 +87,6 @@ function fixed(value: number | null | undefined, digits: number): string {
   if (value !== 0 && Math.abs(value) < 10 ** -digits) return value.toExponential(1);
   return value.toFixed(digits);
 }
-
-const empty = (what: string) => html`<div class="empty">${what}</div>`;
 
 export function renderRunPage(input: RunPageInput): string {
   const { run, steps } = input;
@@ -255,10 +236,11 @@ export function renderRunPage(input: RunPageInput): string {
     steps.length === 0
       ? empty('No steps recorded yet.')
       : html`<div class="table-wrap tall"><table class="sortable steps">
-<thead><tr><th class="num" data-sortable>Step</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable>Rollouts</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
+<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable>Rollouts</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
 <tbody>${[...steps].reverse().map(
           (s) => html`<tr>
 <td class="num" data-v="${s.step}"><b>${s.step}</b></td>
+<td class="muted" data-v="${s.policyVersion}">${s.policyVersion}</td>
 <td class="num" data-v="${s.reward.mean}">${fixed(s.reward.mean, 3)}<span class="muted"> ± ${fixed(s.reward.std, 2)}</span></td>
 <td class="num" data-v="${s.successRate}">${formatPercent(s.successRate)}</td>
 <td class="num" data-v="${s.failureRate}">${formatPercent(s.failureRate)}</td>
@@ -291,7 +273,7 @@ export function renderRunPage(input: RunPageInput): string {
   const body = html`<header class="top"><div class="wrap">
 <div class="brand">Attune <span>· training run report</span></div>
 <h1>${run}</h1>
-<div class="meta">${algorithms.length > 0 ? html`<span>algorithm <b>${algorithms.join(', ').toUpperCase()}</b></span>` : ''}<span><b>${steps.length}</b> step${steps.length === 1 ? '' : 's'} recorded</span>${last ? html`<span>latest policy <b>${last.policyVersion}</b></span><span>last step ${formatTime(last.time)}</span>` : ''}<span><b>${evals.length}</b> evaluation${evals.length === 1 ? '' : 's'}</span></div>
+<div class="meta">${algorithms.length > 0 ? html`<span>algorithm <b>${algorithms.join(', ').toUpperCase()}</b></span>` : ''}<span><b>${steps.length}</b> step${steps.length === 1 ? '' : 's'} recorded</span>${last ? html`<span>latest version <b>${latestPublishedVersion(run, steps)}</b></span><span>step ${last.step} sampled from <b>${last.policyVersion}</b></span><span>last step ${formatTime(last.time)}</span>` : ''}<span><b>${evals.length}</b> evaluation${evals.length === 1 ? '' : 's'}</span></div>
 </div></header>
 <main class="wrap">
 ${notes.length > 0 ? html`<div class="notes"><b>Notes</b><ul>${notes.map((n) => html`<li>${n}</li>`)}</ul></div>` : ''}

@@ -6,6 +6,7 @@ import { renderEvaluationPage } from './evaluationPage.js';
 import { evaluationKey, runMetricsKey } from '../artifacts/keys.js';
 import { loadEvaluation, loadRun } from './load.js';
 import { renderRunPage } from './runPage.js';
+import { renderComparisonPage, type ComparedTarget } from './comparisonPage.js';
 
 export const DEFAULT_CHROMIUM = '/usr/bin/chromium';
 
@@ -149,10 +150,20 @@ export async function writeReport(options: WriteReportOptions): Promise<ReportRe
     });
   }
 
+  const { html, pngs } = await writePage(page, outDir, options, warnings);
+  return { kind, target, outDir, html, pngs, files: [html, ...pngs], warnings };
+}
+
+/** index.html, then the PNGs of its charts; a missing or failing Chromium is a warning, not an error. */
+async function writePage(
+  page: string,
+  outDir: string,
+  options: Pick<WriteReportOptions, 'png' | 'chromiumPath'>,
+  warnings: string[],
+): Promise<{ html: string; pngs: string[] }> {
   await mkdir(outDir, { recursive: true });
   const html = join(outDir, 'index.html');
   await writeFile(html, page, 'utf8');
-
   let pngs: string[] = [];
   if (options.png !== false) {
     const chromiumPath = resolveChromium(options.chromiumPath);
@@ -168,5 +179,40 @@ export async function writeReport(options: WriteReportOptions): Promise<ReportRe
       }
     }
   }
-  return { kind, target, outDir, html, pngs, files: [html, ...pngs], warnings };
+  return { html, pngs };
+}
+
+/** One target of a comparison: the evaluation of that id, else the run of that name. */
+async function loadTarget(store: ArtifactStore, target: string, notes: string[]): Promise<ComparedTarget> {
+  const evaluation = await loadEvaluation(store, target);
+  if (evaluation) {
+    notes.push(...evaluation.notes.map((n) => `${target}: ${n}`));
+    return { kind: 'evaluation', name: target, report: evaluation.report };
+  }
+  const run = await loadRun(store, target);
+  if (!run)
+    throw new ReportTargetNotFoundError(target, [evaluationKey(target), runMetricsKey(target)], storeLocation(store));
+  notes.push(...run.notes.map((n) => `${target}: ${n}`));
+  return { kind: 'run', name: target, steps: run.steps, evaluations: run.evaluations };
+}
+
+/** Writes one page overlaying several runs and evaluations (reward curves, Sentient scores, per goal type). */
+export async function writeComparisonReport(
+  options: Omit<WriteReportOptions, 'target'> & { targets: string[] },
+): Promise<Omit<ReportResult, 'kind' | 'target'> & { kind: 'comparison'; targets: string[] }> {
+  const { store, targets } = options;
+  const repeated = targets.find((t, i) => targets.indexOf(t) !== i);
+  if (repeated !== undefined) throw new Error(`"${repeated}" is named twice`);
+  const notes: string[] = [];
+  const loaded: ComparedTarget[] = [];
+  for (const target of targets) loaded.push(await loadTarget(store, target, notes));
+  const outDir = resolve(options.outDir);
+  const warnings = [...notes];
+  const page = renderComparisonPage({
+    targets: loaded,
+    notes,
+    generatedAt: options.generatedAt ?? new Date().toISOString(),
+  });
+  const { html, pngs } = await writePage(page, outDir, options, warnings);
+  return { kind: 'comparison', targets, outDir, html, pngs, files: [html, ...pngs], warnings };
 }

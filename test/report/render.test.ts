@@ -137,6 +137,22 @@ describe('report renderers (pure)', () => {
     assert.match(page, /No evaluation of this run yet/);
   });
 
+  it('names the latest published version in the header, and what each step sampled from', () => {
+    const page = renderRunPage({
+      run: RUN,
+      steps: [stepRecord(1), stepRecord(2)],
+      evaluations: [],
+      generatedAt: 'now',
+    });
+    const header = page.slice(page.indexOf('<header'), page.indexOf('</header>'));
+    // After 2 steps the newest weights are @2; step 2 itself sampled from @1.
+    assert.match(header, new RegExp(`latest version <b>${RUN}@2</b>`));
+    assert.match(header, new RegExp(`step 2 sampled from <b>${RUN}@1</b>`));
+    assert.doesNotMatch(header, new RegExp(`latest [a-z]+ <b>${RUN}@1</b>`));
+    assert.match(page, /<th data-sortable>Sampled from<\/th>/);
+    assert.match(page, new RegExp(`<td class="muted" data-v="${RUN}@0">${RUN}@0</td>`));
+  });
+
   it('reads metrics.jsonl: the last record of a step wins, a broken line is noted', () => {
     const text =
       [stepRecord(1), stepRecord(2), { ...stepRecord(2), successRate: 0.9 }].map((r) => JSON.stringify(r)).join('\n') +

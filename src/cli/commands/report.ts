@@ -1,19 +1,43 @@
 import { join } from 'node:path';
 import { reportDirKey } from '../../artifacts/keys.js';
-import { writeReport } from '../../report/write.js';
+import type { FileArtifactStore } from '../../artifacts/store.js';
+import { writeComparisonReport, writeReport } from '../../report/write.js';
 import { artifactsDir, commandContext } from '../context.js';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
 import { terminalSafe } from '../../core/terminalText.js';
 
 export const REPORT_HELP = `attune report RUN-OR-EVAL [--out DIR] [--html-only] [--config FILE] [--set k=v]
+attune report RUN-OR-EVAL RUN-OR-EVAL... [--out DIR] [--html-only] [--config FILE] [--set k=v]
 
 Writes a self-contained HTML report (no network needed to view it) and PNG files of its main charts.
 RUN-OR-EVAL is an evaluation id (evaluations/<id>/evaluation.json) or a training run name
 (runs/<run>/metrics.jsonl and the evaluations of that run); the evaluation is tried first.
+Several of them give one page that overlays them: reward curves of the runs, Sentient scores (a run's
+over its steps, an evaluation's as a level), and the score per goal type (a run's latest evaluation).
 
-  -o, --out DIR         where to write index.html and the PNGs (default: <artifacts>/reports/<target>/)
+  -o, --out DIR         where to write index.html and the PNGs (default: <artifacts>/reports/<target>/,
+                        for several: <artifacts>/reports/compare-<A>-vs-<B>.../)
       --html-only       skip the PNG charts (they need Chromium: apt-get install chromium)
 ${CONFIG_HELP}`;
+
+async function compare(store: FileArtifactStore, targets: string[], outDir: string, png: boolean): Promise<number> {
+  if (new Set(targets).size !== targets.length) throw new UsageError(`a target is named twice: ${targets.join(' ')}`);
+  let result;
+  try {
+    result = await writeComparisonReport({ store, targets, outDir, png });
+  } catch (error) {
+    if ((error as Error).name === 'ReportTargetNotFoundError') {
+      process.stderr.write(`attune report: ${(error as Error).message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+  for (const warning of result.warnings) process.stderr.write(`attune report: warning: ${warning}\n`);
+  process.stdout.write(`comparison report of ${targets.join(', ')}\n`);
+  for (const file of result.pngs) process.stdout.write(`  chart ${file}\n`);
+  process.stdout.write(`report: ${result.html}\n`);
+  return 0;
+}
 
 export async function reportCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommand(argv, {
@@ -27,8 +51,11 @@ export async function reportCommand(argv: string[]): Promise<number> {
   }
   const target = positionals[0];
   if (!target) throw new UsageError(`a run name or an evaluation id is required\n\n${REPORT_HELP}`);
-  if (positionals.length > 1) throw new UsageError(`one run or evaluation at a time (got ${positionals.join(', ')})`);
   const { config, store } = commandContext(values, 'report');
+  if (positionals.length > 1) {
+    const outDir = values.out ?? join(artifactsDir(config), reportDirKey(`compare-${positionals.join('-vs-')}`));
+    return compare(store, positionals, outDir, !values['html-only']);
+  }
   const outDir = values.out ?? join(artifactsDir(config), reportDirKey(target));
   let result;
   try {

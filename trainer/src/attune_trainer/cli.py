@@ -1,9 +1,10 @@
-"""`python -m attune_trainer serve ...` (also under `accelerate launch` for multi-GPU FSDP)."""
+"""`python -m attune_trainer serve ...` (also under `accelerate launch` for multi-GPU FSDP) and `export ...`."""
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import os
 import socket
 import ssl
@@ -67,7 +68,39 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("ATTUNE_TRAINER_LOG_LEVEL", "info"),
         choices=["debug", "info", "warning", "error"],
     )
+    e = sub.add_parser(
+        "export",
+        help="write a checkpoint as a Hugging Face model directory",
+        description="Write the committed checkpoint STEP of run RUN as a Hugging Face directory (safetensors, "
+        "config, tokenizer with its chat template) that transformers loads. A LoRA run gives its adapter "
+        "(loadable by peft and vLLM) unless --merge-lora merges it into full weights. Reads the state "
+        "directory only; a running trainer may keep serving it.",
+    )
+    e.add_argument("--run", required=True, help="the run id (the training run's name)")
+    e.add_argument("--step", type=int, required=True, help="a committed step (0 = the base model)")
+    e.add_argument("--out", type=Path, required=True, help="the directory to write; must not exist or be empty")
+    e.add_argument("--merge-lora", action="store_true", help="LoRA runs: merge the adapter into the base weights")
+    e.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        help="the trainer's state directory (default $ATTUNE_HOME/trainer, ATTUNE_HOME defaults to .attune)",
+    )
     return p
+
+
+def export_main(args) -> int:
+    from .errors import InvalidRunId
+    from .export import ExportError, export_checkpoint
+
+    state_dir = (args.state_dir or default_state_dir()).resolve()
+    try:
+        summary = export_checkpoint(state_dir, args.run, args.step, args.out, merge_lora=args.merge_lora)
+    except (ExportError, InvalidRunId) as e:
+        print(f"attune-trainer export: {e}", file=sys.stderr, flush=True)
+        return 2
+    print(json.dumps(summary), flush=True)
+    return 0
 
 
 def is_loopback(host: str) -> bool:
@@ -101,6 +134,8 @@ def refusal(args, token: str | None) -> str | None:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "export":
+        return export_main(args)
     if args.command != "serve":
         return 2
     token = os.environ.get("TRAINER_TOKEN") or None

@@ -1,0 +1,42 @@
+import type { Client } from '@temporalio/client';
+import { runMetricsKey } from '../artifacts/keys.js';
+import type { ArtifactStore } from '../artifacts/store.js';
+import type { EvaluationRow, RunRow } from '../core/runListing.js';
+import { latestPublishedVersion, parseStepRecords } from '../core/runMetrics.js';
+import { findRun, listEvaluations } from './runListing.js';
+
+export interface RunDetail {
+  run: RunRow;
+  /** The newest version the run published (`NAME@STEP`), null before its first step. */
+  latestVersion: string | null;
+  /** Per step: the version its dialogues sampled from, and what they scored. */
+  steps: {
+    step: number;
+    sampledFrom: string;
+    rewardMean: number;
+    successRate: number;
+    evalScore: number | null;
+  }[];
+  evaluations: EvaluationRow[];
+  notes: string[];
+}
+
+/** `attune runs show`: the run's listing row, its step metrics and its evaluations; null for an unknown run. */
+export async function runDetail(client: Client, store: ArtifactStore, name: string): Promise<RunDetail | null> {
+  const run = await findRun(client, name);
+  if (run === null) return null;
+  const { steps, notes } = parseStepRecords((await store.getText(runMetricsKey(name))) ?? '', runMetricsKey(name));
+  return {
+    run,
+    latestVersion: latestPublishedVersion(name, steps),
+    steps: steps.map((s) => ({
+      step: s.step,
+      sampledFrom: s.policyVersion,
+      rewardMean: s.reward.mean,
+      successRate: s.successRate,
+      evalScore: s.eval?.score ?? null,
+    })),
+    evaluations: await listEvaluations(client, name),
+    notes,
+  };
+}

@@ -1,0 +1,121 @@
+"""Exporting a committed checkpoint as a Hugging Face directory that transformers, vLLM and peft load.
+
+Read-only on the state directory and takes no lock: checkpoints are committed by rename, so a
+running trainer never shows a half-written one. The output is written beside its destination
+and renamed into place, so an interrupted export leaves no half directory under the asked name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import torch
+
+from .store import RunStore, fsync_tree
+
+# Files of a model directory that make up the weights and the model's own settings.
+_MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json")
+_ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+PROVENANCE = "attune_export.json"
+
+
+class ExportError(ValueError):
+    """An export that cannot be made as asked; the message names the run, step or path."""
+
+
+def export_checkpoint(state_dir: Path, run_id: str, step: int, out: Path, merge_lora: bool = False) -> dict:
+    """Write `run_id`'s checkpoint `step` to `out`: full weights, or the LoRA adapter (merged on request)."""
+    store = RunStore(Path(state_dir), run_id)  # refuses a run id that could name a path elsewhere
+    if not store.exists():
+        raise ExportError(f"run {run_id!r}: no such run in {store.dir.parent}")
+    steps = store.committed_steps()
+    if step not in steps:
+        raise ExportError(
+            f"run {run_id!r} has no checkpoint of step {step} (committed: {', '.join(map(str, steps)) or 'none'}; "
+            "older ones are pruned after keep_checkpoints)"
+        )
+    info = store.export_info(step) or {}
+    source, fmt = Path(info.get("path", "")), info.get("format")
+    if fmt not in ("hf_full", "peft_lora") or not source.is_dir():
+        raise ExportError(f"run {run_id!r} step {step}: checkpoint names no policy directory ({info})")
+    if merge_lora and fmt != "peft_lora":
+        raise ExportError(f"--merge-lora: run {run_id!r} is full fine-tuning, it has no LoRA adapter to merge")
+    out = Path(out).resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(f"--out {out}: already exists and is not an empty directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".tmp-{out.name}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    tmp.mkdir()
+    try:
+        if fmt == "hf_full":
+            _copy_full(source, tmp)
+            kind = "full"
+        elif merge_lora:
+            _merge_lora(source, tmp)
+            kind = "merged"
+        else:
+            _copy_files(source, tmp, _ADAPTER_FILES)
+            kind = "lora_adapter"
+        _save_tokenizer(store.tokenizer_dir, tmp)
+        summary = {"run_id": run_id, "step": step, "format": kind, "path": str(out)}
+        (tmp / PROVENANCE).write_text(json.dumps(summary, indent=2, sort_keys=True))
+        fsync_tree(tmp)
+        if out.exists():
+            out.rmdir()
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return summary
+
+
+def _copy_files(source: Path, dest: Path, names) -> None:
+    for name in names:
+        if (source / name).exists():
+            shutil.copy2(source / name, dest / name)
+
+
+def _copy_full(source: Path, dest: Path) -> None:
+    """Safetensors weights are copied as they are; any other format is loaded and saved as safetensors."""
+    shards = sorted(source.glob("*.safetensors"))
+    if shards:
+        _copy_files(source, dest, _MODEL_FILES)
+        for shard in shards:
+            shutil.copy2(shard, dest / shard.name)
+        # the trainer turns the KV cache off for training; generation wants it back
+        config = json.loads((dest / "config.json").read_text())
+        config["use_cache"] = True
+        (dest / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
+        return
+    from .models import load_causal_lm
+
+    model = load_causal_lm(source, dtype=torch.float32)
+    model.config.use_cache = True
+    model.save_pretrained(str(dest), safe_serialization=True)
+
+
+def _merge_lora(adapter_dir: Path, dest: Path) -> None:
+    """Base weights plus the adapter's update, in fp32, as one plain model directory."""
+    from peft import PeftModel
+
+    from .models import load_causal_lm
+
+    config = json.loads((adapter_dir / "adapter_config.json").read_text())
+    base_path = Path(config.get("base_model_name_or_path") or "")
+    if not (base_path / "config.json").exists():
+        raise ExportError(f"{adapter_dir / 'adapter_config.json'}: base_model_name_or_path {str(base_path)!r} is gone")
+    base = load_causal_lm(base_path, dtype=torch.float32)
+    merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
+    merged.config.use_cache = True
+    merged.save_pretrained(str(dest), safe_serialization=True)
+
+
+def _save_tokenizer(tokenizer_dir: Path, dest: Path) -> None:
+    """The run's tokenizer with its chat template, the one the trainer formats prompts with."""
+    from .models import load_tokenizer
+
+    load_tokenizer(tokenizer_dir).save_pretrained(str(dest))
