@@ -19,6 +19,8 @@ export interface EvaluationRequest {
   step?: number | null;
   /** Only these scenario ids (in this order); default all. */
   only?: string[];
+  /** Dialogues per scenario (simulator seeds); default evaluation.repeats. */
+  repeats?: number;
 }
 
 export function policyBaseUrlForVersions(config: AttuneConfig): string {
@@ -63,6 +65,7 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
     source: request.scenarios ?? `${request.split ?? 'eval'} split (${dir})`,
     settings,
     seed: e.seed,
+    repeats: request.repeats ?? e.repeats,
     concurrency: e.concurrency,
     runName: request.runName ?? null,
     step: request.step ?? null,

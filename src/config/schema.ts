@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_EVALUATION_REPEATS } from '../core/evaluationPlan.js';
 import { dialogueSizeProblem, stepSizeProblem } from '../core/temporalLimits.js';
 import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/emotion.js';
 import {
@@ -198,6 +199,13 @@ export const configSchema = z
           )
           .default(8),
         seed: z.number().int().min(0).default(1234),
+        /** Dialogues per scenario, each with its own simulator seed (`attune eval --repeats`). */
+        repeats: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_EVALUATION_REPEATS, `at most ${MAX_EVALUATION_REPEATS}: each dialogue is a child workflow`)
+          .default(1),
       })
       .prefault({}),
     /** The GPU optimizer service (trainer/). */

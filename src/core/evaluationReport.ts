@@ -1,22 +1,32 @@
+import type { EvaluationManifest } from './evaluationManifest.js';
+import { evaluationIntervals, type EvaluationIntervals, type Interval } from './evaluationStatistics.js';
 import type { GoalType, Personality } from './scenario.js';
 import type { Outcome } from './termination.js';
 import { emptyTotals, type RolloutSummary, type TokenTotals } from './transcript.js';
 
-/** One scenario of an evaluation: a finished dialogue, or a dialogue that failed (excluded from the score). */
-export type EvaluationEntry =
-  | {
-      status: 'ok';
-      scenarioId: string;
-      goalType: GoalType;
-      personality: Personality;
-      finalEmotion: number;
-      outcome: Outcome;
-      turns: number;
-      emotions: number[];
-      tokens: TokenTotals;
-      artifact: string;
-    }
-  | { status: 'failed'; scenarioId: string; goalType: GoalType; personality: Personality; error: string };
+/** Which of a scenario's dialogues an entry is: repeat 0 (absent in older reports) and its seed. */
+interface RepeatOf {
+  repeat?: number;
+  seed?: number;
+}
+
+/** One dialogue of an evaluation: a finished dialogue, or a dialogue that failed (excluded from the score). */
+export type EvaluationEntry = RepeatOf &
+  (
+    | {
+        status: 'ok';
+        scenarioId: string;
+        goalType: GoalType;
+        personality: Personality;
+        finalEmotion: number;
+        outcome: Outcome;
+        turns: number;
+        emotions: number[];
+        tokens: TokenTotals;
+        artifact: string;
+      }
+    | { status: 'failed'; scenarioId: string; goalType: GoalType; personality: Personality; error: string }
+  );
 
 export interface ScoreGroup {
   count: number;
@@ -61,6 +71,14 @@ export interface EvaluationReport {
   results: EvaluationEntry[];
   runName: string | null;
   step: number | null;
+  /** Dialogues per scenario, each with its own simulator seed. */
+  repeats: number;
+  /** 95 % bootstrap interval of the score. */
+  ci: Interval;
+  /** Intervals of score, success and failure rates, overall and per group. */
+  intervals: EvaluationIntervals;
+  /** Protocol, endpoints, prompt hash, seeds and version; null in reports written before manifests. */
+  manifest: EvaluationManifest | null;
 }
 
 export const SUCCESS_EMOTION = 100;
@@ -121,7 +139,11 @@ export function buildEvaluationReport(
     | 'tokens'
     | 'byGoalType'
     | 'byPersonality'
-  >,
+    | 'repeats'
+    | 'ci'
+    | 'intervals'
+    | 'manifest'
+  > & { repeats?: number; manifest?: EvaluationManifest | null },
 ): EvaluationReport {
   const overall = scoreGroup(base.results);
   const tokens = emptyTotals();
@@ -145,5 +167,34 @@ export function buildEvaluationReport(
     tokens,
     byGoalType: groupBy(base.results, (e) => e.goalType),
     byPersonality: groupBy(base.results, (e) => e.personality),
+    ...evaluationStatistics(base.results),
+    repeats: base.repeats ?? 1,
+    manifest: base.manifest ?? null,
+  };
+}
+
+/** The score's interval and every group's intervals, from the finished dialogues. */
+export function evaluationStatistics(results: EvaluationEntry[]): Pick<EvaluationReport, 'ci' | 'intervals'> {
+  const ok = results.filter((e): e is Extract<EvaluationEntry, { status: 'ok' }> => e.status === 'ok');
+  const intervals = evaluationIntervals(
+    ok,
+    (emotion) => emotion >= SUCCESS_EMOTION,
+    (emotion) => emotion < FAILURE_EMOTION,
+  );
+  return { ci: intervals.overall.score, intervals };
+}
+
+/** A report as stored: those written before repeats and manifests lack their fields. */
+export type StoredEvaluationReport = Omit<EvaluationReport, 'repeats' | 'ci' | 'intervals' | 'manifest'> &
+  Partial<Pick<EvaluationReport, 'repeats' | 'ci' | 'intervals' | 'manifest'>>;
+
+/** Fills in what an older report lacks: its intervals from its results, one repeat, no manifest. */
+export function completeEvaluationReport(stored: StoredEvaluationReport): EvaluationReport {
+  const statistics = stored.ci && stored.intervals ? { ci: stored.ci, intervals: stored.intervals } : null;
+  return {
+    ...stored,
+    ...(statistics ?? evaluationStatistics(stored.results)),
+    repeats: stored.repeats ?? 1,
+    manifest: stored.manifest ?? null,
   };
 }

@@ -9,6 +9,8 @@ export interface BarRow {
   /** Text to the right of the bar (counts, success/failure). */
   note?: string;
   title?: string;
+  /** An error bar over the bar (a confidence interval on the same scale). */
+  interval?: { low: number; high: number };
 }
 
 export interface BarChartOptions {
@@ -60,6 +62,14 @@ export function barChart(options: BarChartOptions): SafeHtml {
     parts.push(
       `<text class="bar-value" x="${(left + w + 6).toFixed(1)}" y="${(barY + barH / 2 + 4).toFixed(1)}">${escapeHtml(format(row.value))}</text>`,
     );
+    if (row.interval && Number.isFinite(row.interval.low) && Number.isFinite(row.interval.high)) {
+      const [x1, x2] = [scale(row.interval.low).toFixed(1), scale(row.interval.high).toFixed(1)];
+      const mid = barY + barH / 2;
+      const [capTop, capBottom] = [(mid - 5).toFixed(1), (mid + 5).toFixed(1)];
+      parts.push(
+        `<path class="err" d="M${x1} ${mid}H${x2}M${x1} ${capTop}V${capBottom}M${x2} ${capTop}V${capBottom}" stroke="#1f2328" stroke-width="1.5" fill="none"/>`,
+      );
+    }
     if (row.note)
       parts.push(
         `<text class="bar-note" x="${right + 44}" y="${(barY + barH / 2 + 4).toFixed(1)}">${escapeHtml(row.note)}</text>`,

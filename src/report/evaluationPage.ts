@@ -1,7 +1,9 @@
 import { emotionState, type EmotionState } from '../core/emotion.js';
 import type { EvaluationEntry, EvaluationReport, ScoreGroup } from '../core/evaluationReport.js';
 import type { Transcript, TranscriptTurn } from '../core/transcript.js';
+import type { GroupIntervals } from '../core/evaluationStatistics.js';
 import { barChart } from './barChart.js';
+import { manifestCard } from './evaluationManifest.js';
 import { lineChart, sparkline, type LineSeries } from './charts.js';
 import { formatInt, formatNumber, formatSigned, formatTime, html, join, uniqueSlug, type SafeHtml } from './html.js';
 import { renderPage } from './page.js';
@@ -49,10 +51,19 @@ function groupNote(g: ScoreGroup): string {
   return `n=${g.count} · ${g.success} success · ${g.failure} failure`;
 }
 
+function ciText(ci: { low: number; high: number } | undefined): string {
+  return ci ? ` (95 % CI ${formatNumber(ci.low)}–${formatNumber(ci.high)})` : '';
+}
+
+function rateDetail(rate: GroupIntervals['successRate']): string {
+  return `${formatNumber(rate.value * 100, 1)} %, 95 % CI ${formatNumber(rate.ci.low * 100, 1)}–${formatNumber(rate.ci.high * 100, 1)} %`;
+}
+
 function breakdown(
   title: string,
   caption: string,
   groups: Record<string, ScoreGroup>,
+  intervals: Record<string, GroupIntervals>,
   overall: number,
   png: string,
 ): SafeHtml {
@@ -70,7 +81,8 @@ function breakdown(
             value: g.score,
             color: stateColor(g.score),
             note: `n=${g.count}  ✓${g.success}  ✗${g.failure}`,
-            title: `${label}: score ${formatNumber(g.score)}; ${groupNote(g)}; mean turns ${formatNumber(g.meanTurns)}`,
+            title: `${label}: score ${formatNumber(g.score)}${ciText(intervals[label]?.score)}; ${groupNote(g)}; mean turns ${formatNumber(g.meanTurns)}`,
+            ...(intervals[label] ? { interval: intervals[label].score } : {}),
           })),
           valueFormat: (v) => formatNumber(v, 1),
         });
@@ -286,12 +298,13 @@ ${notes.length > 0 ? html`<div class="notes"><b>Notes</b><ul>${notes.map((n) => 
       <div class="score-label">Sentient score</div>
       <div class="score-line"><div class="score" id="score">${formatNumber(report.score)}<small> / 100</small></div>${stateBadge(report.score, true)}</div>
       <div class="score-sub">mean final emotion of ${report.count} finished dialogue${report.count === 1 ? '' : 's'}${report.failed > 0 ? html` · <b>${report.failed}</b> failed, excluded` : ''}</div>
+      <div class="score-sub" id="score-ci">95 % CI ${formatNumber(report.ci.low)}–${formatNumber(report.ci.high)} (bootstrap over ${report.intervals.overall.scenarios} scenario${report.intervals.overall.scenarios === 1 ? '' : 's'}${report.repeats > 1 ? ` × ${report.repeats} repeats` : ''})</div>
     </div>
     ${distribution(ok)}
   </div>
   <div class="stats">
-    ${stat('Success', html`${report.success}<small> / ${report.count}</small>`, 'reached emotion 100', 'S')}
-    ${stat('Failure', html`${report.failure}<small> / ${report.count}</small>`, 'ended below 10', 'F')}
+    ${stat('Success', html`${report.success}<small> / ${report.count}</small>`, `reached emotion 100 · ${rateDetail(report.intervals.overall.successRate)}`, 'S')}
+    ${stat('Failure', html`${report.failure}<small> / ${report.count}</small>`, `ended below 10 · ${rateDetail(report.intervals.overall.failureRate)}`, 'F')}
     ${stat('Failed to run', report.failed, report.failed > 0 ? 'reported, excluded from the score' : 'every dialogue finished', report.failed > 0 ? 'C' : undefined)}
     ${stat('Mean turns', formatNumber(report.meanTurns, 1), `of at most ${report.settings.maxTurns}`)}
     ${stat('Start emotion', report.settings.initialEmotion, `simulator temperature ${formatNumber(report.settings.simulatorTemperature)}`)}
@@ -299,8 +312,8 @@ ${notes.length > 0 ? html`<div class="notes"><b>Notes</b><ul>${notes.map((n) => 
   </div>
 </section>
 <section class="grid2">
-${breakdown('Score by goal type', 'mean final emotion per goal type; ✓ success, ✗ failure', report.byGoalType, report.score, 'score-by-goal-type')}
-${breakdown('Score by personality', 'mean final emotion per personality type', report.byPersonality, report.score, 'score-by-personality')}
+${breakdown('Score by goal type', 'mean final emotion per goal type with its 95 % interval; ✓ success, ✗ failure', report.byGoalType, report.intervals.byGoalType, report.score, 'score-by-goal-type')}
+${breakdown('Score by personality', 'mean final emotion per personality type with its 95 % interval', report.byPersonality, report.intervals.byPersonality, report.score, 'score-by-personality')}
 </section>
 <figure class="card" data-png="emotion-trajectories">
   <div class="card-head"><div><h2>Emotion trajectories</h2><p>one line per dialogue, coloured by its final state; dashed: the mean (final emotion carried forward)</p></div>
@@ -312,6 +325,7 @@ ${breakdown('Score by personality', 'mean final emotion per personality type', r
   <div class="card-head"><div><h2>Dialogues</h2><p>${rows.length} scenario${rows.length === 1 ? '' : 's'}; open one to read the transcript, the user's inner thoughts and each emotion change</p></div></div>
   ${table(rows)}
 </section>
+${manifestCard(report)}
 <footer class="page"><span>initial emotion ${report.settings.initialEmotion}</span><span>at most ${report.settings.maxTurns} turns</span><span>${report.settings.think ? 'think-then-say' : 'direct replies'}</span><span>simulator temperature ${formatNumber(report.settings.simulatorTemperature)}</span><span>generated by attune report · ${input.generatedAt ?? new Date().toISOString()}</span></footer>
 </main>
 <div class="viewer">

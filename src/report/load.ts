@@ -1,6 +1,10 @@
 import { EVALUATIONS_PREFIX, evaluationKey, isEvaluationKey, runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
-import type { EvaluationReport } from '../core/evaluationReport.js';
+import {
+  completeEvaluationReport,
+  type EvaluationReport,
+  type StoredEvaluationReport,
+} from '../core/evaluationReport.js';
 import { parseStepRecords, type StepMetricsRecord } from '../core/runMetrics.js';
 import type { Transcript } from '../core/transcript.js';
 
@@ -43,7 +47,7 @@ export async function readArtifactText(store: ArtifactStore, key: string): Promi
   return text;
 }
 
-function isEvaluation(value: unknown): value is EvaluationReport {
+function isEvaluation(value: unknown): value is StoredEvaluationReport {
   return (
     typeof value === 'object' &&
     value !== null &&
@@ -55,9 +59,10 @@ function isEvaluation(value: unknown): value is EvaluationReport {
 export async function loadEvaluation(store: ArtifactStore, evalId: string): Promise<LoadedEvaluation | null> {
   const key = evaluationKey(evalId);
   if (!(await exists(store, key))) return null;
-  const report = await store.getJson<unknown>(key);
-  if (!isEvaluation(report))
+  const stored = await store.getJson<unknown>(key);
+  if (!isEvaluation(stored))
     throw new Error(`${store.locate(key)} is not an evaluation report (kind "attune.evaluation")`);
+  const report = completeEvaluationReport(stored);
   const notes: string[] = [];
   const transcripts = new Map<string, Transcript>();
   const keys = [...new Set(report.results.flatMap((r) => (r.status === 'ok' ? [r.artifact] : [])))];
@@ -86,7 +91,7 @@ export async function evaluationsOfRun(
   const all = await mapLimit(keys, 16, async (key) => {
     try {
       const value = await store.getJson<unknown>(key);
-      return isEvaluation(value) ? value : null;
+      return isEvaluation(value) ? completeEvaluationReport(value) : null;
     } catch (error) {
       notes.push(`${key} could not be read: ${(error as Error).message}`);
       return null;

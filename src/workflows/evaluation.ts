@@ -6,10 +6,11 @@ import {
   type EvaluationEntry,
   type EvaluationReport,
 } from '../core/evaluationReport.js';
+import { evaluationManifest } from '../core/evaluationManifest.js';
+import { planEvaluationDialogues } from '../core/evaluationPlan.js';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
 import type { GoalType, Personality } from '../core/scenario.js';
-import { stableHash } from '../core/seeds.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { boundedFanOut, failureMessage } from './fanOut.js';
@@ -30,6 +31,8 @@ export interface EvaluationInput {
   source: string;
   settings: RolloutSettings;
   seed: number;
+  /** Dialogues per scenario, each with its own simulator seed; absent (older inputs) = 1. */
+  repeats?: number;
   /** Dialogues in flight at once. */
   concurrency: number;
   runName?: string | null;
@@ -43,8 +46,10 @@ export type EvaluationSummary = Pick<
 > & { artifact: string };
 
 /**
- * A benchmark over a set of scenarios: one rollout child per scenario with bounded concurrency.
- * A failed dialogue is reported and excluded from the score; it does not sink the evaluation.
+ * A benchmark over a set of scenarios: one rollout child per scenario and repeat, with bounded
+ * concurrency. A failed dialogue is reported and excluded from the score; it does not sink the
+ * evaluation. Without repeats the children, their ids and their seeds are those of one dialogue
+ * per scenario, as before repeats existed.
  */
 export async function evaluation(input: EvaluationInput): Promise<EvaluationSummary> {
   const activities = proxyActivities<RolloutQueueActivities>({
@@ -57,19 +62,20 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
     ...(input.runName ? [{ key: SEARCH_ATTRIBUTES.runName, value: input.runName }] : []),
     ...(input.step !== undefined && input.step !== null ? [{ key: SEARCH_ATTRIBUTES.step, value: input.step }] : []),
   ]);
-  const outcomes = await boundedFanOut(input.scenarios, input.concurrency, (scenario) => {
-    const rolloutId = `${input.evalId}--${scenario.id}`;
+  const repeats = input.repeats ?? 1;
+  const dialogues = planEvaluationDialogues(input.evalId, input.scenarios, input.seed, repeats);
+  const outcomes = await boundedFanOut(dialogues, input.concurrency, (dialogue) => {
     return executeChild(rollout, {
       ...rolloutStartOptions(input.settings),
-      workflowId: rolloutId,
+      workflowId: dialogue.rolloutId,
       taskQueue: workflowInfo().taskQueue,
       args: [
         {
-          rolloutId,
-          scenarioRef: { dir: input.scenarioDir, id: scenario.id },
+          rolloutId: dialogue.rolloutId,
+          scenarioRef: { dir: input.scenarioDir, id: dialogue.scenario.id },
           settings: input.settings,
-          // Per-scenario seeds: the same evaluation id and seed reproduce the same requests.
-          seed: (input.seed + stableHash(scenario.id)) % 2_147_483_647,
+          // Per-dialogue seeds: the same evaluation id and seed reproduce the same requests.
+          seed: dialogue.seed,
           runName: input.runName ?? input.evalId,
           step: input.step ?? null,
         },
@@ -77,8 +83,8 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
     });
   });
   const results: EvaluationEntry[] = outcomes.map((outcome, i) => {
-    const scenario = input.scenarios[i]!;
-    return outcome.ok
+    const { scenario, repeat, seed } = dialogues[i]!;
+    const entry: EvaluationEntry = outcome.ok
       ? entryFromSummary(outcome.value)
       : {
           status: 'failed',
@@ -87,6 +93,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
           personality: scenario.personality,
           error: failureMessage(outcome.error),
         };
+    return { ...entry, repeat, seed };
   });
   const report = buildEvaluationReport({
     evalId: input.evalId,
@@ -103,6 +110,12 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
     results,
     runName: input.runName ?? null,
     step: input.step ?? null,
+    repeats,
+    manifest: evaluationManifest(input.settings, {
+      base: input.seed,
+      repeats,
+      dialogues: dialogues.map((d) => ({ scenarioId: d.scenario.id, seed: d.seed })),
+    }),
   });
   const artifact = await activities.saveEvaluation(report);
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.meanReward, value: report.score / 100 }]);

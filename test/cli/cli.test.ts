@@ -144,6 +144,50 @@ describe('the attune command', function () {
     ]);
   });
 
+  it('eval --repeats 2 --json runs two seeds per scenario and gives the score a confidence interval and a manifest', async () => {
+    const result = await attune(
+      [
+        'eval',
+        '--scenarios',
+        FIXTURE_SCENARIOS,
+        '--repeats',
+        '2',
+        '--json',
+        '--set',
+        'evaluation.maxTurns=2',
+        ...set(),
+      ],
+      { TEMPORAL_ADDRESS: address },
+    );
+    assert.equal(result.code, 0, result.stderr);
+    const report = JSON.parse(result.stdout) as {
+      score: number;
+      count: number;
+      repeats: number;
+      ci: { low: number; high: number };
+      intervals: { byGoalType: Record<string, { score: { low: number; high: number }; dialogues: number }> };
+      results: { scenarioId: string; repeat: number; seed: number }[];
+      manifest: { attuneVersion: string; promptHash: string; simulator: { model: string }; seeds: { repeats: number } };
+    };
+    assert.equal(report.count, 4);
+    assert.equal(report.repeats, 2);
+    assert.deepEqual(report.ci, { low: 48, high: 48 }); // the fake simulator scores every dialogue alike
+    assert.equal(report.intervals.byGoalType.venting?.dialogues, 2);
+    assert.deepEqual(report.results.map((r) => [r.scenarioId, r.repeat]).sort(), [
+      ['test-not-my-fault-avoidant-cyclist', 0],
+      ['test-not-my-fault-avoidant-cyclist', 1],
+      ['test-venting-negative-baker', 0],
+      ['test-venting-negative-baker', 1],
+    ]);
+    assert.equal(new Set(report.results.map((r) => r.seed)).size, 4);
+    assert.equal(report.manifest.seeds.repeats, 2);
+    assert.match(report.manifest.promptHash, /^[0-9a-f]{8}$/);
+    assert.match(report.manifest.attuneVersion, /^\d+\.\d+\.\d+/);
+    const bad = await attune(['eval', '--scenarios', FIXTURE_SCENARIOS, '--repeats', '0', ...set()]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--repeats "0": a whole number from 1 to 20/);
+  });
+
   it('eval --name runs under that id; eval compare prints the differences, as a table or JSON', async () => {
     // One artifact store for the three commands, a fresh task-queue prefix for each.
     const home = ['--set', `home=${mkdtempSync(join(tmpdir(), 'attune-compare-'))}`];
@@ -179,6 +223,23 @@ describe('the attune command', function () {
     assert.equal(json.code, 0, json.stderr);
     const comparison = JSON.parse(json.stdout) as { score: { a: number; b: number; delta: number } };
     assert.deepEqual(comparison.score, { a: 48, b: 52, delta: 4 });
+    // The paired statistics: both scenarios gain 4; two scenarios cannot reach significance (exact p = 2/4).
+    const paired = JSON.parse(json.stdout) as {
+      difference: number;
+      ci: { low: number; high: number };
+      pValue: number;
+      significant: boolean;
+      warnings: string[];
+    };
+    assert.equal(paired.difference, 4);
+    assert.deepEqual(paired.ci, { low: 4, high: 4 });
+    assert.equal(paired.pValue, 0.5);
+    assert.equal(paired.significant, false);
+    assert.deepEqual(paired.warnings, [
+      `protocol differs: protocol.maxTurns is 2 in cmp-a-${stamp}, 3 in cmp-b-${stamp}`,
+    ]);
+    assert.match(table.stdout, /^paired difference B-A \+4, 95 % CI \[4\.00, 4\.00\], p = 0\.5: not significant$/m);
+    assert.match(table.stderr, /^warning: protocol differs: protocol\.maxTurns is 2 in cmp-a-\d+, 3 in cmp-b-\d+$/m);
   });
 
   it('rejects a wrong config naming the key, and an unknown scenario naming the directory', async () => {

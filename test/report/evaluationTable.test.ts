@@ -93,6 +93,19 @@ describe('attune eval terminal table', () => {
     );
   });
 
+  it("shows the score interval under the score, each group's intervals, and the manifest line", () => {
+    const out = renderEvaluationTable(report, { color: false });
+    const lines = out.split('\n');
+    const scoreLine = lines.findIndex((l) => l.startsWith('Sentient score'));
+    assert.match(
+      lines[scoreLine + 1] ?? '',
+      /^95 % CI \[\d+\.\d\d, \d+\.\d\d\] · success 33\.3 % \[\d+\.\d, \d+\.\d\] · failure 33\.3 % \[\d+\.\d, \d+\.\d\] · bootstrap over 3 scenario\(s\)$/,
+    );
+    assert.match(out, /^GROUP +N +SCORE 95 % CI +SUCCESS +FAILURE$/m);
+    assert.match(out, /^deep-empathy +1 +\[100\.00, 100\.00\] +100\.0 % \[100\.0, 100\.0\] +0\.0 % \[0\.0, 0\.0\]$/m);
+    assert.match(out, /^manifest: none \(written before manifests\)$/m);
+  });
+
   it('colours scores by emotion state on a TTY', () => {
     const out = renderEvaluationTable(report, { color: true });
     assert.match(out, /\x1b\[35m {2}100\x1b\[0m/, 'S in violet');

@@ -5,6 +5,9 @@ import { escapeHtml, html, raw } from '../../src/report/html.js';
 import { parseRunMetrics } from '../../src/report/load.js';
 import { renderEvaluationPage, renderRunPage, runEvalPoints } from '../../src/report/index.js';
 import { buildEvaluationReport } from '../../src/core/evaluationReport.js';
+import { evaluationManifest } from '../../src/core/evaluationManifest.js';
+import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
+import { configSchema } from '../../src/config/schema.js';
 import { DIALOGUES, INJECTION, makeTranscript, RUN, stepRecord } from './fixtures.js';
 
 describe('report renderers (pure)', () => {
@@ -112,6 +115,49 @@ describe('report renderers (pure)', () => {
     assert.ok(csp.includes(`script-src 'sha256-${hash}'`), 'the CSP allows exactly this script');
     assert.ok(csp.startsWith("default-src 'none';"), 'nothing can be fetched');
     assert.ok(!/\b(src|href)="(https?:)?\/\//.test(page), 'no external resources');
+  });
+
+  it('shows the score interval, error bars on the breakdowns, and the manifest', () => {
+    const settings = rolloutSettingsFromConfig(configSchema.parse({}));
+    const results = DIALOGUES.flatMap((d) =>
+      [0, 1].map((repeat) => ({
+        status: 'ok' as const,
+        scenarioId: d.id,
+        goalType: d.goalType,
+        personality: d.personality,
+        finalEmotion: Math.max(0, (d.emotions[d.emotions.length - 1] ?? 0) - repeat * 4),
+        outcome: d.outcome,
+        turns: d.emotions.length - 1,
+        emotions: d.emotions,
+        tokens: { policyPrompt: 1, policyCompletion: 1, simulatorPrompt: 1, simulatorCompletion: 1 },
+        artifact: `rollouts/e/${d.id}-${repeat}.json`,
+        repeat,
+        seed: 100 + repeat,
+      })),
+    );
+    const report = buildEvaluationReport({
+      evalId: 'ci',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      policyModel: 'p',
+      simulatorModel: 's',
+      scenarios: 'dir',
+      settings: { initialEmotion: 40, maxTurns: 10, think: false, simulatorTemperature: 0 },
+      results,
+      runName: null,
+      step: null,
+      repeats: 2,
+      manifest: evaluationManifest(settings, {
+        base: 7,
+        repeats: 2,
+        dialogues: results.map((r) => ({ scenarioId: r.scenarioId, seed: r.seed })),
+      }),
+    });
+    const page = renderEvaluationPage({ report, transcripts: new Map() });
+    assert.match(page, /id="score-ci">95 % CI [\d.]+–[\d.]+ \(bootstrap over \d+ scenarios × 2 repeats\)/);
+    assert.ok((page.match(/<path class="err"/g) ?? []).length >= 2, 'error bars on the breakdown bars');
+    assert.match(page, /<h2>Manifest<\/h2>/);
+    assert.ok(page.includes(`<dd>${report.manifest?.promptHash}</dd>`));
+    assert.ok(page.includes('<dd>base 7 · 2 per scenario</dd>'));
   });
 
   it('renders an evaluation in which no dialogue finished', () => {

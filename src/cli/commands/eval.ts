@@ -1,5 +1,6 @@
 import { EVALUATIONS_PREFIX, isEvaluationKey } from '../../artifacts/keys.js';
 import type { ArtifactStore } from '../../artifacts/store.js';
+import { MAX_EVALUATION_REPEATS } from '../../core/evaluationPlan.js';
 import { nameProblem, namesClashingWith } from '../../core/names.js';
 import { compareEvaluations } from '../../client/evaluationComparison.js';
 import { loadEvaluationReport } from '../../client/evaluationReports.js';
@@ -18,7 +19,10 @@ Runs the Sentient benchmark as a Temporal workflow: one dialogue per scenario (b
 concurrency), SAGE protocol by default (emotion 40, at most 10 turns, the scenario's first
 message, simulator at temperature 0; see the evaluation.* config keys). Score = mean final
 emotion; success = dialogues reaching 100; failure = ending below 10. A dialogue that fails to
-run is reported and excluded from the score.
+run is reported and excluded from the score. Score, success and failure rates (overall and per
+group) come with 95 % bootstrap confidence intervals (scenarios resampled with their repeats;
+\`ci\`, \`intervals\` in --json), and the report stores a manifest: simulator endpoint and model,
+prompt hash, protocol settings, seeds, Attune version.
 
       --scenarios DIR   scenario directory
       --split NAME      eval (default) or train: the config's scenarios.<split>
@@ -26,10 +30,17 @@ run is reported and excluded from the score.
                         default: the configured policy endpoint
       --name ID         evaluation id (default eval-<time>); reusing an id attaches to it
       --only ID,...     only these scenarios
+      --repeats K       K dialogues per scenario, each with its own simulator seed (1-${MAX_EVALUATION_REPEATS};
+                        default evaluation.repeats, 1)
       --json            print one JSON object (score, success, failure, count, results, ...)
 ${CONFIG_HELP}
 
-compare A B: per-scenario and aggregate differences between two evaluations (ids).`;
+compare A B: the differences B - A between two evaluations (ids): aggregate, per scenario, and
+the paired difference in final emotion over dialogues finished in both (same scenario and repeat)
+with its 95 % confidence interval (bootstrap over scenarios) and a two-sided p-value (sign-flip
+permutation test over scenarios, exact up to 16 scenarios), or "not significant". It warns (stderr,
+and \`warnings\` in --json) when the two manifests differ in protocol. --json: difference, ci,
+pValue, significant, warnings, score, success, failure, scenarios, dialogues.`;
 
 const OPTIONS = {
   ...CONFIG_OPTIONS,
@@ -38,8 +49,16 @@ const OPTIONS = {
   policy: { type: 'string' },
   name: { type: 'string' },
   only: { type: 'string' },
+  repeats: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
+
+function parseRepeats(text: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isInteger(value) || value < 1 || value > MAX_EVALUATION_REPEATS)
+    throw new UsageError(`--repeats "${text}": a whole number from 1 to ${MAX_EVALUATION_REPEATS}`);
+  return value;
+}
 
 async function compareCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseCommand(argv, { ...CONFIG_OPTIONS, json: { type: 'boolean' } });
@@ -54,6 +73,7 @@ async function compareCommand(argv: string[]): Promise<number> {
     await loadEvaluationReport(ctx.store, a),
     await loadEvaluationReport(ctx.store, b),
   );
+  for (const warning of comparison.warnings) process.stderr.write(`warning: ${terminalSafe(warning)}\n`);
   process.stdout.write(
     values.json ? `${JSON.stringify(comparison)}\n` : `${terminalSafe(renderEvaluationComparison(comparison))}\n`,
   );
@@ -82,6 +102,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
   if (values.scenarios && values.split) throw new UsageError('give --scenarios or --split, not both');
   if (values.split && values.split !== 'eval' && values.split !== 'train')
     throw new UsageError('--split must be eval or train');
+  const repeats = values.repeats !== undefined ? parseRepeats(values.repeats) : undefined;
   const ctx = commandContext(values, 'eval');
   if (values.name) await checkEvaluationName(ctx.store, values.name);
   const input = buildEvaluationInput(ctx.config, {
@@ -89,6 +110,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     ...(values.split ? { split: values.split as 'eval' | 'train' } : {}),
     ...(values.policy ? { policy: values.policy } : {}),
     ...(values.name ? { evalId: values.name } : {}),
+    ...(repeats !== undefined ? { repeats } : {}),
     ...(values.only
       ? {
           only: values.only
@@ -104,6 +126,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     ctx.log.info('evaluation started', {
       evalId: input.evalId,
       scenarios: input.scenarios.length,
+      repeats: input.repeats ?? 1,
       policy: input.settings.policy.model,
       ui: workflowUiUrl(temporal, input.evalId),
     });

@@ -1,5 +1,6 @@
 import { emotionState, type EmotionState } from '../../core/emotion.js';
 import type { EvaluationReport, ScoreGroup } from '../../core/evaluationReport.js';
+import { intervalSummary, intervalTable, manifestLines } from './evaluationIntervals.js';
 
 export interface EvaluationTableOptions {
   /** ANSI colours; default: only when stdout is a TTY and NO_COLOR is unset. */
@@ -109,10 +110,12 @@ export function renderEvaluationTable(report: EvaluationReport, options: Evaluat
       `initial emotion ${report.settings.initialEmotion} · at most ${report.settings.maxTurns} turns · ${report.settings.think ? 'think-then-say' : 'direct replies'} · simulator temperature ${report.settings.simulatorTemperature}`,
     ),
   );
+  out.push(...manifestLines(report).map(dim));
   out.push('');
   out.push(
     `${bold('Sentient score')}  ${byState(report.score, bold(`${num(report.score)} / 100`))}  (state ${emotionState(report.score)})`,
   );
+  out.push(intervalSummary(report));
   out.push(
     ...layout(
       [
@@ -177,6 +180,8 @@ export function renderEvaluationTable(report: EvaluationReport, options: Evaluat
   };
   groupTable('GOAL TYPE', report.byGoalType);
   groupTable('PERSONALITY', report.byPersonality);
+  const intervals = intervalTable(report);
+  if (intervals.length > 0) out.push('', dim(intervals[0]!), ...intervals.slice(1));
 
   if (report.results.length > 0) {
     out.push('');

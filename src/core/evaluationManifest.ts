@@ -1,0 +1,96 @@
+import { simulatorPromptHash } from './prompts/simulatorPromptHash.js';
+import type { RolloutSettings } from './rolloutSettingsSchema.js';
+import { stableHash } from './seeds.js';
+import { ATTUNE_VERSION } from './version.js';
+
+/** What makes two evaluations' numbers comparable, stored with every evaluation report. */
+export interface EvaluationManifest {
+  attuneVersion: string;
+  simulator: { baseURL: string; model: string };
+  policy: { baseURL: string; model: string };
+  /** Fingerprint of the simulated user's prompt templates (prompts/simulatorPromptHash.ts). */
+  promptHash: string;
+  protocol: {
+    initialEmotion: number;
+    maxTurns: number;
+    think: boolean;
+    simulatorTemperature: number;
+    policyTemperature: number;
+    simulatorMaxTokens: number;
+    policyMaxTokens: number;
+    structuredOutput: string;
+    /** `default`, or `custom:<hash>` for a configured policy system prompt. */
+    policySystemPrompt: string;
+  };
+  seeds: {
+    base: number;
+    repeats: number;
+    /** Each scenario's seeds, one per repeat. */
+    dialogues: Record<string, number[]>;
+  };
+}
+
+export function evaluationManifest(
+  settings: RolloutSettings,
+  seeds: { base: number; repeats: number; dialogues: { scenarioId: string; seed: number }[] },
+): EvaluationManifest {
+  const dialogues: Record<string, number[]> = {};
+  for (const d of seeds.dialogues) dialogues[d.scenarioId] = [...(dialogues[d.scenarioId] ?? []), d.seed];
+  return {
+    attuneVersion: ATTUNE_VERSION,
+    simulator: { baseURL: settings.simulator.baseURL, model: settings.simulator.model },
+    policy: { baseURL: settings.policy.baseURL, model: settings.policy.model },
+    promptHash: simulatorPromptHash(),
+    protocol: {
+      initialEmotion: settings.initialEmotion,
+      maxTurns: settings.maxTurns,
+      think: settings.think,
+      simulatorTemperature: settings.simulator.temperature,
+      policyTemperature: settings.policy.temperature,
+      simulatorMaxTokens: settings.simulator.maxTokens,
+      policyMaxTokens: settings.policy.maxTokens,
+      structuredOutput: settings.simulator.structuredOutput,
+      policySystemPrompt:
+        settings.policySystemPrompt === undefined
+          ? 'default'
+          : `custom:${stableHash(settings.policySystemPrompt).toString(16).padStart(8, '0')}`,
+    },
+    seeds: { base: seeds.base, repeats: seeds.repeats, dialogues },
+  };
+}
+
+function flatten(value: unknown, prefix: string, out: Map<string, string>): void {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [key, inner] of Object.entries(value)) flatten(inner, prefix ? `${prefix}.${key}` : key, out);
+  } else out.set(prefix, JSON.stringify(value));
+}
+
+// The policy is what a comparison compares; per-dialogue seeds follow from the base seed and the scenarios.
+const NOT_PROTOCOL = [/^policy\./, /^seeds\.dialogues\./];
+
+/**
+ * The manifest fields in which two evaluations differ, as sentences naming the field and both
+ * values; a missing manifest (a report written before manifests) is one warning of its own.
+ */
+export function manifestDifferences(
+  a: EvaluationManifest | null | undefined,
+  b: EvaluationManifest | null | undefined,
+  names: { a: string; b: string } = { a: 'A', b: 'B' },
+): string[] {
+  if (!a || !b) {
+    const missing = [!a ? names.a : null, !b ? names.b : null].filter((n) => n !== null);
+    return [
+      `no manifest for ${missing.join(' and ')} (written before manifests): protocol differences cannot be checked`,
+    ];
+  }
+  const fa = new Map<string, string>();
+  const fb = new Map<string, string>();
+  flatten(a, '', fa);
+  flatten(b, '', fb);
+  const keys = [...new Set([...fa.keys(), ...fb.keys()])].filter((k) => !NOT_PROTOCOL.some((re) => re.test(k))).sort();
+  return keys
+    .filter((k) => fa.get(k) !== fb.get(k))
+    .map(
+      (k) => `protocol differs: ${k} is ${fa.get(k) ?? 'absent'} in ${names.a}, ${fb.get(k) ?? 'absent'} in ${names.b}`,
+    );
+}

@@ -1,0 +1,28 @@
+import type { EvaluationReport } from '../core/evaluationReport.js';
+import { formatNumber, html, type SafeHtml } from './html.js';
+
+/** The evaluation's manifest as a card: what produced the numbers, so two reports can be told comparable. */
+export function manifestCard(report: EvaluationReport): SafeHtml {
+  const m = report.manifest;
+  const intervals = report.intervals;
+  const method = html`<p>Intervals: ${formatNumber(intervals.level * 100, 0)} % ${intervals.method}, ${intervals.resamples} resamples; ${report.repeats} dialogue${report.repeats === 1 ? '' : 's'} per scenario.</p>`;
+  if (!m)
+    return html`<section class="card" id="manifest"><div class="card-head"><div><h2>Manifest</h2>${method}<p>This evaluation was written before manifests were stored.</p></div></div></section>`;
+  const p = m.protocol;
+  const rows: [string, string][] = [
+    ['Attune version', m.attuneVersion],
+    ['Simulator', `${m.simulator.model} at ${m.simulator.baseURL}`],
+    ['Policy', `${m.policy.model} at ${m.policy.baseURL}`],
+    ['Simulator prompt hash', m.promptHash],
+    ['Initial emotion', String(p.initialEmotion)],
+    ['Turns', `at most ${p.maxTurns}`],
+    ['Think-then-say', String(p.think)],
+    ['Temperatures', `simulator ${p.simulatorTemperature} · policy ${p.policyTemperature}`],
+    ['Max tokens', `simulator ${p.simulatorMaxTokens} · policy ${p.policyMaxTokens}`],
+    ['Simulator output', p.structuredOutput],
+    ['Policy system prompt', p.policySystemPrompt],
+    ['Seeds', `base ${m.seeds.base} · ${m.seeds.repeats} per scenario`],
+  ];
+  return html`<section class="card" id="manifest"><div class="card-head"><div><h2>Manifest</h2>${method}</div></div>
+<dl class="kv">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl></section>`;
+}
