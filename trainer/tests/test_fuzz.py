@@ -25,8 +25,9 @@ ROUTES = [
 ]
 WITH_INPUT = [r for r in ROUTES if "{" in r[1] or r[0] == "POST"]
 # Valid by the document but refused by the trainer's state, which no schema can say: a base model
-# that is not on this host (422), more max_tokens than the run's max_length (422).
-STATEFUL = {("POST", "/v1/runs"), ("POST", "/v1/chat/completions")}
+# that is not on this host (422), more max_tokens than the run's max_length (422), a sample's
+# token ids outside the run's vocabulary or log-probs not matching its ids one to one (422).
+STATEFUL = {("POST", "/v1/runs"), ("POST", "/v1/chat/completions"), ("POST", "/v1/runs/{run_id}/steps")}
 EXAMPLES = 10  # bounded: the module runs in well under a minute on two CPU cores
 
 

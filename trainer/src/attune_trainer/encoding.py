@@ -14,6 +14,8 @@ from .schemas import ChatMessage, Hyperparameters, Sample
 class Encoded:
     ids: list[int]
     n_prompt: int
+    # the sampler's ids were used (else the completion text was tokenised here)
+    sampled: bool = False
 
     @property
     def n_completion(self) -> int:
@@ -32,22 +34,34 @@ def prompt_ids(tokenizer, messages: list[ChatMessage], field: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def encode_sample(tokenizer, sample: Sample, hp: Hyperparameters, eos_id: int, field: str = "samples") -> Encoded:
-    """Prompt rendered with `add_generation_prompt`, completion tokenised apart and ended by EOS.
+def encode_sample(
+    tokenizer, sample: Sample, hp: Hyperparameters, eos_id: int, field: str = "samples", vocab_size: int | None = None
+) -> Encoded:
+    """Prompt rendered with `add_generation_prompt` (as the sampler renders it, `prompt_ids`), then
+    the completion: the sampler's own ids when the sample has them, exactly as sampled (the
+    end-of-turn token included if it was sampled); else the text tokenised apart and ended by EOS.
 
     Over `max_length`, the completion is cut at its end and then the prompt at its start.
     """
     prompt = prompt_ids(tokenizer, sample.prompt, field)
-    completion = tokenizer(sample.completion, add_special_tokens=False)["input_ids"] if sample.completion else []
-    if hp.append_eos:
-        completion = completion + [eos_id]
+    sampled = sample.completion_ids is not None
+    if sampled:
+        completion = list(sample.completion_ids)
+        if vocab_size is not None and any(t >= vocab_size for t in completion):
+            bad = next(t for t in completion if t >= vocab_size)
+            where = field.rsplit(".", 1)[0] + ".completion_ids"
+            raise InvalidRequest(where, f"{where}: token id {bad} is outside the vocabulary (size {vocab_size})")
+    else:
+        completion = tokenizer(sample.completion, add_special_tokens=False)["input_ids"] if sample.completion else []
+        if hp.append_eos:
+            completion = completion + [eos_id]
     if len(completion) >= hp.max_length:
         completion = completion[: hp.max_length - 1]
     if len(prompt) + len(completion) > hp.max_length:
         prompt = prompt[-(hp.max_length - len(completion)) :]
     if not prompt:
         prompt = [eos_id]
-    return Encoded(ids=list(prompt) + list(completion), n_prompt=len(prompt))
+    return Encoded(ids=list(prompt) + list(completion), n_prompt=len(prompt), sampled=sampled)
 
 
 def pad_batch(encoded: list[Encoded], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

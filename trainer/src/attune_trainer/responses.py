@@ -72,12 +72,20 @@ class StepCheckpoint(Open):
     export_format: str
 
 
+class TrainedSample(Open):
+    tokens: Literal["sampled", "retokenized"]
+    completion_tokens: int
+    completion_ids_sha256: str
+    logprob_gap_max: float | None
+
+
 class StepResult(Open):
     run_id: str
     step: int
     model: str
-    metrics: dict[str, float]
+    metrics: dict[str, float | None]
     checkpoint: StepCheckpoint
+    trained_samples: list[TrainedSample] | None = None
     replayed: bool | None = None
 
 
@@ -87,10 +95,22 @@ class AssistantMessage(Open):
     refusal: None = None
 
 
+class TokenLogprob(Open):
+    token: str
+    logprob: float
+    bytes: list[int] | None
+    top_logprobs: list[dict[str, Any]]
+
+
+class ChoiceLogprobs(Open):
+    content: list[TokenLogprob]
+    refusal: None = None
+
+
 class Choice(Open):
     index: int
     message: AssistantMessage
-    logprobs: None = None
+    logprobs: ChoiceLogprobs | None = None
     finish_reason: Literal["stop", "length"]
 
 

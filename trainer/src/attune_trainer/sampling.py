@@ -1,5 +1,9 @@
 """Token sampling with a KV cache: temperature, top_p, max_tokens, seed, stop strings, n choices.
 
+Each choice keeps the token ids it sampled and their log-probabilities under the raw model
+distribution (before temperature and top_p, as vLLM reports them), so a trainer can train on
+exactly those tokens and compare its own log-probabilities with the sampler's.
+
 The caller supplies the forward pass (`Forward`), so it can hold the engine lock for one token at a
 time and choose the weights for each token. Stop strings are checked on text decoded incrementally:
 each token decodes a short window, so a reply costs linear, not quadratic, decoding work.
@@ -10,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -86,6 +91,17 @@ def _filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return out / out.sum(-1, keepdim=True)
 
 
+@dataclass
+class Generated:
+    """One choice: its text, why it ended, and the sampled ids with their log-probabilities. The ids
+    include the end-of-turn token when one was sampled, and the token that completed a stop string."""
+
+    text: str
+    finish_reason: str
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+
+
 def generate(
     forward: Forward,
     tok,
@@ -99,8 +115,8 @@ def generate(
     eos_ids: list[int],
     device,
     broadcast: Callable[[torch.Tensor], torch.Tensor] | None = None,
-) -> tuple[list[tuple[str, str]], int]:
-    """Return ([(text, finish_reason)] * n, completion tokens generated in total).
+) -> tuple[list[Generated], int]:
+    """Return (one `Generated` per choice, completion tokens generated in total).
 
     With `broadcast` (multi-rank), rank 0's token choices are sent to every rank so all ranks run
     the same number of forward passes (FSDP needs that)."""
@@ -110,6 +126,8 @@ def generate(
     texts = [IncrementalText(tok) for _ in range(n)]
     finished: list[str | None] = [None] * n  # finish_reason per row
     cut: list[str | None] = [None] * n  # set when a stop string cut the text
+    sampled: list[list[int]] = [[] for _ in range(n)]
+    sampled_logprobs: list[list[float]] = [[] for _ in range(n)]
     eos = set(int(e) for e in eos_ids)
     stop = [s for s in stop if s]
     past = None
@@ -124,11 +142,14 @@ def generate(
             nxt = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
         if broadcast is not None:
             nxt = broadcast(nxt.to(device)).cpu()
+        chosen_logprobs = torch.log_softmax(logits.float(), dim=-1).gather(-1, nxt.view(-1, 1)).squeeze(-1)
         for r in range(n):
             if finished[r] is not None:
                 continue
             t = int(nxt[r])
             total += 1
+            sampled[r].append(t)
+            sampled_logprobs[r].append(float(chosen_logprobs[r]))
             if t in eos:
                 finished[r] = "stop"
                 continue
@@ -146,5 +167,5 @@ def generate(
     result = []
     for r in range(n):
         text = cut[r] if cut[r] is not None else tok.decode(texts[r].ids, skip_special_tokens=True)
-        result.append((text, finished[r] or "length"))
+        result.append(Generated(text, finished[r] or "length", sampled[r], sampled_logprobs[r]))
     return result, total

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
 from .limits import CHOICES, MESSAGE_CHARS, MESSAGE_PARTS, MESSAGES, MODEL_CHARS, ROLE_CHARS, STOP_CHARS, STOP_STRINGS
 
@@ -164,6 +164,37 @@ class Sample(Strict):
         description="dialogue id: samples of one multi-turn dialogue share it, so GRPO group "
         "statistics count each dialogue once however many turns it has ('' = each sample alone)",
     )
+    completion_ids: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None,
+        description="the token ids the sampler produced (end-of-turn included when sampled): trained on "
+        "exactly, not re-tokenised from `completion`; null = re-tokenise `completion`",
+    )
+    completion_logprobs: list[Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
+        None,
+        description="the sampler's log-probability of each of `completion_ids` (raw distribution), "
+        "compared with the trainer's before the update",
+    )
+
+    @model_validator(mode="after")
+    def _logprobs_match_ids(self) -> Sample:
+        if self.completion_logprobs is not None:
+            if self.completion_ids is None:
+                raise ValueError("completion_logprobs needs completion_ids")
+            if len(self.completion_logprobs) != len(self.completion_ids):
+                raise ValueError(
+                    f"completion_logprobs has {len(self.completion_logprobs)} values for "
+                    f"{len(self.completion_ids)} completion_ids"
+                )
+        return self
+
+    def digest_form(self) -> dict:
+        """The sample as hashed for the exactly-once check: a sample without token ids hashes as
+        it did before they existed, so a step retried across an upgrade still replays."""
+        out = self.model_dump(mode="json")
+        for key in ("completion_ids", "completion_logprobs"):
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
 
 
 class StepOverrides(Strict):
@@ -200,3 +231,8 @@ class ChatCompletionRequest(BaseModel):
     stop: StopStrings = None
     n: int = Field(1, ge=1, le=CHOICES)
     stream: bool | None = False
+    logprobs: bool | None = Field(None, description="return each sampled token with its log-probability")
+    top_logprobs: int | None = Field(None, ge=0, le=0, description="alternatives per token: not supported (0)")
+    return_tokens_as_token_ids: bool | None = Field(
+        None, description="vLLM's convention: each logprobs token is 'token_id:N', so the exact ids come back"
+    )

@@ -18,7 +18,7 @@ from .log import log
 from .models import load_causal_lm
 from .run_loading import LoadedRun
 from .runs import RunRegistry
-from .sampling import Forward, forward_pass, generate
+from .sampling import Forward, Generated, forward_pass, generate
 from .schemas import valid_run_id
 
 CHECKPOINTS_KEPT_FOR_INFERENCE = 2
@@ -158,11 +158,13 @@ class Sampler:
             "choices": [
                 {
                     "index": i,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
-                    "logprobs": None,
-                    "finish_reason": finish_reason,
+                    "message": {"role": "assistant", "content": choice.text, "refusal": None},
+                    "logprobs": _logprobs(tokenizer, choice, request.return_tokens_as_token_ids)
+                    if request.logprobs
+                    else None,
+                    "finish_reason": choice.finish_reason,
                 }
-                for i, (content, finish_reason) in enumerate(choices)
+                for i, choice in enumerate(choices)
             ],
             "usage": {
                 "prompt_tokens": len(prompt),
@@ -188,6 +190,23 @@ class Sampler:
                     }
                 )
         return out
+
+
+def _logprobs(tokenizer, choice: Generated, as_token_ids: bool | None) -> dict:
+    """OpenAI's `choices[i].logprobs`, one entry per sampled token; with `return_tokens_as_token_ids`
+    (vLLM's convention) each token is written `token_id:N`, so a client gets the exact ids."""
+    content = []
+    for token_id, logprob in zip(choice.token_ids, choice.logprobs, strict=True):
+        text = tokenizer.decode([token_id])
+        content.append(
+            {
+                "token": f"token_id:{token_id}" if as_token_ids else text,
+                "logprob": logprob,
+                "bytes": list(text.encode("utf-8")),
+                "top_logprobs": [],
+            }
+        )
+    return {"content": content, "refusal": None}
 
 
 def _max_tokens(request, max_length: int) -> int:

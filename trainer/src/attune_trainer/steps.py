@@ -36,7 +36,7 @@ class StepApplier:
 
     def apply_step(self, run_id: str, req: dict) -> dict:
         request = StepRequest.model_validate(req)
-        digest = samples_digest([s.model_dump(mode="json") for s in request.samples])
+        digest = samples_digest([s.digest_form() for s in request.samples])
         with self.runs.lock:
             run = self.runs.ensure_loaded(run_id)
             if request.step <= run.step:
@@ -83,7 +83,8 @@ class StepApplier:
         t0 = time.time()
         try:
             log("info", "applying step", run_id=run.run_id, step=step, samples=len(request.samples))
-            metrics = PolicyUpdate(self.compute, run, request, self.faults).apply()
+            update = PolicyUpdate(self.compute, run, request, self.faults)
+            metrics = update.apply()
             self.faults.fire("after_update", step)
             metrics["seconds"] = round(time.time() - t0, 4)
             stored = {
@@ -91,6 +92,8 @@ class StepApplier:
                 "step": step,
                 "metrics": metrics,
                 "samples_sha256": digest,
+                # per sample: sampled or re-tokenised, a hash of the completion ids trained on, the gap
+                "trained_samples": update.trained_samples,
                 "model": f"{run.run_id}@{step}",
                 "checkpoint": {
                     "step": step,

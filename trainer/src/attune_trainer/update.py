@@ -19,6 +19,7 @@ from .compute import Compute, inner_optimizer, seed_for
 from .encoding import encode_sample, pad_batch
 from .faults import FaultInjection
 from .run_loading import LoadedRun
+from .sampler_gap import gap_report, sample_gaps
 from .schemas import StepRequest
 
 TOKEN_SUMS = (
@@ -67,6 +68,8 @@ class OldOutputs:
     logp: dict[int, torch.Tensor] = field(default_factory=dict)
     ref_logp: dict[int, torch.Tensor] = field(default_factory=dict)
     values: dict[int, torch.Tensor] = field(default_factory=dict)
+    # |sampler - trainer| log-prob per completion token, for samples that carry the sampler's
+    sampler_gaps: dict[int, torch.Tensor] = field(default_factory=dict)
 
 
 def _pad_like(mask: torch.Tensor, parts: list[torch.Tensor]) -> torch.Tensor:
@@ -91,9 +94,12 @@ class PolicyUpdate:
         tokenizer = run.tokenizer
         eos_id = tokenizer.eos_token_id
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_id
+        vocab_size = getattr(compute.unwrap(run.policy).config, "vocab_size", None)
         self.encoded = [
-            encode_sample(tokenizer, s, hp, eos_id, field=f"samples.{i}.prompt") for i, s in enumerate(self.samples)
+            encode_sample(tokenizer, s, hp, eos_id, field=f"samples.{i}.prompt", vocab_size=vocab_size)
+            for i, s in enumerate(self.samples)
         ]
+        self.trained_samples: list[dict] = []  # what each sample was trained on; set by `apply`
         self.rewards = torch.tensor([s.reward for s in self.samples], dtype=torch.float32)
         self.use_ref = hp.kl_coef > 0
         self.mine = [i for i in range(len(self.samples)) if i % compute.world == compute.rank]
@@ -105,10 +111,12 @@ class PolicyUpdate:
     def _batch(self, indices: list[int]):
         return pad_batch([self.encoded[i] for i in indices], self.pad_id, self.compute.device)
 
-    def _logprobs(self, model, ids, attention):
+    def _logprobs(self, model, ids, attention, temperature: float | None = None):
         with self.compute.acc.autocast():
             logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits
-        return losses.token_logprobs(logits[:, :-1], ids[:, 1:], self.hp.temperature)
+        return losses.token_logprobs(
+            logits[:, :-1], ids[:, 1:], self.hp.temperature if temperature is None else temperature
+        )
 
     def _values(self, ids, attention):
         with self.compute.acc.autocast():
@@ -121,7 +129,11 @@ class PolicyUpdate:
         old = self.old_outputs()
         advantages = self.advantages(old)
         totals, policy_lr, value_lr = self.optimise(old, advantages)
-        return self.metrics(totals, policy_lr, value_lr)
+        metrics = self.metrics(totals, policy_lr, value_lr)
+        gap_metrics, self.trained_samples = gap_report(
+            self.samples, self.encoded, old.sampler_gaps, self.compute.all_reduce
+        )
+        return {**metrics, **gap_metrics}
 
     # ---------------------------------------------------------------- phase 1: before the update
     def old_outputs(self) -> OldOutputs:
@@ -138,6 +150,10 @@ class PolicyUpdate:
                 indices = my_batches[b] if real else (my_batches[0] if my_batches else [0])
                 ids, attention, mask = self._batch(indices)
                 logp, _ = self._logprobs(run.policy, ids, attention)
+                # the sampler reports the raw distribution (temperature 1), so the gap compares that
+                raw_logp = logp
+                if self.hp.temperature != 1.0 and any(self.samples[i].completion_logprobs is not None for i in indices):
+                    raw_logp, _ = self._logprobs(run.policy, ids, attention, temperature=1.0)
                 if self.use_ref:
                     if run.ref is not None:
                         ref_logp, _ = self._logprobs(run.ref, ids, attention)
@@ -152,6 +168,9 @@ class PolicyUpdate:
                 for row, i in enumerate(indices):
                     completion = mask[row] > 0
                     old.logp[i] = logp[row][completion].detach()
+                    gaps = sample_gaps(self.samples[i], raw_logp[row][completion])
+                    if gaps is not None:
+                        old.sampler_gaps[i] = gaps
                     if self.use_ref:
                         old.ref_logp[i] = ref_logp[row][completion].detach()
                     if run.critic is not None:
