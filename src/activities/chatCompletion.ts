@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI from 'openai';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
+import { sampledTokensOf, type SampledTokens } from '../core/sampledTokens.js';
 import type { ChatMessage, TokenUsage } from '../core/transcript.js';
 import { withTokenBudget } from './tokenRateLimits.js';
 
@@ -18,6 +19,8 @@ export interface ChatResponse {
   usage: TokenUsage;
   latencyMs: number;
   model: string;
+  /** With `endpoint.logprobs`: the sampled ids and log-probs, or null when the endpoint refused or ignored them. */
+  sampled?: SampledTokens | null;
 }
 
 const clients = new Map<string, OpenAI>();
@@ -85,8 +88,27 @@ const responseSchema = {
   },
 };
 
+/** vLLM's way to get the sampled ids back: each logprobs token written `token_id:N` (the trainer follows it). */
+const LOGPROBS_PARAMS = { logprobs: true, return_tokens_as_token_ids: true };
+
+/** An endpoint that refuses the logprobs parameters answers this; the call is made again without them. */
+function refusedLogprobs(error: unknown): boolean {
+  return error instanceof OpenAI.APIError && (error.status === 400 || error.status === 422);
+}
+
 /** One OpenAI-compatible chat completion; the same code serves vLLM, SGLang, OpenAI, DeepSeek and local servers. */
 export async function chatCompletion(request: ChatRequest): Promise<ChatResponse> {
+  if (!request.endpoint.logprobs) return await completionCall(request, false);
+  try {
+    return await completionCall(request, true);
+  } catch (error) {
+    if (!refusedLogprobs(error)) throw classifyLlmError(request, error);
+    // Re-tokenising is the fallback; the sample is marked so and counted in the step's metrics.
+    return await completionCall(request, false);
+  }
+}
+
+async function completionCall(request: ChatRequest, withLogprobs: boolean): Promise<ChatResponse> {
   const { endpoint } = request;
   const started = Date.now();
   let completion: OpenAI.Chat.Completions.ChatCompletion;
@@ -104,13 +126,15 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatResponse
           max_tokens: endpoint.maxTokens,
           ...(request.seed !== undefined ? { seed: request.seed } : {}),
           ...(request.responseFormat ? { response_format: request.responseFormat } : {}),
+          ...(withLogprobs ? LOGPROBS_PARAMS : {}),
         }),
       (done) => (done?.usage ? (done.usage.prompt_tokens ?? 0) + (done.usage.completion_tokens ?? 0) : null),
     );
     completion = budgeted.result;
     rateLimitWaitMs = budgeted.waitMs;
   } catch (error) {
-    throw classifyLlmError(request, error);
+    // the caller tells a refusal of the logprobs parameters from other failures
+    throw withLogprobs && refusedLogprobs(error) ? error : classifyLlmError(request, error);
   }
   if (!responseSchema.check(completion)) {
     throw ApplicationFailure.retryable(
@@ -134,5 +158,6 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatResponse
     },
     latencyMs: Date.now() - started - rateLimitWaitMs,
     model: completion.model ?? endpoint.model,
+    ...(endpoint.logprobs ? { sampled: withLogprobs ? sampledTokensOf(completion.choices[0]) : null } : {}),
   };
 }

@@ -21,5 +21,8 @@ export async function generatePolicyTurn(input: PolicyTurnInput): Promise<Policy
     model: response.model,
     latencyMs: response.latencyMs,
     usage: response.usage,
+    ...(response.sampled
+      ? { tokens: 'sampled' as const, tokenIds: response.sampled.tokenIds, logprobs: response.sampled.logprobs }
+      : { tokens: 'retokenized' as const }),
   };
 }

@@ -18,6 +18,13 @@ export function policyApiKeyEnv(config: AttuneConfig): string {
     : endpointKeyEnv(config, config.policy.baseURL, config.policy.apiKeyEnv);
 }
 
+/** Whether the policy endpoint is asked for sampled token ids and log-probs (`policy.logprobs`). */
+export function policyLogprobs(config: AttuneConfig): boolean {
+  if (config.policy.logprobs !== 'auto') return config.policy.logprobs === 'on';
+  const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
+  return config.policy.baseURL.replace(/\/$/, '') === trainerV1 || config.training.publish === 'vllm';
+}
+
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
 export function rolloutSettingsFromConfig(
   config: AttuneConfig,
@@ -52,6 +59,7 @@ export function rolloutSettingsFromConfig(
       maxTokens: policy.maxTokens,
       taskQueue: queues.policy,
       retry: policy.retry,
+      ...(policyLogprobs(config) ? { logprobs: true } : {}),
     },
     simulator: {
       baseURL: simulator.baseURL,

@@ -74,6 +74,12 @@ export const policyEndpointSchema = z.strictObject({
   apiKeyEnv: endpointFields.apiKeyEnv.default('POLICY_API_KEY'),
   temperature: endpointFields.temperature.default(1),
   maxTokens: endpointFields.maxTokens.default(512),
+  /**
+   * Ask the endpoint for the sampled token ids and their log-probs, so the trainer trains on exactly
+   * those tokens. `auto`: on for the trainer-served policy and with `training.publish: vllm`; an
+   * endpoint that refuses or ignores them is re-tokenised, and its samples are marked so.
+   */
+  logprobs: z.enum(['auto', 'on', 'off']).default('auto'),
 });
 
 export const simulatorEndpointSchema = z.strictObject({

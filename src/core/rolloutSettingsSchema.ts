@@ -21,6 +21,8 @@ export const endpointCallSchema = z.strictObject({
   maxTokens: z.number().int().positive(),
   taskQueue: z.string().min(1),
   retry: retryPolicySchema,
+  /** Ask for the sampled token ids and their log-probs (policy only); absent = do not ask. */
+  logprobs: z.boolean().optional(),
 });
 export type EndpointCall = z.infer<typeof endpointCallSchema>;
 

@@ -11,6 +11,15 @@ export interface TrainerStepMetrics {
   advantage_mean: number;
   tokens: number;
   seconds: number;
+  /**
+   * Mean and max |sampler log-prob - trainer log-prob| over the completion tokens of samples that
+   * carried the sampler's (before the update, same weights: about 0 in fp32); null when none did.
+   * Absent in records of trainers that did not report them.
+   */
+  logprob_gap_mean?: number | null;
+  logprob_gap_max?: number | null;
+  /** Share of the step's samples trained on re-tokenised text rather than the sampled ids. */
+  retokenized_share?: number;
 }
 
 /** One line of `runs/<run>/metrics.jsonl` in the artifact store, appended after each step. */

@@ -35,6 +35,15 @@ export interface PolicyTurnResult {
   model: string;
   latencyMs: number;
   usage: TokenUsage;
+  /**
+   * `sampled`: `tokenIds` and `logprobs` are what the endpoint sampled for `raw`, and the trainer
+   * trains on them; `retokenized`: the endpoint gave none, the trainer tokenises `raw`. Absent in
+   * transcripts written before the marker existed (re-tokenised).
+   */
+  tokens?: 'sampled' | 'retokenized';
+  tokenIds?: number[];
+  /** The sampler's log-probability of each of `tokenIds`. */
+  logprobs?: number[];
 }
 
 export interface AnalysisResult {

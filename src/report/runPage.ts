@@ -82,6 +82,17 @@ function stat(label: string, value: SafeHtml | string | number, detail: SafeHtml
 }
 
 /** Table numbers: fixed decimals so columns line up; tiny values in exponent form. */
+/** The step's gap figures in words, for the table cell's tooltip. */
+function gapTitle(s: StepMetricsRecord): string {
+  const t = s.trainer;
+  if (t?.retokenized_share === undefined) return 'not reported by the trainer';
+  const gap =
+    t.logprob_gap_max != null
+      ? `max ${t.logprob_gap_max.toExponential(2)}, mean ${(t.logprob_gap_mean ?? 0).toExponential(2)}`
+      : 'no sampler log-probs';
+  return `${gap}; ${formatPercent(t.retokenized_share)} of samples re-tokenised`;
+}
+
 function fixed(value: number | null | undefined, digits: number): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return '–';
   if (value !== 0 && Math.abs(value) < 10 ** -digits) return value.toExponential(1);
@@ -236,7 +247,7 @@ export function renderRunPage(input: RunPageInput): string {
     steps.length === 0
       ? empty('No steps recorded yet.')
       : html`<div class="table-wrap tall"><table class="sortable steps">
-<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable>Rollouts</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
+<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable title="max |sampler − trainer| log-prob over completion tokens">Log-prob gap</th><th class="num" data-sortable>Rollouts</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
 <tbody>${[...steps].reverse().map(
           (s) => html`<tr>
 <td class="num" data-v="${s.step}"><b>${s.step}</b></td>
@@ -250,6 +261,7 @@ export function renderRunPage(input: RunPageInput): string {
 <td class="num" data-v="${s.trainer?.kl}">${fixed(s.trainer?.kl, 4)}</td>
 <td class="num" data-v="${s.trainer?.entropy}">${fixed(s.trainer?.entropy, 3)}</td>
 <td class="num" data-v="${s.trainer?.grad_norm}" title="clip fraction ${fixed(s.trainer?.clip_fraction, 3)}">${fixed(s.trainer?.grad_norm, 3)}</td>
+<td class="num" data-v="${s.trainer?.logprob_gap_max ?? -1}" title="${gapTitle(s)}">${s.trainer?.logprob_gap_max != null ? s.trainer.logprob_gap_max.toExponential(1) : html`<span class="muted">–</span>`}${s.trainer?.retokenized_share ? html`<span class="muted"> · ${formatPercent(s.trainer.retokenized_share)} re-tok.</span>` : ''}</td>
 <td class="num" data-v="${s.rollouts.ok}" title="${s.rollouts.ok} ok, ${s.rollouts.failed} failed, ${s.rollouts.dropped} dropped">${s.rollouts.ok}${s.rollouts.failed + s.rollouts.dropped > 0 ? html`<span class="muted"> +${s.rollouts.failed + s.rollouts.dropped}✗</span>` : ''}</td>
 <td class="num" data-v="${s.eval?.score ?? -1}">${s.eval ? html`<span class="emo-pill tinted st-${emotionState(s.eval.score)}">${fixed(s.eval.score, 1)}</span>` : html`<span class="muted">–</span>`}</td>
 <td data-v="${s.time}" class="muted" title="${s.time}">${formatTime(s.time)
@@ -307,6 +319,19 @@ ${small('Gradient norm and clipping', 'gradient norm before clipping; share of c
   { name: 'grad norm', color: SERIES.pink, points: pts((s) => s.trainer?.grad_norm) },
   { name: 'clip fraction', color: SERIES.grey, points: pts((s) => s.trainer?.clip_fraction), dashed: true },
 ])}
+${
+  steps.some((s) => finite(s.trainer?.logprob_gap_max) !== null)
+    ? small(
+        'Sampler–trainer log-prob gap',
+        'mean and max |sampler − trainer| log-prob over the sampled tokens, before the update (fp32: about 0)',
+        'logprob-gap',
+        [
+          { name: 'max gap', color: SERIES.orange, points: pts((s) => s.trainer?.logprob_gap_max) },
+          { name: 'mean gap', color: SERIES.blue, points: pts((s) => s.trainer?.logprob_gap_mean) },
+        ],
+      )
+    : ''
+}
 </section>
 <section class="card" id="steps">
   <div class="card-head"><div><h2>Steps</h2><p>newest first; click a header to sort</p></div></div>

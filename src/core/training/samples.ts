@@ -8,6 +8,10 @@ export interface TrainerSample {
   group: string;
   /** The dialogue the turn belongs to, so group statistics count dialogues, not turns. */
   trajectory: string;
+  /** The ids the policy sampled for `completion`: the trainer trains on exactly these; absent = re-tokenise. */
+  completion_ids?: number[];
+  /** The sampler's log-probability of each id, compared with the trainer's before the update. */
+  completion_logprobs?: number[];
 }
 
 /**
@@ -22,5 +26,11 @@ export function samplesFromTranscript(transcript: Transcript, group: string): Tr
     reward: transcript.reward,
     group,
     trajectory: transcript.rolloutId,
+    ...(turn.policy.tokens === 'sampled' && turn.policy.tokenIds
+      ? {
+          completion_ids: turn.policy.tokenIds,
+          ...(turn.policy.logprobs ? { completion_logprobs: turn.policy.logprobs } : {}),
+        }
+      : {}),
   }));
 }
