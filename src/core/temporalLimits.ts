@@ -17,6 +17,8 @@ export const TEMPORAL_LIMITS = {
 
 /** A token is at most this many bytes of text (UTF-8; Chinese characters are 3 bytes). */
 const BYTES_PER_TOKEN = 4;
+/** A sampled policy token's id and log-probability as a transcript records them (JSON numbers). */
+const BYTES_PER_SAMPLED_TOKEN = 32;
 /** History events one rollout child costs its parent: initiated, started, completed, and workflow tasks. */
 const EVENTS_PER_CHILD = 6;
 /**
@@ -35,12 +37,18 @@ const LARGEST_TURN_BYTES = (TEMPORAL_LIMITS.payloadBytes * 3) / 4;
  */
 export function transcriptBytesEstimate(maxTurns: number, policyMaxTokens: number, simulatorMaxTokens: number): number {
   const perMessagePair = (policyMaxTokens + simulatorMaxTokens) * BYTES_PER_TOKEN;
-  return (perMessagePair * maxTurns * (maxTurns + 1)) / 2;
+  return (perMessagePair * maxTurns * (maxTurns + 1)) / 2 + maxTurns * policyMaxTokens * BYTES_PER_SAMPLED_TOKEN;
 }
 
-/** Upper estimate of the last turn's record: the dialogue so far and the turn's own messages. */
+/**
+ * Upper estimate of the last turn's record: the dialogue so far, the turn's own messages, and the
+ * ids and log-probabilities of the policy's sampled tokens.
+ */
 export function turnBytesEstimate(maxTurns: number, policyMaxTokens: number, simulatorMaxTokens: number): number {
-  return (policyMaxTokens + simulatorMaxTokens) * BYTES_PER_TOKEN * (maxTurns + 1);
+  return (
+    (policyMaxTokens + simulatorMaxTokens) * BYTES_PER_TOKEN * (maxTurns + 1) +
+    policyMaxTokens * BYTES_PER_SAMPLED_TOKEN
+  );
 }
 
 export interface DialogueSize {

@@ -34,11 +34,15 @@ describe("config: sizes inside Temporal's limits", () => {
     assert.match(rejection(['evaluation.maxTurns=60', 'simulator.maxTokens=2000']), /evaluation\.maxTurns=60/);
     assert.match(
       rejection(['training.maxTurns=10', 'policy.maxTokens=32000', 'simulator.maxTokens=8000']),
-      /training\.maxTurns=10 .*: one turn could reach 1\.7 MB, over the 1\.5 MB a turn may take of Temporal's 2 MB payload limit/,
+      /training\.maxTurns=10 .*: one turn could reach 2\.7 MB, over the 1\.5 MB a turn may take of Temporal's 2 MB payload limit/,
     );
-    // The transcript grows with the square of the turns: T(T + 1) / 2 turn-prompts; one turn with T.
-    assert.equal(transcriptBytesEstimate(2, 10, 10) * 5, transcriptBytesEstimate(5, 10, 10));
-    assert.equal(turnBytesEstimate(4, 10, 10) * 2, turnBytesEstimate(9, 10, 10));
+    // The transcript grows with the square of the turns (each turn's prompt holds the dialogue so far);
+    // one turn's record grows linearly, plus the sampled tokens' ids and log-probabilities.
+    const transcript = (turns: number) => transcriptBytesEstimate(turns, 100, 100);
+    assert.ok(transcript(20) - transcript(10) > 2.5 * (transcript(10) - transcript(5)));
+    const turn = (turns: number) => turnBytesEstimate(turns, 10, 10);
+    assert.equal(turn(9) - turn(4), 5 * (turn(5) - turn(4)));
+    assert.equal(turnBytesEstimate(4, 20, 10) - turnBytesEstimate(4, 10, 10), 10 * 4 * 5 + 10 * 32);
   });
 
   it('rejects steps whose rollouts could pass the history event limit, and completions past 32k tokens', () => {
