@@ -1,6 +1,6 @@
 /** Which faults a soak injects and where: chosen from the seed alone, so a seed replays the same plan. */
 
-import { prng } from '../../src/core/training/scenarioSchedule.js';
+import { seededRandom } from '../../src/core/seededRandom.js';
 
 export type FaultPhase = 'rollouts' | 'optimizer';
 
@@ -45,9 +45,6 @@ export interface PlannedFault {
   step: number;
   phase: FaultPhase;
 }
-
-/** The seeded generator that picks faults: the same one that shuffles the train split. */
-export const seededRandom = prng;
 
 /**
  * `count` faults over `steps` steps: at most one per phase of a step, so faults of one step never

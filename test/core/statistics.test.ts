@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { clusterBootstrapInterval, pooledMean, quantile } from '../../src/core/statistics/bootstrap.js';
 import { pairedDifference } from '../../src/core/statistics/pairedDifference.js';
-import { seededRandom } from '../../src/core/statistics/random.js';
+import { seededRandom } from '../../src/core/seededRandom.js';
 import { signFlipPValue } from '../../src/core/statistics/signFlipTest.js';
 import { ATTUNE_VERSION } from '../../src/core/version.js';
 

@@ -1,4 +1,4 @@
-import { randomIndex, seededRandom } from './random.js';
+import { randomIndex, seededRandom } from '../seededRandom.js';
 
 export interface Interval {
   low: number;

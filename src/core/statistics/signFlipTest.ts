@@ -1,4 +1,4 @@
-import { randomIndex, seededRandom } from './random.js';
+import { randomIndex, seededRandom } from '../seededRandom.js';
 
 export interface SignFlipOptions {
   /** Clusters up to this many are tested exactly (all 2^n sign patterns); more are sampled. */

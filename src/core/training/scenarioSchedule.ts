@@ -1,22 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { seededRandom } from '../seededRandom.js';
 import { stableHash } from '../seeds.js';
-
-/** Mulberry32: a tiny seeded PRNG, deterministic inside workflows. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The order of the train split in one epoch: a Fisher-Yates shuffle seeded by (seed, epoch). */
 export function epochOrder(ids: readonly string[], seed: number, epoch: number): string[] {
   const order = [...ids].sort();
-  const random = prng(stableHash(`${seed}:epoch:${epoch}`));
+  const random = seededRandom(stableHash(`${seed}:epoch:${epoch}`));
   for (let i = order.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
     [order[i], order[j]] = [order[j] as string, order[i] as string];

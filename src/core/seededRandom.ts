@@ -1,6 +1,6 @@
 /**
- * Mulberry32: a small seeded PRNG. Statistics run inside the evaluation workflow, which must be
- * deterministic, and the same results must give the same intervals on every machine.
+ * Mulberry32: a small seeded PRNG. Workflows must be deterministic (the scenario schedule, the
+ * evaluation's statistics), and the same inputs must give the same numbers on every machine.
  */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
