@@ -89,6 +89,8 @@ export const simulatorEndpointSchema = z.strictObject({
   /**
    * maxLength on the analysis text fields. Not every hosted API accepts maxLength in strict
    * schemas, so it is off unless set, except for the embedded local model server (see rolloutSettings).
+   * When set, analysis calls ask for at least the tokens a complete object can take
+   * (core/analysisTokenBudget.ts), whatever `maxTokens` says.
    */
   analysisMaxChars: z.number().int().positive().optional(),
 });
