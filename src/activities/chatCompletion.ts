@@ -12,6 +12,8 @@ export interface ChatRequest {
   messages: ChatMessage[];
   seed?: number;
   responseFormat?: OpenAI.Chat.Completions.ChatCompletionCreateParams['response_format'];
+  /** Replaces the endpoint's maxTokens for this call. */
+  maxTokens?: number;
 }
 
 export interface ChatResponse {
@@ -110,20 +112,21 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatResponse
 
 async function completionCall(request: ChatRequest, withLogprobs: boolean): Promise<ChatResponse> {
   const { endpoint } = request;
+  const maxTokens = request.maxTokens ?? endpoint.maxTokens;
   const started = Date.now();
   let completion: OpenAI.Chat.Completions.ChatCompletion;
   let rateLimitWaitMs = 0;
   try {
     const budgeted = await withTokenBudget(
       request.role,
-      { messages: request.messages, maxTokens: endpoint.maxTokens },
+      { messages: request.messages, maxTokens },
       () =>
         clientFor(endpoint).chat.completions.create({
           model: endpoint.model,
           messages: request.messages,
           temperature: endpoint.temperature,
           ...(endpoint.topP !== undefined ? { top_p: endpoint.topP } : {}),
-          max_tokens: endpoint.maxTokens,
+          max_tokens: maxTokens,
           ...(request.seed !== undefined ? { seed: request.seed } : {}),
           ...(request.responseFormat ? { response_format: request.responseFormat } : {}),
           ...(withLogprobs ? LOGPROBS_PARAMS : {}),

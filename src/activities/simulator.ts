@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type OpenAI from 'openai';
 import { analysisJsonSchema, analysisProblem, parseAnalysis } from '../core/analysis.js';
+import { analysisMaxCompletionTokens } from '../core/analysisTokenBudget.js';
 import type { SimulatorCall } from '../core/rolloutSettingsSchema.js';
 import type { SimulatorCallInput } from '../core/dialogueTurn.js';
 import type { AnalysisResult, UserMessageResult } from '../core/transcript.js';
@@ -21,11 +22,21 @@ function responseFormatFor(
 }
 
 /**
+ * With the text fields bounded by the schema, the call gets at least the tokens a complete object
+ * can take, so it is never cut off mid-object (and lost) by the endpoint's maxTokens.
+ */
+function analysisMaxTokens(endpoint: SimulatorCall): number | undefined {
+  if (endpoint.structuredOutput !== 'json_schema' || endpoint.analysisMaxChars === undefined) return undefined;
+  return Math.max(endpoint.maxTokens, analysisMaxCompletionTokens(endpoint.analysisMaxChars));
+}
+
+/**
  * SAGE's first call: the user's analysis of the assistant's reply. An unparseable answer is asked
  * again with a new seed (bounded), then the rollout fails quoting what came back.
  */
 export async function analyzeAssistantReply(input: SimulatorCallInput): Promise<AnalysisResult> {
   const responseFormat = responseFormatFor(input.endpoint.structuredOutput, input.endpoint.analysisMaxChars);
+  const maxTokens = analysisMaxTokens(input.endpoint);
   const usage: AnalysisResult['usage'] = { prompt: 0, completion: 0 };
   let latencyMs = 0;
   let lastRaw = '';
@@ -38,6 +49,7 @@ export async function analyzeAssistantReply(input: SimulatorCallInput): Promise<
       // A new seed per attempt: at temperature 0 the same seed would give back the same garbage.
       seed: input.seed + attempt,
       ...(responseFormat ? { responseFormat } : {}),
+      ...(maxTokens !== undefined ? { maxTokens } : {}),
     });
     usage.prompt += response.usage.prompt;
     usage.completion += response.usage.completion;

@@ -4,7 +4,12 @@ import { LIMITS } from './limits.js';
 import { endpointKeyEnv } from './localLlmEndpoint.js';
 import { taskQueuesFor } from './taskQueues.js';
 
-const LOCAL_ANALYSIS_MAX_CHARS = 120;
+/**
+ * Characters per analysis text field for the embedded local model server. The analysis call then
+ * asks for the tokens a complete object can take (see analysisTokenBudget.ts): about 1,600 here,
+ * which leaves most of the 8k context to the dialogue.
+ */
+const LOCAL_ANALYSIS_MAX_CHARS = 80;
 
 /**
  * The variable holding the policy endpoint's key. A policy served by the trainer itself

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_EVALUATION_REPEATS } from '../core/evaluationPlan.js';
+import { MAX_COMPLETION_TOKENS } from '../core/analysisTokenBudget.js';
 import { dialogueSizeProblem, stepSizeProblem } from '../core/temporalLimits.js';
 import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/emotion.js';
 import {
@@ -38,7 +39,7 @@ const endpointFields = {
   temperature: z.number().min(0).max(2),
   topP: z.number().gt(0).max(1).optional(),
   /** One completion stays far below Temporal's 2 MB payload limit. */
-  maxTokens: z.number().int().positive().max(32_768),
+  maxTokens: z.number().int().positive().max(MAX_COMPLETION_TOKENS),
 };
 
 /**
@@ -94,6 +95,8 @@ export const simulatorEndpointSchema = z.strictObject({
   /**
    * maxLength on the analysis text fields. Not every hosted API accepts maxLength in strict
    * schemas, so it is off unless set, except for the embedded local model server (see rolloutSettings).
+   * When set, analysis calls ask for at least the tokens a complete object can take
+   * (core/analysisTokenBudget.ts), whatever `maxTokens` says.
    */
   analysisMaxChars: z.number().int().positive().optional(),
 });

@@ -1,4 +1,11 @@
-import { executeChild, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  defineQuery,
+  executeChild,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { RolloutQueueActivities } from '../activities/index.js';
 import {
   buildEvaluationReport,
@@ -11,6 +18,7 @@ import { planEvaluationDialogues } from '../core/evaluationPlan.js';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
 import type { GoalType, Personality } from '../core/scenario.js';
+import type { RolloutProgressCounts } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { boundedFanOut, failureMessage } from './fanOut.js';
@@ -45,6 +53,12 @@ export type EvaluationSummary = Pick<
   'evalId' | 'score' | 'success' | 'failure' | 'count' | 'failed' | 'meanTurns' | 'policyModel'
 > & { artifact: string };
 
+/** The evaluation's dialogues: planned, finished, failed, and running now. */
+export type EvaluationProgress = RolloutProgressCounts;
+
+/** Answered from the workflow's memory: a query adds no event, so recorded histories replay as before. */
+export const evaluationProgressQuery = defineQuery<EvaluationProgress>('evaluationProgress');
+
 /**
  * A benchmark over a set of scenarios: one rollout child per scenario and repeat, with bounded
  * concurrency. A failed dialogue is reported and excluded from the score; it does not sink the
@@ -64,23 +78,35 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
   ]);
   const repeats = input.repeats ?? 1;
   const dialogues = planEvaluationDialogues(input.evalId, input.scenarios, input.seed, repeats);
-  const outcomes = await boundedFanOut(dialogues, input.concurrency, (dialogue) => {
-    return executeChild(rollout, {
-      ...rolloutStartOptions(input.settings),
-      workflowId: dialogue.rolloutId,
-      taskQueue: workflowInfo().taskQueue,
-      args: [
-        {
-          rolloutId: dialogue.rolloutId,
-          scenarioRef: { dir: input.scenarioDir, id: dialogue.scenario.id },
-          settings: input.settings,
-          // Per-dialogue seeds: the same evaluation id and seed reproduce the same requests.
-          seed: dialogue.seed,
-          runName: input.runName ?? input.evalId,
-          step: input.step ?? null,
-        },
-      ],
-    });
+  const progress: EvaluationProgress = { total: dialogues.length, done: 0, failed: 0, inFlight: 0 };
+  setHandler(evaluationProgressQuery, () => progress);
+  const outcomes = await boundedFanOut(dialogues, input.concurrency, async (dialogue) => {
+    progress.inFlight++;
+    try {
+      const summary = await executeChild(rollout, {
+        ...rolloutStartOptions(input.settings),
+        workflowId: dialogue.rolloutId,
+        taskQueue: workflowInfo().taskQueue,
+        args: [
+          {
+            rolloutId: dialogue.rolloutId,
+            scenarioRef: { dir: input.scenarioDir, id: dialogue.scenario.id },
+            settings: input.settings,
+            // Per-dialogue seeds: the same evaluation id and seed reproduce the same requests.
+            seed: dialogue.seed,
+            runName: input.runName ?? input.evalId,
+            step: input.step ?? null,
+          },
+        ],
+      });
+      progress.done++;
+      return summary;
+    } catch (error) {
+      progress.failed++;
+      throw error;
+    } finally {
+      progress.inFlight--;
+    }
   });
   const results: EvaluationEntry[] = outcomes.map((outcome, i) => {
     const { scenario, repeat, seed } = dialogues[i]!;

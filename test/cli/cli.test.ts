@@ -144,6 +144,36 @@ describe('the attune command', function () {
     ]);
   });
 
+  it('eval off a terminal logs its progress: a JSON line whenever the counts change, the last with every dialogue', async () => {
+    const saved = fake.behaviour;
+    // Slow calls: the evaluation runs for seconds, long enough to be asked for its progress midway.
+    fake.behaviour = { ...saved, latencyMs: 300 };
+    try {
+      const result = await attune(
+        ['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.maxTurns=2', ...set()],
+        { TEMPORAL_ADDRESS: address },
+      );
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal((JSON.parse(result.stdout) as { count: number }).count, 2, 'stdout holds the report alone');
+      assert.doesNotMatch(result.stderr, /\r|\u001b/, 'no terminal control characters in a log');
+      const progress = result.stderr
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { msg: string; evalId?: string; total?: number; done?: number })
+        .filter((record) => record.msg.startsWith('dialogues '));
+      assert.ok(progress.length >= 2, `a line midway and a final one:\n${result.stderr}`);
+      for (const record of progress) {
+        assert.match(record.msg, /^dialogues [0-2]\/2 finished \(0 failed, [0-2] running\)$/);
+        assert.equal(record.total, 2);
+        assert.ok(record.evalId?.startsWith('eval-'));
+      }
+      assert.equal(new Set(progress.map((r) => r.msg)).size, progress.length, 'one line per change');
+      assert.equal(progress.at(-1)?.msg, 'dialogues 2/2 finished (0 failed, 0 running)');
+    } finally {
+      fake.behaviour = saved;
+    }
+  });
+
   it('eval --repeats 2 --json runs two seeds per scenario and gives the score a confidence interval and a manifest', async () => {
     const result = await attune(
       [

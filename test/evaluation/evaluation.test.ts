@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { evaluationKey } from '../../src/artifacts/keys.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { Transcript } from '../../src/core/transcript.js';
+import { followEvaluation } from '../../src/client/evaluationProgress.js';
 import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluations.js';
+import { evaluationProgressQuery, type EvaluationProgress } from '../../src/workflows/evaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
 import { localActivityTypes } from '../support/historyMarkers.js';
 
@@ -69,5 +71,45 @@ describe('evaluation workflow', function () {
       ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'saveTranscript'],
       'one local activity per turn, and the artifact activities',
     );
+  });
+
+  it('answers a progress query while it runs and after it ends: total, done, failed, in flight', async () => {
+    rig = await createRolloutRig({
+      behaviour: {
+        analysis: () => ({ emotionChange: 5 }),
+        // Idris's opening is rejected (his dialogue fails); Marta's first policy call waits for the test.
+        fault: (ctx) => (ctx.role === 'opening' ? '401' : ctx.role === 'policy' && ctx.nth === 1 ? 'hold' : undefined),
+      },
+      // The held call must not time out and be retried while the test looks.
+      set: ['policy.timeoutMs=120000'],
+    });
+    await rig.startWorkers();
+    const input = buildEvaluationInput(rig.config, {
+      scenarios: FIXTURE_SCENARIOS,
+      evalId: `eval-progress-${Date.now()}`,
+    });
+    const handle = await startEvaluation(rig.env.client, rig.config, input);
+    const followed = followEvaluation(handle, 50);
+    const seen: EvaluationProgress[] = [];
+    const watching = (async () => {
+      for await (const p of followed.statuses) seen.push(p);
+    })();
+    await rig.fake.waitForCall('policy', 1);
+    // Marta's call is held: the follower sees Idris's failure and her dialogue in flight, and stays there.
+    while (!seen.some((p) => p.failed === 1)) await new Promise((resolve) => setTimeout(resolve, 20));
+    const midway = { total: 2, done: 0, failed: 1, inFlight: 1 };
+    assert.deepEqual(
+      seen.find((p) => p.failed === 1),
+      midway,
+    );
+    assert.deepEqual(await handle.query(evaluationProgressQuery), midway);
+    rig.fake.release();
+    const summary = await followed.result;
+    await watching;
+    assert.equal(summary.count, 1);
+    assert.equal(summary.failed, 1);
+    // An ended evaluation still answers (its history is replayed): every dialogue accounted for.
+    assert.deepEqual(await handle.query(evaluationProgressQuery), { total: 2, done: 1, failed: 1, inFlight: 0 });
+    for (const p of seen) assert.ok(p.done + p.failed + p.inFlight <= p.total && p.total === 2, JSON.stringify(p));
   });
 });

@@ -4,9 +4,14 @@ import { MAX_EVALUATION_REPEATS } from '../../core/evaluationPlan.js';
 import { nameProblem, namesClashingWith } from '../../core/names.js';
 import { compareEvaluations } from '../../client/evaluationComparison.js';
 import { loadEvaluationReport } from '../../client/evaluationReports.js';
+import { finalEvaluationProgress, followEvaluation } from '../../client/evaluationProgress.js';
 import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
+import type { evaluation, EvaluationProgress, EvaluationSummary } from '../../workflows/evaluation.js';
+import type { WorkflowHandle } from '@temporalio/client';
 import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
-import { commandContext } from '../context.js';
+import { commandContext, type CommandContext } from '../context.js';
+import { evaluationProgressBar, evaluationProgressText, finishedDialogues } from '../render/evaluationProgress.js';
+import { ProgressDisplay, RateEstimate } from '../render/progress.js';
 import { renderEvaluationComparison } from '../render/evaluationComparison.js';
 import { renderEvaluationTable } from '../render/evaluationTable.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
@@ -22,7 +27,8 @@ emotion; success = dialogues reaching 100; failure = ending below 10. A dialogue
 run is reported and excluded from the score. Score, success and failure rates (overall and per
 group) come with 95 % bootstrap confidence intervals (scenarios resampled with their repeats;
 \`ci\`, \`intervals\` in --json), and the report stores a manifest: simulator endpoint and model,
-prompt hash, protocol settings, seeds, Attune version.
+prompt hash, protocol settings, seeds, Attune version. While it runs, a progress bar of the
+dialogues (finished, failed, running, ETA) on a terminal, a log line per change otherwise.
 
       --scenarios DIR   scenario directory
       --split NAME      eval (default) or train: the config's scenarios.<split>
@@ -92,6 +98,42 @@ async function checkEvaluationName(store: ArtifactStore, name: string): Promise<
     );
 }
 
+/** How often a followed evaluation is asked for its progress. */
+const PROGRESS_POLL_MS = 1000;
+
+/**
+ * Follows the evaluation until it ends: a bar of its finished dialogues with an ETA on a terminal,
+ * a log line whenever the counts change otherwise, and the final counts from its summary.
+ */
+async function follow(
+  ctx: CommandContext,
+  evalId: string,
+  handle: WorkflowHandle<typeof evaluation>,
+): Promise<EvaluationSummary> {
+  const run = followEvaluation(handle, PROGRESS_POLL_MS);
+  const display = new ProgressDisplay();
+  const rate = new RateEstimate();
+  let lastLine = '';
+  const show = (p: EvaluationProgress): void => {
+    rate.observe(Date.now(), finishedDialogues(p));
+    if (display.isTerminal) {
+      display.show(evaluationProgressBar(evalId, p, rate.etaMs(p.total)));
+      return;
+    }
+    const line = evaluationProgressText(p);
+    if (line !== lastLine) ctx.log.info(line, { evalId, ...p });
+    lastLine = line;
+  };
+  try {
+    for await (const p of run.statuses) show(p);
+    const summary = await run.result;
+    show(finalEvaluationProgress(summary));
+    return summary;
+  } finally {
+    display.done();
+  }
+}
+
 export async function evalCommand(argv: string[]): Promise<number> {
   if (argv[0] === 'compare') return compareCommand(argv.slice(1));
   const { values } = parseCommand(argv, OPTIONS, false);
@@ -130,7 +172,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
       policy: input.settings.policy.model,
       ui: workflowUiUrl(temporal, input.evalId),
     });
-    const summary = await handle.result();
+    const summary = await follow(ctx, input.evalId, handle);
     const report = await loadEvaluationReport(ctx.store, summary.evalId);
     if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
     else
