@@ -83,7 +83,8 @@ class StepResult(Open):
     run_id: str
     step: int
     model: str
-    metrics: dict[str, float | None]
+    # numbers, and `staleness_histogram`: sample counts by staleness
+    metrics: dict[str, float | dict[str, int] | None]
     checkpoint: StepCheckpoint
     trained_samples: list[TrainedSample] | None = None
     replayed: bool | None = None

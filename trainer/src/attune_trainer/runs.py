@@ -77,7 +77,9 @@ class RunRegistry:
         store = self.store(spec.run_id)
         with self.lock:
             if store.exists():
-                diff = config_diff(store.read_meta()["config"], config)
+                # defaults added since the run was created count as given (a re-create still matches)
+                stored = RunCreate.model_validate(store.read_meta()["config"]).model_dump(mode="json")
+                diff = config_diff(stored, config)
                 if diff:
                     raise ConfigConflict(spec.run_id, diff)
                 self.ensure_loaded(spec.run_id)  # completes an interrupted creation

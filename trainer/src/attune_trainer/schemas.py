@@ -65,6 +65,12 @@ class Hyperparameters(Strict):
     append_eos: bool = Field(True, description="append the end-of-turn token to each completion")
     gradient_checkpointing: bool = False
     keep_checkpoints: int = Field(0, ge=0, description="keep only the last N weight checkpoints (0 = all)")
+    is_truncation: float = Field(
+        2.0,
+        gt=0,
+        description="off-policy correction: each token's policy loss is weighted by "
+        "min(exp(logp_before_update - logp_sampler), is_truncation)",
+    )
 
 
 class RunCreate(Strict):
@@ -172,7 +178,13 @@ class Sample(Strict):
     completion_logprobs: list[Annotated[float, Field(allow_inf_nan=False)]] | None = Field(
         None,
         description="the sampler's log-probability of each of `completion_ids` (raw distribution), "
-        "compared with the trainer's before the update",
+        "compared with the trainer's before the update and the behaviour policy of the off-policy correction",
+    )
+    policy_version: int | None = Field(
+        None,
+        ge=0,
+        description="the run step whose weights sampled this completion (0 = the base); staleness = "
+        "(step - 1) - policy_version; null = sampled from the weights this step updates",
     )
 
     @model_validator(mode="after")
@@ -191,7 +203,7 @@ class Sample(Strict):
         """The sample as hashed for the exactly-once check: a sample without token ids hashes as
         it did before they existed, so a step retried across an upgrade still replays."""
         out = self.model_dump(mode="json")
-        for key in ("completion_ids", "completion_logprobs"):
+        for key in ("completion_ids", "completion_logprobs", "policy_version"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out

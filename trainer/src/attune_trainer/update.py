@@ -18,6 +18,7 @@ from .advantages import AdvantageInputs, Advantages, estimator_for
 from .compute import Compute, inner_optimizer, seed_for
 from .encoding import encode_sample, pad_batch
 from .faults import FaultInjection
+from .off_policy import applied_weights, raw_weights, staleness, weight_report
 from .run_loading import LoadedRun
 from .sampler_gap import gap_report, sample_gaps
 from .schemas import StepRequest
@@ -70,6 +71,10 @@ class OldOutputs:
     values: dict[int, torch.Tensor] = field(default_factory=dict)
     # |sampler - trainer| log-prob per completion token, for samples that carry the sampler's
     sampler_gaps: dict[int, torch.Tensor] = field(default_factory=dict)
+    # importance weights of the off-policy correction: before truncation (samples with sampler
+    # log-probs, for the metrics) and as applied to the policy loss (every sample)
+    raw_is_weights: dict[int, torch.Tensor] = field(default_factory=dict)
+    is_weights: dict[int, torch.Tensor] = field(default_factory=dict)
 
 
 def _pad_like(mask: torch.Tensor, parts: list[torch.Tensor]) -> torch.Tensor:
@@ -100,6 +105,7 @@ class PolicyUpdate:
             for i, s in enumerate(self.samples)
         ]
         self.trained_samples: list[dict] = []  # what each sample was trained on; set by `apply`
+        self.staleness = staleness(self.samples, self.step)
         self.rewards = torch.tensor([s.reward for s in self.samples], dtype=torch.float32)
         self.use_ref = hp.kl_coef > 0
         self.mine = [i for i in range(len(self.samples)) if i % compute.world == compute.rank]
@@ -133,7 +139,10 @@ class PolicyUpdate:
         gap_metrics, self.trained_samples = gap_report(
             self.samples, self.encoded, old.sampler_gaps, self.compute.all_reduce
         )
-        return {**metrics, **gap_metrics}
+        is_metrics = weight_report(
+            len(self.samples), old.raw_is_weights, self.hp.is_truncation, self.staleness, self.compute.all_reduce
+        )
+        return {**metrics, **gap_metrics, **is_metrics}
 
     # ---------------------------------------------------------------- phase 1: before the update
     def old_outputs(self) -> OldOutputs:
@@ -171,6 +180,12 @@ class PolicyUpdate:
                     gaps = sample_gaps(self.samples[i], raw_logp[row][completion])
                     if gaps is not None:
                         old.sampler_gaps[i] = gaps
+                    weights = raw_weights(self.samples[i], raw_logp[row][completion])
+                    if weights is not None:
+                        old.raw_is_weights[i] = weights
+                    old.is_weights[i] = applied_weights(
+                        weights, int(completion.sum()), self.hp.is_truncation, self.compute.device
+                    )
                     if self.use_ref:
                         old.ref_logp[i] = ref_logp[row][completion].detach()
                     if run.critic is not None:
@@ -249,9 +264,11 @@ class PolicyUpdate:
             if real or indices[0] in old.logp:
                 old_logp = _pad_like(mask, [old.logp[i] for i in indices])
                 advantage = _pad_like(mask, [adv.advantages[i] for i in indices])
+                is_weight = _pad_like(mask, [old.is_weights[i] for i in indices])
             else:  # a dummy micro-batch on a rank without samples: zero loss, same collectives
-                old_logp, advantage = logp.detach(), torch.zeros_like(logp)
+                old_logp, advantage, is_weight = logp.detach(), torch.zeros_like(logp), torch.ones_like(logp)
             pg, ratio, clipped = losses.clipped_surrogate(logp, old_logp, advantage, hp.clip_ratio)
+            pg = pg * is_weight  # decoupled PPO: behaviour (sampler) -> proximal (before the update)
             loss_per_token = pg - hp.entropy_coef * entropy
             if self.use_ref:
                 ref_logp = (
