@@ -20,6 +20,15 @@ export interface TrainerStepMetrics {
   logprob_gap_max?: number | null;
   /** Share of the step's samples trained on re-tokenised text rather than the sampled ids. */
   retokenized_share?: number;
+  /**
+   * Off-policy correction: samples per staleness (steps between the sampling version and the one
+   * trained), and the sampler-to-trainer importance weights before truncation; null without
+   * sampler log-probs. Absent in records of trainers that did not report them.
+   */
+  staleness_histogram?: Record<string, number>;
+  is_weight_mean?: number | null;
+  is_weight_max?: number | null;
+  is_truncated_share?: number | null;
 }
 
 /** One line of `runs/<run>/metrics.jsonl` in the artifact store, appended after each step. */
