@@ -1,4 +1,10 @@
-import { DefaultLogger, Runtime, type LogEntry, type LogLevel as TemporalLogLevel } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  Runtime,
+  type LogEntry,
+  type RuntimeOptions,
+  type LogLevel as TemporalLogLevel,
+} from '@temporalio/worker';
 import { LLM_LATENCY_BUCKETS_MS, METRIC_NAMES } from '../activities/attuneMetrics.js';
 import { formatLogRecord, resolveLogFormat } from '../logFormat.js';
 
@@ -42,7 +48,7 @@ export function installTemporalLogging(
 ): void {
   if (installed) return;
   installed = true;
-  Runtime.install({
+  const options: RuntimeOptions = {
     logger: new DefaultLogger(level, (entry) => {
       const lvl = effectiveLevel(entry);
       if (SEVERITY[lvl] < SEVERITY[level]) return;
@@ -58,5 +64,12 @@ export function installTemporalLogging(
       logging: { filter: { core: level, other: 'ERROR' }, forward: {} },
       ...(metricsAddress ? { metrics: prometheusMetrics(metricsAddress) } : {}),
     },
-  });
+  };
+  try {
+    Runtime.install(options);
+  } catch (error) {
+    if (!metricsAddress) throw error;
+    // The exporter binds at install: a port in use is the operator's to fix, so name the key.
+    throw new Error(`metrics.prometheus ${metricsAddress}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
