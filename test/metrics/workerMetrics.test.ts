@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { freePort } from '../../src/temporal/devServer.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { scrape, sumOf } from '../support/prometheusText.js';
@@ -15,7 +16,13 @@ describe('worker Prometheus metrics', function () {
   });
 
   it('attune worker serves the SDK metrics and Attune counters that move with a rollout', async () => {
-    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 2 }) } });
+    // The policy's budget starts empty when the worker starts and earns 2,500 tokens a second: its
+    // first call, charged about 20,000, waits whatever the start-up took (within its activity's
+    // timeout, so no call is made twice).
+    rig = await createRolloutRig({
+      behaviour: { analysis: () => ({ emotionChange: 2 }) },
+      set: ['policy.tokensPerMinute=150000', 'policy.maxTokens=20000', 'policy.timeoutMs=30000'],
+    });
     const port = await freePort();
     const url = `http://127.0.0.1:${port}/metrics`;
     // A bare port binds loopback.
@@ -41,12 +48,28 @@ describe('worker Prometheus metrics', function () {
     assert.equal(moved('attune_llm_latency_ms_count', { endpoint: 'policy' }), 3);
     assert.ok(moved('attune_llm_prompt_tokens_total', { endpoint: 'policy' }) > 0);
     assert.ok(moved('attune_llm_completion_tokens_total', { endpoint: 'simulator' }) > 0);
+    assert.ok(moved('attune_llm_rate_limit_waits_total', { endpoint: 'policy' }) >= 1);
+    assert.ok(moved('attune_llm_rate_limit_wait_ms_total', { endpoint: 'policy' }) > 0);
+    assert.equal(moved('attune_llm_rate_limit_waits_total', { endpoint: 'simulator' }), 0, 'no simulator budget');
     assert.equal(moved('attune_rollouts_total', { outcome: 'turn-limit' }), 1);
     // The SDK's own metrics come out of the same endpoint.
     assert.ok(
       after.some((s) => s.name.startsWith('temporal_')),
       'no temporal_ metrics',
     );
+  });
+
+  it('a metrics port in use stops the worker with an error naming metrics.prometheus', async () => {
+    rig = await createRolloutRig({});
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      worker = WorkerProcess.start(rig.env.address, [...rig.configSet, `metrics.prometheus=127.0.0.1:${port}`]);
+      await assert.rejects(worker.ready(), new RegExp(`metrics\\.prometheus 127\\.0\\.0\\.1:${port}: .*in use`));
+    } finally {
+      taken.close();
+    }
   });
 
   it('metrics.prometheus rejects an address that is not host:port, naming the key', async () => {
