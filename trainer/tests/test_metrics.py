@@ -76,3 +76,25 @@ def test_buckets_are_cumulative():
     assert 'attune_trainer_step_seconds_bucket{le="10.0"} 2' in text
     assert f'attune_trainer_step_seconds_bucket{{le="{STEP_SECONDS_BUCKETS[-1]}"}} 2' in text
     assert "attune_trainer_tokens_per_second 10.0" in text
+
+
+def test_a_failed_step_counts_as_failed(tmp_path, monkeypatch):
+    from attune_trainer.engine import Engine
+    from attune_trainer.server import create_app
+
+    monkeypatch.setenv("ATTUNE_TRAINER_FAULT_INJECTION", "after_update@1:1")
+    engine = Engine(tmp_path / "state", device="cpu")
+    with TestClient(create_app(engine, token=TOKEN), raise_server_exceptions=False) as client:
+        client.post("/v1/runs", json=tiny_run("f"), headers=AUTH)
+        assert (
+            client.post("/v1/runs/f/steps", json={"step": 1, "samples": fixed_samples(1)}, headers=AUTH).status_code
+            == 500
+        )
+        failed = scrape(client)
+        assert failed['attune_trainer_steps_total{outcome="failed"}'] == 1
+        assert failed['attune_trainer_steps_total{outcome="applied"}'] == 0
+        assert (
+            client.post("/v1/runs/f/steps", json={"step": 1, "samples": fixed_samples(1)}, headers=AUTH).status_code
+            == 200
+        )
+        assert scrape(client)['attune_trainer_steps_total{outcome="applied"}'] == 1
