@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { transcriptKey, transcriptPartKey, transcriptPartsPrefix } from '../artifacts/keys.js';
 import { ArtifactNotFoundError, type ArtifactStore } from '../artifacts/store.js';
 import type { Transcript } from '../core/transcript.js';
+import { recordRollout } from './attuneMetrics.js';
 import { joinTranscript, type TranscriptPart, type TranscriptTail } from '../core/transcriptParts.js';
 
 /** A full disk does not clear by itself: retrying would only delay the operator's turn. */
@@ -19,7 +20,9 @@ export function createArtifactActivities(store: ArtifactStore) {
     async saveTranscript(transcript: Transcript): Promise<string> {
       const key = transcriptKey(transcript.runName, transcript.rolloutId);
       try {
-        return await store.putJson(key, transcript);
+        const written = await store.putJson(key, transcript);
+        recordRollout(transcript.outcome);
+        return written;
       } catch (error) {
         throw diskFull(error, store.locate(key));
       }
@@ -56,6 +59,7 @@ export function createArtifactActivities(store: ArtifactStore) {
       } catch (error) {
         throw diskFull(error, store.locate(key));
       }
+      recordRollout(tail.transcript.outcome);
       await store.remove(transcriptPartsPrefix(runName, rolloutId));
       return key;
     },

@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
 import { sampledTokensOf, type SampledTokens } from '../core/sampledTokens.js';
 import type { ChatMessage, TokenUsage } from '../core/transcript.js';
+import { recordLlmCall } from './attuneMetrics.js';
 import { withTokenBudget } from './tokenRateLimits.js';
 
 export interface ChatRequest {
@@ -111,6 +112,31 @@ export async function chatCompletion(request: ChatRequest): Promise<ChatResponse
 }
 
 async function completionCall(request: ChatRequest, withLogprobs: boolean): Promise<ChatResponse> {
+  try {
+    const response = await answeredCall(request, withLogprobs);
+    recordLlmCall({
+      endpoint: request.role,
+      status: 'ok',
+      latencyMs: response.latencyMs,
+      promptTokens: response.usage.prompt,
+      completionTokens: response.usage.completion,
+      rateLimitWaitMs: response.usage.rateLimitWaitMs ?? 0,
+    });
+    return response;
+  } catch (error) {
+    recordLlmCall({ endpoint: request.role, status: failureStatus(error) });
+    throw error;
+  }
+}
+
+/** The metric's status for a failed call: the failure's type, as the workflow sees it. */
+function failureStatus(error: unknown): string {
+  if (error instanceof ApplicationFailure && error.type) return error.type;
+  if (refusedLogprobs(error)) return 'LogprobsRefused';
+  return 'error';
+}
+
+async function answeredCall(request: ChatRequest, withLogprobs: boolean): Promise<ChatResponse> {
   const { endpoint } = request;
   const maxTokens = request.maxTokens ?? endpoint.maxTokens;
   const started = Date.now();

@@ -29,6 +29,7 @@ export const ENV_OVERRIDES: Record<string, string> = {
   TEMPORAL_API_KEY_ENV: 'temporal.apiKeyEnv',
   ATTUNE_HOME: 'home',
   TRAINER_URL: 'trainer.url',
+  ATTUNE_METRICS_ADDRESS: 'metrics.prometheus',
   // The trackers' own variables.
   MLFLOW_TRACKING_URI: 'tracking.mlflow.trackingUri',
   WANDB_PROJECT: 'tracking.wandb.project',

@@ -291,6 +291,26 @@ export const configSchema = z
           .optional(),
       })
       .prefault({}),
+    /** Prometheus metrics of `attune worker` and `attune dev`: the SDK's and Attune's, on one `/metrics` endpoint. */
+    metrics: z
+      .strictObject({
+        /**
+         * `host:port` to serve on (ATTUNE_METRICS_ADDRESS sets it); a bare `port` or `:port` binds loopback,
+         * 127.0.0.1. Off when unset: two workers on one host would otherwise contend for one port.
+         */
+        prometheus: z
+          .union([z.string(), z.number().int()])
+          .transform(String)
+          .pipe(
+            z
+              .string()
+              .regex(/^(?:[^\s:]+:|\[[0-9a-fA-F:]+\]:|:)?\d{1,5}$/, 'expected host:port, :port or port')
+              .transform((value) => (/^:?\d+$/.test(value) ? `127.0.0.1:${value.replace(/^:/, '')}` : value)),
+          )
+          .nullable()
+          .default(null),
+      })
+      .prefault({}),
     /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
     localLlm: z
       .strictObject({

@@ -1,4 +1,11 @@
-import { DefaultLogger, Runtime, type LogEntry, type LogLevel as TemporalLogLevel } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  Runtime,
+  type LogEntry,
+  type RuntimeOptions,
+  type LogLevel as TemporalLogLevel,
+} from '@temporalio/worker';
+import { LLM_LATENCY_BUCKETS_MS, METRIC_NAMES } from '../activities/attuneMetrics.js';
 import { formatLogRecord, resolveLogFormat } from '../logFormat.js';
 
 let installed = false;
@@ -16,13 +23,32 @@ export function effectiveLevel(entry: Pick<LogEntry, 'level' | 'message'>): Temp
   return entry.level === 'WARN' && EXPECTED_WARNINGS.some((p) => p.test(entry.message)) ? 'DEBUG' : entry.level;
 }
 
-/** Temporal's SDK and core logs on stderr in the CLI's log format, at `level` and above. Call once, before any worker or connection. */
+/**
+ * The SDK's Prometheus exporter at `bindAddress`: its own metrics and Attune's (recorded through
+ * the activity context's meter), counters with the conventional `_total` suffix.
+ */
+function prometheusMetrics(bindAddress: string) {
+  return {
+    prometheus: {
+      bindAddress,
+      countersTotalSuffix: true,
+      histogramBucketOverrides: { [METRIC_NAMES.llmLatency]: LLM_LATENCY_BUCKETS_MS },
+    },
+    attachServiceName: false,
+  };
+}
+
+/**
+ * Temporal's SDK and core logs on stderr in the CLI's log format, at `level` and above; with
+ * `metricsAddress`, Prometheus metrics served there. Call once, before any worker or connection.
+ */
 export function installTemporalLogging(
   level: TemporalLogLevel = (process.env.ATTUNE_TEMPORAL_LOG_LEVEL as TemporalLogLevel | undefined) ?? 'WARN',
+  metricsAddress: string | null = null,
 ): void {
   if (installed) return;
   installed = true;
-  Runtime.install({
+  const options: RuntimeOptions = {
     logger: new DefaultLogger(level, (entry) => {
       const lvl = effectiveLevel(entry);
       if (SEVERITY[lvl] < SEVERITY[level]) return;
@@ -34,6 +60,16 @@ export function installTemporalLogging(
       };
       process.stderr.write(`${formatLogRecord(resolveLogFormat(), record)}\n`);
     }),
-    telemetryOptions: { logging: { filter: { core: level, other: 'ERROR' }, forward: {} } },
-  });
+    telemetryOptions: {
+      logging: { filter: { core: level, other: 'ERROR' }, forward: {} },
+      ...(metricsAddress ? { metrics: prometheusMetrics(metricsAddress) } : {}),
+    },
+  };
+  try {
+    Runtime.install(options);
+  } catch (error) {
+    if (!metricsAddress) throw error;
+    // The exporter binds at install: a port in use is the operator's to fix, so name the key.
+    throw new Error(`metrics.prometheus ${metricsAddress}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }

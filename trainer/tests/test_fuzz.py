@@ -15,6 +15,7 @@ RUN = "fz"  # a real run, so generated requests also reach loading, stepping and
 ROUTES = [
     ("GET", "/health"),
     ("GET", "/v1/status"),
+    ("GET", "/metrics"),
     ("POST", "/v1/runs"),
     ("GET", "/v1/runs"),
     ("GET", "/v1/runs/{run_id}"),

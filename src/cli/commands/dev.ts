@@ -37,7 +37,7 @@ export async function devCommand(argv: string[]): Promise<number> {
       `a Temporal server already answers at ${devServerAddress(config)}: is \`attune dev\` already running?`,
     );
   }
-  installTemporalLogging();
+  installTemporalLogging(undefined, ctx.config.metrics.prometheus);
   const models = await ensureLocalModels(config, log);
   const trainer = await ensureLocalTrainer(config, log).catch(async (error: unknown) => {
     await models.close();

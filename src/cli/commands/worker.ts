@@ -23,7 +23,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const ctx = commandContext(values, 'worker');
-  installTemporalLogging();
+  installTemporalLogging(undefined, ctx.config.metrics.prometheus);
   const temporal = await connectTemporal(ctx.config, ctx.log, { startIfMissing: false });
   const connection = await connectWorkerSide(temporal);
   const role = values.role ?? 'llm';
@@ -38,6 +38,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     address: temporal.address,
     namespace: temporal.namespace,
     queuePrefix: ctx.config.temporal.taskQueuePrefix,
+    metrics: ctx.config.metrics.prometheus,
     pid: process.pid,
   });
   const running = runWorkers(workers);

@@ -16,6 +16,7 @@ from .checkpoints import CheckpointWriter
 from .compute import Compute
 from .faults import FaultInjection
 from .log import log
+from .prometheus import TrainerMetrics
 from .run_loading import LoadedRun
 from .runs import RunRegistry
 from .serving import Sampler
@@ -42,7 +43,8 @@ class Engine:
         faults = FaultInjection.from_env()  # tests only; off unless its environment variable is set
         checkpoints = CheckpointWriter(self.compute, faults)
         self.runs = RunRegistry(self.state_dir, self.compute, checkpoints, max_loaded_runs, models_dir)
-        self.steps = StepApplier(self.compute, self.runs, checkpoints, faults)
+        self.metrics = TrainerMetrics()
+        self.steps = StepApplier(self.compute, self.runs, checkpoints, faults, self.metrics)
         self.sampler = Sampler(self.compute, self.runs)
         self.runs.remove_unfinished()
         log(

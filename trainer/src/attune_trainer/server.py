@@ -7,7 +7,7 @@ import os
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -17,6 +17,7 @@ from .engine import Engine
 from .errors import Conflict, DiskFull, InvalidRequest, InvalidRunId, NotFound, RunNotFound, TrainerError
 from .http_guard import UNAUTHENTICATED_PATHS, RequestGuard
 from .log import log
+from .prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
 from .responses import ChatCompletion, Health, ModelList, RunList, RunState, Status, StepResult, documented
 from .schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
 
@@ -113,6 +114,18 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
             "world_size": engine.world,
             "runs_loaded": list(engine.loaded.keys()),
         }
+
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics: steps, step time, tokens per second, memory; needs the token like /v1/status",
+        response_class=PlainTextResponse,
+        responses={
+            200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "text format 0.0.4"},
+            "default": documented(Health)["default"],
+        },
+    )
+    def metrics():
+        return PlainTextResponse(engine.metrics.render(), media_type=PROMETHEUS_CONTENT_TYPE)
 
     @app.post(
         "/v1/runs",

@@ -16,6 +16,7 @@ from .compute import Compute
 from .errors import DiskFull, StepConflict
 from .faults import FaultInjection
 from .log import log
+from .prometheus import TrainerMetrics
 from .run_loading import LoadedRun
 from .runs import RunRegistry
 from .schemas import StepRequest
@@ -28,7 +29,15 @@ def samples_digest(samples: list[dict]) -> str:
 
 
 class StepApplier:
-    def __init__(self, compute: Compute, runs: RunRegistry, checkpoints: CheckpointWriter, faults: FaultInjection):
+    def __init__(
+        self,
+        compute: Compute,
+        runs: RunRegistry,
+        checkpoints: CheckpointWriter,
+        faults: FaultInjection,
+        metrics: TrainerMetrics | None = None,
+    ):
+        self.metrics = metrics or TrainerMetrics()
         self.compute = compute
         self.runs = runs
         self.checkpoints = checkpoints
@@ -104,12 +113,14 @@ class StepApplier:
             }
             self.checkpoints.save(run, step, stored=stored, digest=digest)
         except Exception as e:
+            self.metrics.step_failed()
             self._recover(run, step, e)
             if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise DiskFull(self.runs.state_dir) from e
             raise
         finally:
             run.in_progress_step = None
+        self.metrics.step_applied(metrics)
         log(
             "info",
             "step applied",
