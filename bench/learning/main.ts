@@ -88,7 +88,12 @@ async function run(plan: RunPlan): Promise<RunResult> {
   try {
     const metrics: StepMetricsRecord[] = await learningRun(plan.algorithm, steps, plan.name, {
       ...(local ? { simulatorURL: local.url } : {}),
-      extra: plan.model === 'tiny-random' ? [] : [`training.baseModel=${plan.model}`, 'policy.maxTokens=48'],
+      // A pretrained model wants a far smaller step than the random tiny one: at 0.02 SmolLM2 collapsed
+      // to empty replies (malformed, reward 0) within five steps.
+      extra:
+        plan.model === 'tiny-random'
+          ? []
+          : [`training.baseModel=${plan.model}`, 'policy.maxTokens=48', 'training.hyperparameters.learning_rate=2e-5'],
       finished: async (rig) => {
         const report = await writeReport({
           store: rig.store,
