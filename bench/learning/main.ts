@@ -27,6 +27,9 @@ Usage: npm run bench:learning [-- options]
   --quick            the tiny random model, GRPO and PPO, 16 steps each, against the rule-based user
                      (a few minutes); exits 1 if a run's last three steps do not beat its first three by 0.1
   --steps N          steps per run (default 16 with --quick, 10 otherwise)
+  --seed N           training.seed: the tiny model's weights and the sampling seeds (default 7)
+  --only ALGORITHM   only the grpo or only the ppo runs
+  --turns N          training.maxTurns: assistant turns a dialogue (default 2; 1 is the peer's single-turn task)
   --out FILE         results (default bench/results/learning.json)
   --reports DIR      an HTML report per run (default bench/results/learning-reports)
   --help             this text
@@ -38,6 +41,9 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     steps: { type: 'string' },
+    seed: { type: 'string' },
+    only: { type: 'string' },
+    turns: { type: 'string' },
     out: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning.json') },
     reports: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning-reports') },
     help: { type: 'boolean', default: false },
@@ -51,6 +57,20 @@ if (values.help) {
 const quick = values.quick;
 const steps = Number(values.steps ?? (quick ? 16 : 10));
 const MIN_RISE = 0.1;
+const seed = values.seed === undefined ? null : Number(values.seed);
+if (seed !== null && !(Number.isInteger(seed) && seed >= 0)) {
+  process.stderr.write(`bench:learning: --seed must be a non-negative integer, got ${values.seed}\n`);
+  process.exit(2);
+}
+const turns = values.turns === undefined ? null : Number(values.turns);
+if (turns !== null && !(Number.isInteger(turns) && turns >= 1)) {
+  process.stderr.write(`bench:learning: --turns must be a positive integer, got ${values.turns}\n`);
+  process.exit(2);
+}
+if (values.only !== undefined && values.only !== 'grpo' && values.only !== 'ppo') {
+  process.stderr.write(`bench:learning: --only must be grpo or ppo, got ${values.only}\n`);
+  process.exit(2);
+}
 
 interface RunPlan {
   name: string;
@@ -66,7 +86,7 @@ interface RunResult extends RunPlan {
   last3: number;
 }
 
-const plans: RunPlan[] = quick
+const allPlans: RunPlan[] = quick
   ? [
       { name: 'learn-grpo-tiny', algorithm: 'grpo', model: 'tiny-random', simulator: 'rule-based user' },
       { name: 'learn-ppo-tiny', algorithm: 'ppo', model: 'tiny-random', simulator: 'rule-based user' },
@@ -75,6 +95,7 @@ const plans: RunPlan[] = quick
       { name: 'learn-grpo-smollm2', algorithm: 'grpo', model: 'smollm2-135m', simulator: 'rule-based user' },
       { name: 'learn-grpo-smollm2-local', algorithm: 'grpo', model: 'smollm2-135m', simulator: 'local SmolLM2' },
     ];
+const plans = allPlans.filter((p) => values.only === undefined || p.algorithm === values.only);
 
 async function run(plan: RunPlan): Promise<RunResult> {
   process.stderr.write(
@@ -90,10 +111,13 @@ async function run(plan: RunPlan): Promise<RunResult> {
       ...(local ? { simulatorURL: local.url } : {}),
       // A pretrained model wants a far smaller step than the random tiny one: at 0.02 SmolLM2 collapsed
       // to empty replies (malformed, reward 0) within five steps.
-      extra:
-        plan.model === 'tiny-random'
+      extra: [
+        ...(plan.model === 'tiny-random'
           ? []
-          : [`training.baseModel=${plan.model}`, 'policy.maxTokens=48', 'training.hyperparameters.learning_rate=2e-5'],
+          : [`training.baseModel=${plan.model}`, 'policy.maxTokens=48', 'training.hyperparameters.learning_rate=2e-5']),
+        ...(seed === null ? [] : [`training.seed=${seed}`]),
+        ...(turns === null ? [] : [`training.maxTurns=${turns}`]),
+      ],
       finished: async (rig) => {
         const report = await writeReport({
           store: rig.store,
@@ -139,7 +163,15 @@ async function main(): Promise<void> {
   process.stdout.write(`${lines.join('\n')}\n`);
   mkdirSync(dirname(values.out), { recursive: true });
   // `rows` at the top is the first run's curve; every run's own is under `runs`.
-  const out = { quick, steps, cpus: cpus().length, rows: results[0]?.rows ?? [], runs: results };
+  const out = {
+    quick,
+    steps,
+    seed: seed ?? 7,
+    turns: turns ?? 2,
+    cpus: cpus().length,
+    rows: results[0]?.rows ?? [],
+    runs: results,
+  };
   writeFileSync(values.out, `${JSON.stringify(out, null, 2)}\n`);
   process.stdout.write(`results: ${values.out}\n`);
   const flat = results.filter((r) => r.last3 < r.first3 + MIN_RISE);
