@@ -21,7 +21,7 @@ import type { GoalType, Personality } from '../core/scenario.js';
 import type { RolloutProgressCounts } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
-import { boundedFanOut, failureMessage } from './fanOut.js';
+import { boundedFanOut, counted, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
 
 export interface EvaluationScenario {
@@ -80,10 +80,9 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
   const dialogues = planEvaluationDialogues(input.evalId, input.scenarios, input.seed, repeats);
   const progress: EvaluationProgress = { total: dialogues.length, done: 0, failed: 0, inFlight: 0 };
   setHandler(evaluationProgressQuery, () => progress);
-  const outcomes = await boundedFanOut(dialogues, input.concurrency, async (dialogue) => {
-    progress.inFlight++;
-    try {
-      const summary = await executeChild(rollout, {
+  const outcomes = await boundedFanOut(dialogues, input.concurrency, (dialogue) =>
+    counted(progress, () =>
+      executeChild(rollout, {
         ...rolloutStartOptions(input.settings),
         workflowId: dialogue.rolloutId,
         taskQueue: workflowInfo().taskQueue,
@@ -98,16 +97,9 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
             step: input.step ?? null,
           },
         ],
-      });
-      progress.done++;
-      return summary;
-    } catch (error) {
-      progress.failed++;
-      throw error;
-    } finally {
-      progress.inFlight--;
-    }
-  });
+      }),
+    ),
+  );
   const results: EvaluationEntry[] = outcomes.map((outcome, i) => {
     const { scenario, repeat, seed } = dialogues[i]!;
     const entry: EvaluationEntry = outcome.ok

@@ -23,6 +23,24 @@ export async function boundedFanOut<T, R>(
   return results;
 }
 
+/** Runs `work` counted in `progress`: in flight while it runs, then done or failed. */
+export async function counted<R>(
+  progress: { inFlight: number; done: number; failed: number },
+  work: () => Promise<R>,
+): Promise<R> {
+  progress.inFlight++;
+  try {
+    const value = await work();
+    progress.done++;
+    return value;
+  } catch (error) {
+    progress.failed++;
+    throw error;
+  } finally {
+    progress.inFlight--;
+  }
+}
+
 /** The innermost message of a (child workflow / activity) failure chain, for reports. */
 export function failureMessage(error: unknown): string {
   const messages: string[] = [];

@@ -7,7 +7,7 @@ import { minGroupSize, StepRolloutOutcomes } from '../core/training/stepRollouts
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import type { StepInProgress, TrainingState } from '../core/training/trainingState.js';
 import { utf8Length } from '../core/transcriptParts.js';
-import { boundedFanOut, failureMessage } from './fanOut.js';
+import { boundedFanOut, counted, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
 import type { TrainingControl } from './trainingControl.js';
 
@@ -93,10 +93,9 @@ async function runAttempt(
       if (state.paused) await control.pauseLifted();
       if (suspending()) return null;
       started++;
-      progress.inFlight++;
-      try {
+      return counted(progress, () => {
         const { rolloutId, seed } = rolloutAttempt(p, attempt);
-        const summary = await executeChild(rollout, {
+        return executeChild(rollout, {
           ...rolloutStartOptions(rolloutSettings),
           workflowId: rolloutId,
           taskQueue: workflowInfo().taskQueue,
@@ -111,14 +110,7 @@ async function runAttempt(
             },
           ],
         });
-        progress.done++;
-        return summary;
-      } catch (error) {
-        progress.failed++;
-        throw error;
-      } finally {
-        progress.inFlight--;
-      }
+      });
     });
     const notStarted: PlannedRollout[] = [];
     results.forEach((result, i) => {
