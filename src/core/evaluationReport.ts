@@ -124,27 +124,32 @@ export function entryFromSummary(summary: RolloutSummary): EvaluationEntry {
   };
 }
 
-/** The Sentient-score arithmetic: pure, so it is tested against hand-made results. */
-export function buildEvaluationReport(
-  base: Omit<
-    EvaluationReport,
-    | 'kind'
-    | 'version'
-    | 'score'
-    | 'success'
-    | 'failure'
-    | 'count'
-    | 'failed'
-    | 'meanTurns'
-    | 'tokens'
-    | 'byGoalType'
-    | 'byPersonality'
-    | 'repeats'
-    | 'ci'
-    | 'intervals'
-    | 'manifest'
-  > & { repeats?: number; manifest?: EvaluationManifest | null },
-): EvaluationReport {
+/** What an evaluation is built from: its dialogues and their context. */
+export type EvaluationReportInput = Omit<
+  EvaluationReport,
+  | 'kind'
+  | 'version'
+  | 'score'
+  | 'success'
+  | 'failure'
+  | 'count'
+  | 'failed'
+  | 'meanTurns'
+  | 'tokens'
+  | 'byGoalType'
+  | 'byPersonality'
+  | 'repeats'
+  | 'ci'
+  | 'intervals'
+  | 'manifest'
+> & { repeats?: number; manifest?: EvaluationManifest | null };
+
+/**
+ * The Sentient-score arithmetic: pure, so it is tested against hand-made results. Counts and
+ * means only; the bootstrap intervals come from `completeEvaluationReport`, which the activity that
+ * stores the report runs, so the workflow does not resample on every replay.
+ */
+export function evaluationReportCounts(base: EvaluationReportInput): StoredEvaluationReport {
   const overall = scoreGroup(base.results);
   const tokens = emptyTotals();
   for (const entry of base.results) {
@@ -167,10 +172,14 @@ export function buildEvaluationReport(
     tokens,
     byGoalType: groupBy(base.results, (e) => e.goalType),
     byPersonality: groupBy(base.results, (e) => e.personality),
-    ...evaluationStatistics(base.results),
     repeats: base.repeats ?? 1,
     manifest: base.manifest ?? null,
   };
+}
+
+/** The whole report: counts, means and the intervals. */
+export function buildEvaluationReport(base: EvaluationReportInput): EvaluationReport {
+  return completeEvaluationReport(evaluationReportCounts(base));
 }
 
 /** The score's interval and every group's intervals, from the finished dialogues. */

@@ -8,7 +8,7 @@ import {
 } from '@temporalio/workflow';
 import type { RolloutQueueActivities } from '../activities/index.js';
 import {
-  buildEvaluationReport,
+  evaluationReportCounts,
   entryFromSummary,
   type EvaluationEntry,
   type EvaluationReport,
@@ -113,7 +113,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
         };
     return { ...entry, repeat, seed };
   });
-  const report = buildEvaluationReport({
+  const report = evaluationReportCounts({
     evalId: input.evalId,
     createdAt: new Date().toISOString(),
     policyModel: input.settings.policy.model,
