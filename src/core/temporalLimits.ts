@@ -28,8 +28,14 @@ const EVENTS_PER_CHILD = 6;
 export const MAX_DIALOGUES_PER_STEP = Math.floor(TEMPORAL_LIMITS.historyEvents / 2 / EVENTS_PER_CHILD);
 /** The payloads of a rollout carry the dialogue so far this many times per turn: three calls' prompts and the turn's record. */
 const DIALOGUE_COPIES_PER_TURN = 4;
-/** A transcript part holds up to a quarter of a payload plus the turn that crosses it (see transcriptParts). */
-const LARGEST_TURN_BYTES = (TEMPORAL_LIMITS.payloadBytes * 3) / 4;
+/**
+ * Turns written to the artifact store before the dialogue ends, once their size reaches this, so
+ * that no payload carries a whole transcript (a transcript grows with the square of its turns).
+ * A quarter of Temporal's payload limit leaves room for the turn that crosses it.
+ */
+export const TRANSCRIPT_PART_BYTES = TEMPORAL_LIMITS.payloadBytes / 4;
+/** A part holds up to TRANSCRIPT_PART_BYTES plus the turn that crosses it: the rest of a payload is a turn's. */
+const LARGEST_TURN_BYTES = TEMPORAL_LIMITS.payloadBytes - TRANSCRIPT_PART_BYTES;
 
 /**
  * Upper estimate of a transcript's size: every turn records the prompts it sent, and a turn's

@@ -1,13 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { TEMPORAL_LIMITS } from './temporalLimits.js';
+import { TRANSCRIPT_PART_BYTES } from './temporalLimits.js';
 import type { Transcript, TranscriptTurn } from './transcript.js';
-
-/**
- * Turns written to the artifact store before the dialogue ends, once their size reaches this, so
- * that no payload carries a whole transcript (a transcript grows with the square of its turns).
- * A quarter of Temporal's payload limit leaves room for the turn that crosses it.
- */
-export const TRANSCRIPT_PART_BYTES = TEMPORAL_LIMITS.payloadBytes / 4;
 
 /** One run of consecutive turns of a transcript, written ahead of the rest. */
 export interface TranscriptPart {

@@ -57,10 +57,13 @@ export async function runStepRollouts(
   let attempt = resumed?.attempt ?? 0;
   let batch = resumed ? resumed.pending.map((i) => planned[i]!) : planned;
   for (;;) {
-    const left = await runAttempt(input, outcomes, batch, attempt);
+    const left = await runAttempt(input, outcomes, batch, attempt, true);
     if (left.length > 0) {
       const pending = left.map((p) => position.get(p.rolloutId)!);
-      return { suspended: { attempt, pending, outcomes: outcomes.snapshot() } };
+      const suspended = { attempt, pending, outcomes: outcomes.snapshot() };
+      if (utf8Length(JSON.stringify(suspended)) <= CARRIED_STEP_BYTES) return { suspended };
+      // Too much to carry in one payload: the step finishes in this history (sized for it), then continues.
+      await runAttempt(input, outcomes, left, attempt, false);
     }
     const reason = blockedReason();
     if (reason === null) return outcomes;
@@ -72,65 +75,52 @@ export async function runStepRollouts(
 
 /**
  * One attempt at `batch`; returns the dialogues it left unstarted because the server suggested
- * continuing as new (empty when it ran them all). At least one dialogue starts in every run of the
- * workflow, so a run that continues as new always makes progress.
+ * continuing as new (never when not `suspendable`; empty when it ran them all). At least one
+ * dialogue starts in every run of the workflow, so a run that continues as new always makes progress.
  */
 async function runAttempt(
   { settings, state, control, step, rolloutSettings }: StepRolloutsInput,
   outcomes: StepRolloutOutcomes,
   batch: PlannedRollout[],
   attempt: number,
+  suspendable: boolean,
 ): Promise<PlannedRollout[]> {
   const progress = control.progress;
   let started = 0;
-  let carryable = true;
-  const leftOut: PlannedRollout[] = [];
   // A stop request lets the step finish in this run, as it would without continue-as-new.
-  const suspending = () => carryable && started > 0 && !state.stopRequested && workflowInfo().continueAsNewSuggested;
-  for (let todo = batch; todo.length > 0;) {
-    const results = await boundedFanOut(todo, control.inForce().maxInFlight, async (p) => {
-      // Pause: in-flight dialogues finish; no new one starts until resumed.
-      if (state.paused) await control.pauseLifted();
-      if (suspending()) return null;
-      started++;
-      return counted(progress, () => {
-        const { rolloutId, seed } = rolloutAttempt(p, attempt);
-        return executeChild(rollout, {
-          ...rolloutStartOptions(rolloutSettings),
-          workflowId: rolloutId,
-          taskQueue: workflowInfo().taskQueue,
-          args: [
-            {
-              rolloutId,
-              scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId },
-              settings: rolloutSettings,
-              seed,
-              runName: settings.runName,
-              step,
-            },
-          ],
-        });
+  const suspending = () => suspendable && started > 0 && !state.stopRequested && workflowInfo().continueAsNewSuggested;
+  const results = await boundedFanOut(batch, control.inForce().maxInFlight, async (p) => {
+    // Pause: in-flight dialogues finish; no new one starts until resumed.
+    if (state.paused) await control.pauseLifted();
+    if (suspending()) return null;
+    started++;
+    return counted(progress, () => {
+      const { rolloutId, seed } = rolloutAttempt(p, attempt);
+      return executeChild(rollout, {
+        ...rolloutStartOptions(rolloutSettings),
+        workflowId: rolloutId,
+        taskQueue: workflowInfo().taskQueue,
+        args: [
+          {
+            rolloutId,
+            scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId },
+            settings: rolloutSettings,
+            seed,
+            runName: settings.runName,
+            step,
+          },
+        ],
       });
     });
-    const notStarted: PlannedRollout[] = [];
-    results.forEach((result, i) => {
-      const p = todo[i]!;
-      if (!result.ok) outcomes.failed(p.rolloutId, failureMessage(result.error));
-      else if (result.value === null) notStarted.push(p);
-      else outcomes.succeeded(p.rolloutId, result.value);
-    });
-    progress.done = outcomes.doneCount;
-    progress.failed = outcomes.failedCount;
-    if (notStarted.length === 0) break;
-    // Too much to carry in one payload: this step finishes in this history (sized for it), then continues.
-    const carried = { attempt, pending: notStarted.map((p) => p.rolloutId), outcomes: outcomes.snapshot() };
-    if (utf8Length(JSON.stringify(carried)) > CARRIED_STEP_BYTES) {
-      carryable = false;
-      todo = notStarted;
-      continue;
-    }
-    leftOut.push(...notStarted);
-    break;
-  }
-  return leftOut;
+  });
+  const notStarted: PlannedRollout[] = [];
+  results.forEach((result, i) => {
+    const p = batch[i]!;
+    if (!result.ok) outcomes.failed(p.rolloutId, failureMessage(result.error));
+    else if (result.value === null) notStarted.push(p);
+    else outcomes.succeeded(p.rolloutId, result.value);
+  });
+  progress.done = outcomes.doneCount;
+  progress.failed = outcomes.failedCount;
+  return notStarted;
 }
