@@ -46,6 +46,11 @@ async function statusWhen(
   }
 }
 
+/** The run's status once it waits for the operator. */
+function waitingForOperator(rig: TrainingRig, run: string, timeoutMs: number): Promise<TrainingStatus> {
+  return statusWhen(rig, run, (s) => s.phase === 'waiting-for-operator', 'the run to wait for the operator', timeoutMs);
+}
+
 /**
  * Holds the run between steps `step - 1` and `step`: paused once every dialogue of the earlier
  * step has started (a pause lets in-flight dialogues finish and starts no new one), so the caller
@@ -162,13 +167,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     const ballast = mountable ? await fillWithBallast(stateDir) : null;
     await handle.executeUpdate('resume');
 
-    const blocked = await statusWhen(
-      rig,
-      run,
-      (s) => s.phase === 'waiting-for-operator',
-      'the run to wait for the operator',
-      120_000,
-    );
+    const blocked = await waitingForOperator(rig, run, 120_000);
     assert.equal(blocked.step, 2);
     const diskFull = new RegExp(`HTTP 507: disk full: no space left in the state directory ${stateDir}`);
     assert.match(blocked.blockedReason ?? '', diskFull);
@@ -202,13 +201,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     await handle.executeUpdate('resume');
 
     // A full artifact store fails the transcript write at once (no retries), and with it the dialogue.
-    const blocked = await statusWhen(
-      rig,
-      run,
-      (s) => s.phase === 'waiting-for-operator',
-      'the run to wait for the operator',
-      600_000,
-    );
+    const blocked = await waitingForOperator(rig, run, 600_000);
     assert.equal(blocked.step, 2);
     assert.match(
       blocked.blockedReason ?? '',
@@ -234,13 +227,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     proxy.down = true;
     await handle.executeUpdate('resume');
 
-    const blocked = await statusWhen(
-      rig,
-      run,
-      (s) => s.phase === 'waiting-for-operator',
-      'the run to wait for the operator',
-      120_000,
-    );
+    const blocked = await waitingForOperator(rig, run, 120_000);
     assert.equal(blocked.step, 2);
     assert.match(blocked.blockedReason ?? '', /2 of 2 rollouts failed .*HTTP 500/);
     assert.ok(proxy.refused >= 4, `each dialogue's policy call was refused twice (${proxy.refused} refused)`);
