@@ -114,9 +114,12 @@ describe('rollout durability', function () {
 
   it('rollout.activityPer=turn: after a SIGKILL mid-turn, the turn resumes after the calls its heartbeat recorded', async () => {
     // Turn 3's policy and analysis are done; wait until its heartbeat carrying both reaches the server.
+    // The held reply must still be open when the worker dies. With the 2 s HTTP timeout of the other
+    // tests it raced the heartbeat carrying the analysis (throttled by up to 2 s as well): under load
+    // the reply timed out, was made again and the turn finished on the first worker.
     const { rig, handle, restart } = await killDuringThird(
       'reply',
-      ['rollout.activityPer=turn'],
+      ['rollout.activityPer=turn', 'simulator.timeoutMs=15000'],
       untilTurnHeartbeatHolds,
     );
     await restart();
