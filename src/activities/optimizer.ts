@@ -26,6 +26,11 @@ export interface OptimizerStepInput {
   step: number;
   /** Transcript keys of the step's kept rollouts, with their GRPO group. */
   rollouts: { artifact: string; group: string }[];
+  /**
+   * The step whose weights the rollouts sampled from (0: the base model); the trainer weighs samples
+   * older than the weights it updates (`step - 1`). Absent: sampled from those weights.
+   */
+  policyVersion?: number;
   /** Operator changes (`attune set`) applied from this step on. */
   hyperparameters?: Hyperparameters;
   heartbeatEveryMs?: number;
@@ -117,7 +122,8 @@ export function createOptimizerActivities(store: ArtifactStore) {
       const samples = [];
       for (const rollout of input.rollouts) {
         const transcript = await store.getJson<Transcript>(rollout.artifact);
-        samples.push(...samplesFromTranscript(transcript, rollout.group));
+        for (const sample of samplesFromTranscript(transcript, rollout.group))
+          samples.push(input.policyVersion === undefined ? sample : { ...sample, policy_version: input.policyVersion });
       }
       if (samples.length === 0) throw ApplicationFailure.nonRetryable(`step ${input.step} has no samples`, 'EmptyStep');
       ctx.heartbeat({ phase: 'posting', samples: samples.length });

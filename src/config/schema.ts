@@ -247,6 +247,11 @@ export const configSchema = z
         maxInFlight: trainingBounds.maxInFlight.default(64),
         /** A step whose failed-rollout share exceeds this waits for an operator instead of training on too little. */
         maxFailedShare: trainingBounds.maxFailedShare.default(0.25),
+        /**
+         * 0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next
+         * step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.
+         */
+        maxStaleness: trainingBounds.maxStaleness.unwrap().default(0),
         initialEmotion: z.number().int().min(0).max(100).default(RLVER_TRAINING_INITIAL_EMOTION),
         maxTurns: z.number().int().min(1).max(50).default(8),
         think: z.boolean().default(false),

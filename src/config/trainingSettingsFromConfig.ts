@@ -42,6 +42,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     seed: t.seed,
     maxInFlight: t.maxInFlight,
     maxFailedShare: t.maxFailedShare,
+    maxStaleness: t.maxStaleness,
     scenarioDir: resolve(config.scenarios.train),
     rollout,
     trainer: {

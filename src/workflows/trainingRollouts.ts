@@ -2,7 +2,13 @@ import { executeChild, workflowInfo } from '@temporalio/workflow';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
 import { TEMPORAL_LIMITS } from '../core/temporalLimits.js';
-import { rolloutAttempt, type PlannedRollout } from '../core/training/stepPlan.js';
+import {
+  plannedRolloutsOf,
+  rolloutAttempt,
+  stepRolloutSettings,
+  stepScenarioIds,
+  type PlannedRollout,
+} from '../core/training/stepPlan.js';
 import { minGroupSize, StepRolloutOutcomes } from '../core/training/stepRollouts.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import type { StepInProgress, TrainingState } from '../core/training/trainingState.js';
@@ -10,6 +16,7 @@ import { utf8Length } from '../core/transcriptParts.js';
 import { boundedFanOut, counted, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
 import type { TrainingControl } from './trainingControl.js';
+import type { StepContext } from './trainingStep.js';
 
 export interface StepRolloutsInput {
   settings: TrainingSettings;
@@ -28,7 +35,45 @@ export interface SuspendedStepRollouts {
 }
 
 /** A carried step may take this much of the continue-as-new payload; a bigger one finishes in this history. */
-const CARRIED_STEP_BYTES = TEMPORAL_LIMITS.payloadBytes / 2;
+export const CARRIED_STEP_BYTES = TEMPORAL_LIMITS.payloadBytes / 2;
+
+/** A step's finished dialogues, and what they sampled. */
+export interface RolledOutDialogues {
+  outcomes: StepRolloutOutcomes;
+  /** Epoch ms the step's rollouts started. */
+  startedAt: number;
+  chosen: string[];
+  /** The version name the dialogues sampled. */
+  policyVersion: string;
+  /** The step whose weights that version holds (0: the base model). */
+  sampledFrom: number;
+}
+
+/**
+ * The dialogues of `step`, sampling `sampleFrom` (or what the step sampled when an earlier run of
+ * the workflow left it under way). The step's progress comes back when the run should continue as
+ * new within it; null when the operator stopped the run.
+ */
+export async function rollOutStep(
+  { settings, state, control, bookkeeping }: StepContext,
+  step: number,
+  sampleFrom: { version: string; step: number },
+): Promise<RolledOutDialogues | { suspended: StepInProgress } | null> {
+  const resumed = state.stepInProgress?.step === step ? state.stepInProgress : null;
+  const startedAt = resumed?.startedAt ?? Date.now();
+  control.setPhase('rollouts');
+  const chosen =
+    resumed?.chosen ?? stepScenarioIds(settings, step, await bookkeeping.listScenarioIds(settings.scenarioDir));
+  const planned = plannedRolloutsOf(settings, step, chosen);
+  const rolloutSettings =
+    resumed?.rolloutSettings ?? stepRolloutSettings(settings.rollout, sampleFrom.version, state.live.temperature);
+  const sampledFrom = resumed ? (resumed.sampledFrom ?? step - 1) : sampleFrom.step;
+  const outcomes = await runStepRollouts({ settings, state, control, step, planned, rolloutSettings, resumed });
+  if (outcomes === null) return null;
+  if ('suspended' in outcomes)
+    return { suspended: { step, startedAt, chosen, rolloutSettings, sampledFrom, ...outcomes.suspended } };
+  return { outcomes, startedAt, chosen, policyVersion: rolloutSettings.policy.model, sampledFrom };
+}
 
 /**
  * Runs a step's dialogues as child workflows, at most `maxInFlight` at once. When more than

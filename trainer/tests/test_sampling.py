@@ -89,3 +89,25 @@ def test_a_step_completes_while_a_long_reply_is_sampled(engine):
     assert reply["model"] == "r" and reply["system_fingerprint"] == "r@0"
     assert reply["choices"][0]["message"]["content"] == alone
     assert engine.run_state("r")["step"] == 1
+
+
+def test_a_checkpoint_is_sampled_while_a_step_holds_the_engine(engine):
+    """The next step's rollouts sample an older version while this step trains (`maxStaleness`)."""
+    engine.create_run(tiny_run("r"))
+    engine.apply_step("r", {"step": 1, "samples": fixed_samples(1)})
+    body = {"model": "r@0", "messages": P, "max_tokens": 8, "temperature": 0}
+    alone = engine.chat(body)["choices"][0]["message"]["content"]
+    done = threading.Event()
+    replies = {}
+
+    def sample():
+        replies["reply"] = engine.chat(body)
+        done.set()
+
+    with engine.runs.lock:  # what a step holds from start to commit
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        finished_while_held = done.wait(60)
+    sampler.join(60)
+    assert finished_while_held, "sampling the checkpoint waited for the step"
+    assert replies["reply"]["choices"][0]["message"]["content"] == alone

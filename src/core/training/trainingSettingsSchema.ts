@@ -59,6 +59,17 @@ export const trainingSettingsSchema = z.strictObject({
       'at most 1000: each rollout in flight is a pending child workflow, and Temporal allows 2,000 per workflow',
     ),
   maxFailedShare: z.number().min(0).max(1),
+  /**
+   * 0: a step's rollouts start once the previous step's weights are published. 1 or more: they run
+   * while the optimizer trains the previous step, sampling from the version one step older.
+   * Absent in runs started before it existed (0).
+   */
+  maxStaleness: z
+    .number()
+    .int()
+    .min(0)
+    .max(8, 'at most 8: the samples of older versions get importance weights that carry little signal')
+    .optional(),
   scenarioDir: z.string().min(1),
   /** Rollout settings; policy.model is replaced by the version of each step. */
   rollout: rolloutSettingsSchema,

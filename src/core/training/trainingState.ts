@@ -32,6 +32,11 @@ export interface TrainingState {
   lastMetrics: StepMetricsRecord | null;
   /** A step whose rollouts were under way when the run continued as new (absent in older states). */
   stepInProgress?: StepInProgress | null;
+  /**
+   * With `maxStaleness` above 0: step `step`, whose rollouts are done and which the next run of the
+   * workflow trains while the rollouts of the step after it run.
+   */
+  rolledOut?: RolledOutStep | null;
   /** The experiment trackers after the last step (absent without trackers). */
   tracking?: TrackingHealth[];
 }
@@ -48,10 +53,25 @@ export interface StepInProgress {
   /** The scenarios the step samples (the plan follows from them, see `plannedRolloutsOf`). */
   chosen: string[];
   rolloutSettings: RolloutSettings;
+  /** The step whose weights the rollouts sample from (0: the base model; absent in older states: `step - 1`). */
+  sampledFrom?: number;
   /** The attempt under way (0 first; later ones retry failed dialogues after `attune resume`). */
   attempt: number;
   /** Positions in the plan of the attempt's dialogues not started yet. */
   pending: number[];
+  outcomes: StepOutcomesSnapshot;
+}
+
+/** A step whose dialogues are finished and not yet trained on: what the optimizer step needs. */
+export interface RolledOutStep {
+  step: number;
+  /** Epoch ms the step's rollouts started. */
+  startedAt: number;
+  chosen: string[];
+  /** The version name the rollouts sampled (`policy.model`). */
+  policyVersion: string;
+  /** The step whose weights that version holds (0: the base model). */
+  sampledFrom: number;
   outcomes: StepOutcomesSnapshot;
 }
 

@@ -33,6 +33,16 @@ class EngineLock:
     def __exit__(self, *_exc) -> None:
         self._lock.release()
 
+    def held_by_another(self) -> bool:
+        """Whether another thread holds the lock now (a step, a load): work that can do without it
+        need not wait. A hint: the lock may be taken or released right after."""
+        if self._lock._is_owned():  # noqa: SLF001 - RLock's own check, as threading.Condition uses it
+            return False
+        if self._lock.acquire(blocking=False):
+            self._lock.release()
+            return False
+        return True
+
     @contextmanager
     def token(self) -> Iterator[None]:
         """One sampling token: waits until no one is waiting for the whole lock, then takes it."""

@@ -7,6 +7,7 @@ checkpoint, loaded for inference on this rank and kept in a small cache.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -30,6 +31,8 @@ class Sampler:
         self.compute = compute
         self.runs = runs
         self.checkpoint_models: OrderedDict[str, object] = OrderedDict()  # "run@step" -> model, LRU
+        # The cache is used with and without the engine lock (sampling beside a step).
+        self.checkpoint_models_lock = threading.Lock()
 
     def resolve_model(self, model: str) -> tuple[str, int | None]:
         """`run` -> (run, None); `run@step` -> (run, step) for a committed checkpoint."""
@@ -58,6 +61,10 @@ class Sampler:
         return run_id, step
 
     def _checkpoint_model(self, run: LoadedRun, step: int):
+        with self.checkpoint_models_lock:
+            return self._load_checkpoint_model(run, step)
+
+    def _load_checkpoint_model(self, run: LoadedRun, step: int):
         key = f"{run.run_id}@{step}"
         if key in self.checkpoint_models:
             self.checkpoint_models.move_to_end(key)
@@ -80,12 +87,17 @@ class Sampler:
 
     def _forward_on(self, run: LoadedRun, step: int, live: bool) -> Forward:
         """Each token's forward pass on the weights of `run@step`, holding the engine lock for that
-        token only. A step applied between two tokens moves the live weights on: the reply then
-        continues on the step's checkpoint, its cache rebuilt from the tokens so far."""
+        token only when they are the live weights. A step applied between two tokens moves the live
+        weights on: the reply then continues on the step's checkpoint, its cache rebuilt from the
+        tokens so far."""
         compute = self.compute
         current = {"model": run.policy if live else self._checkpoint_model(run, step), "live": live}
 
         def forward(ids, past):
+            # A checkpoint's own copy of the weights: no step changes it, so sampling it runs alongside
+            # a step (the rollouts of the next step while this one trains) instead of waiting for it.
+            if not current["live"]:
+                return forward_pass(current["model"], ids, past, compute.acc.autocast)
             with self.runs.lock.token():
                 if current["live"] and not (self.runs.loaded.get(run.run_id) is run and run.step == step):
                     current.update(model=self._checkpoint_model(run, step), live=False)
@@ -102,16 +114,27 @@ class Sampler:
             raise InvalidRequest("stream", "stream: streaming is not supported by the trainer; set stream=false")
         run_id, step = self.resolve_model(request.model)
         compute = self.compute
-        with self.runs.lock:
-            run = self.runs.ensure_loaded(run_id)
-            used_step = run.step if step is None else step
-            live = used_step == run.step
-            collective = live and compute.world > 1
+        beside = self.runs.loaded.get(run_id) if step is not None and self.runs.lock.held_by_another() else None
+        if beside is not None:
+            # A step (or a load) holds the engine: a committed checkpoint is sampled from its own copy
+            # of the weights beside it, as the rollouts of the next step do while this one trains.
+            run, used_step, live, collective = beside, step, False, False
             tokenizer = run.tokenizer
             prompt = prompt_ids(tokenizer, request.messages, "messages")
             context = getattr(compute.unwrap(run.policy).config, "max_position_embeddings", 4096) or 4096
             max_tokens = _max_tokens(request, run.hp.max_length)
-            forward = self._forward_on(run, used_step, live)
+            forward = self._forward_on(run, used_step, live=False)
+        else:
+            with self.runs.lock:
+                run = self.runs.ensure_loaded(run_id)
+                used_step = run.step if step is None else step
+                live = used_step == run.step
+                collective = live and compute.world > 1
+                tokenizer = run.tokenizer
+                prompt = prompt_ids(tokenizer, request.messages, "messages")
+                context = getattr(compute.unwrap(run.policy).config, "max_position_embeddings", 4096) or 4096
+                max_tokens = _max_tokens(request, run.hp.max_length)
+                forward = self._forward_on(run, used_step, live)
         room = context - len(prompt)
         if room < 1:
             raise InvalidRequest(

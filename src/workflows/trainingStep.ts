@@ -1,0 +1,250 @@
+import {
+  executeChild,
+  proxyActivities,
+  upsertSearchAttributes,
+  workflowInfo,
+  ActivityFailure,
+  ApplicationFailure,
+} from '@temporalio/workflow';
+import type { OptimizerQueueActivities, RolloutQueueActivities } from '../activities/index.js';
+import type { OptimizerStepResult } from '../activities/optimizer.js';
+import type { StepMetricsRecord } from '../core/runMetrics.js';
+import { liveHyperparameters } from '../core/training/liveOverrides.js';
+import { evaluatesAfterStep, stepEvaluationId } from '../core/training/stepPlan.js';
+import { stepEvalSummary, stepMetricsRecord } from '../core/training/stepRecord.js';
+import type { StepSurvivors } from '../core/training/stepRollouts.js';
+import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
+import { completeStep, type TrainingState } from '../core/training/trainingState.js';
+import { LIMITS } from '../config/limits.js';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
+import { evaluation } from './evaluation.js';
+import { failureMessage } from './fanOut.js';
+import type { TrainingControl } from './trainingControl.js';
+import { trackStep } from './trainingTracking.js';
+
+/** Scenario listing, publishing and metrics: small I/O on the artifacts queue (ordinary, queued activities). */
+export function bookkeepingActivities(settings: TrainingSettings) {
+  return proxyActivities<RolloutQueueActivities>({
+    taskQueue: settings.rollout.artifactsTaskQueue,
+    startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
+    // No attempt limit (omitted): bookkeeping outlives any transient failure.
+    retry: { maximumInterval: '1 minute' },
+  });
+}
+
+export function optimizerActivities(settings: TrainingSettings) {
+  return proxyActivities<OptimizerQueueActivities>({
+    taskQueue: settings.trainer.optimizerTaskQueue,
+    startToCloseTimeout: settings.trainer.stepTimeoutMs,
+    heartbeatTimeout: settings.trainer.heartbeatTimeoutMs,
+    // The trainer may be restarting: keep asking; its exactly-once contract makes that safe.
+    retry: {
+      initialInterval: '2 seconds',
+      maximumInterval: '1 minute',
+      nonRetryableErrorTypes: ['TrainerRejected', 'TrainerStepConflict', 'EmptyStep', 'TrainerBadResponse'],
+    },
+  });
+}
+
+/** The optimizer activity's non-retryable failure when the trainer's state directory is full (HTTP 507). */
+const TRAINER_DISK_FULL = 'TrainerDiskFull';
+
+export type Bookkeeping = ReturnType<typeof bookkeepingActivities>;
+export type Optimizer = ReturnType<typeof optimizerActivities>;
+
+/** What applying a step needs from the run. */
+export interface StepContext {
+  settings: TrainingSettings;
+  state: TrainingState;
+  control: TrainingControl;
+  bookkeeping: Bookkeeping;
+  optimizer: Optimizer;
+}
+
+/** A step whose dialogues are done, ready for the optimizer. */
+export interface StepToApply {
+  step: number;
+  /** Epoch ms the step's duration is counted from. */
+  startedAt: number;
+  /** The version name the rollouts sampled. */
+  policyVersion: string;
+  /** The step whose weights the rollouts sampled (0: the base model). */
+  sampledFrom: number;
+  survivors: StepSurvivors;
+}
+
+/**
+ * Trains on a step's dialogues (exactly once, keyed by run and step), publishes the new weights,
+ * evaluates them when due, records the step's metrics and tracks them. False when the operator
+ * stopped the run while the step waited for them.
+ */
+export async function applyStep(ctx: StepContext, done: StepToApply): Promise<boolean> {
+  const { settings, state, control, bookkeeping } = ctx;
+  const { step } = done;
+  control.setPhase('optimizing');
+  const applied = await optimizeStepWithOperator(ctx, done);
+  if (applied === null) return false;
+
+  control.setPhase('publishing');
+  state.version = await publishStep(bookkeeping, settings, step, applied);
+
+  const evalSummary = await evaluateStep(settings, control, step, state.version);
+
+  control.setPhase('recording');
+  await recordStep(bookkeeping, settings, state, { ...done, applied, evalSummary });
+  await trackStep(settings, state, control, step);
+  return true;
+}
+
+/** Creates the trainer's run before the first step (a repeat confirms the same config). */
+export async function ensureTrainerRun(optimizer: Optimizer, settings: TrainingSettings): Promise<void> {
+  await optimizer.ensureTrainerRun({
+    trainer: { url: settings.trainer.url, tokenEnv: settings.trainer.tokenEnv },
+    runName: settings.runName,
+    algorithm: settings.algorithm,
+    baseModel: settings.trainer.baseModel,
+    lora: settings.trainer.lora,
+    hyperparameters: settings.trainer.hyperparameters,
+    seed: settings.seed,
+  });
+}
+
+/**
+ * The step's optimizer call; a full trainer disk waits for the operator (free space, then
+ * `attune resume`) and posts the same step again, which the trainer applies at most once.
+ * Null when the operator stopped the run instead.
+ */
+async function optimizeStepWithOperator(ctx: StepContext, done: StepToApply): Promise<OptimizerStepResult | null> {
+  for (;;) {
+    try {
+      return await optimizeStep(ctx, done);
+    } catch (error) {
+      const diskFull = trainerDiskFull(error);
+      if (diskFull === null) throw error;
+      if (!(await ctx.control.resumedByOperator(`step ${done.step}: optimizer step not applied: ${diskFull}`)))
+        return null;
+      ctx.control.setPhase('optimizing');
+    }
+  }
+}
+
+/** The trainer's message (it names the state directory) when the step failed on a full disk. */
+function trainerDiskFull(error: unknown): string | null {
+  return error instanceof ActivityFailure &&
+    error.cause instanceof ApplicationFailure &&
+    error.cause.type === TRAINER_DISK_FULL
+    ? error.cause.message
+    : null;
+}
+
+/** One optimizer step on the kept dialogues, with the operator's hyperparameters if any were set. */
+function optimizeStep({ optimizer, settings, state }: StepContext, done: StepToApply) {
+  const hyperparameters = liveHyperparameters(state.live);
+  return optimizer.applyOptimizerStep({
+    trainer: { url: settings.trainer.url, tokenEnv: settings.trainer.tokenEnv },
+    runName: settings.runName,
+    step: done.step,
+    rollouts: done.survivors.optimizerRollouts,
+    policyVersion: done.sampledFrom,
+    ...(hyperparameters ? { hyperparameters } : {}),
+    // Several beats per timeout, so one late beat does not fail a healthy step.
+    heartbeatEveryMs: Math.max(500, Math.min(10_000, Math.floor(settings.trainer.heartbeatTimeoutMs / 4))),
+  });
+}
+
+/** Makes the step's weights the policy the next step samples from; returns its version name. */
+async function publishStep(
+  bookkeeping: Bookkeeping,
+  settings: TrainingSettings,
+  step: number,
+  applied: OptimizerStepResult,
+): Promise<string> {
+  const version = settings.publish.mode === 'trainer' ? `${settings.runName}@${step}` : applied.version;
+  await bookkeeping.publishPolicyVersion({
+    mode: settings.publish.mode,
+    policyBaseURL: settings.publish.policyBaseURL,
+    apiKeyEnv: settings.rollout.policy.apiKeyEnv,
+    version,
+    exportPath: applied.exportPath,
+  });
+  return version;
+}
+
+/** Evaluates the new version when it is due; a failed evaluation is reported, not fatal to training. */
+async function evaluateStep(
+  settings: TrainingSettings,
+  control: TrainingControl,
+  step: number,
+  version: string,
+): Promise<StepMetricsRecord['eval']> {
+  const inForce = control.inForce();
+  if (
+    !evaluatesAfterStep(step, inForce.evalEvery, inForce.steps) ||
+    !settings.evalSettings ||
+    settings.evalScenarios.length === 0
+  )
+    return undefined;
+  control.setPhase('evaluating');
+  const evalId = stepEvaluationId(settings.runName, step);
+  try {
+    const summary = await executeChild(evaluation, {
+      workflowId: evalId,
+      taskQueue: workflowInfo().taskQueue,
+      args: [
+        {
+          evalId,
+          scenarioDir: settings.evalScenarioDir,
+          scenarios: settings.evalScenarios,
+          source: 'eval split',
+          settings: {
+            ...settings.evalSettings,
+            policy: { ...settings.evalSettings.policy, baseURL: settings.publish.policyBaseURL, model: version },
+          },
+          seed: settings.seed,
+          concurrency: settings.evalConcurrency,
+          runName: settings.runName,
+          step,
+        },
+      ],
+    });
+    return stepEvalSummary(evalId, summary);
+  } catch (error) {
+    control.report(`evaluation ${evalId} failed: ${failureMessage(error)}`);
+    return undefined;
+  }
+}
+
+/** Appends the step's metrics line, moves the run to the next step, and tags the run with the step's reward. */
+async function recordStep(
+  bookkeeping: Bookkeeping,
+  settings: TrainingSettings,
+  state: TrainingState,
+  done: {
+    step: number;
+    startedAt: number;
+    policyVersion: string;
+    survivors: StepSurvivors;
+    applied: OptimizerStepResult;
+    evalSummary: StepMetricsRecord['eval'];
+  },
+): Promise<void> {
+  const { step, survivors, evalSummary } = done;
+  const record = stepMetricsRecord({
+    runName: settings.runName,
+    step,
+    algorithm: settings.algorithm,
+    time: new Date().toISOString(),
+    policyVersion: done.policyVersion,
+    kept: survivors.kept,
+    failed: survivors.decision.failed,
+    dropped: survivors.decision.dropped.length,
+    trainer: done.applied.metrics,
+    ...(evalSummary ? { eval: evalSummary } : {}),
+  });
+  await bookkeeping.recordStepMetrics(record);
+  completeStep(state, step, record, Date.now() - done.startedAt);
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTES.step, value: step },
+    { key: SEARCH_ATTRIBUTES.meanReward, value: record.reward.mean },
+  ]);
+}
