@@ -2,10 +2,11 @@
 against a bare PyTorch loop on the same model and the same micro-batches (forward, loss on the
 completion tokens, backward, AdamW step).
 
-The trainer's update (`PolicyUpdate.apply`) also makes PPO's no-grad pass for the log-probs before
-the update, which the bare loop has not; a second reference loop adds that pass, so the report shows
-what the pass costs and what the trainer's own overhead is. Checkpoint writing is not timed here
-(bench.py times whole steps).
+The batch is one optimizer update (one epoch, one mini-batch), so the trainer's update
+(`PolicyUpdate.apply`) takes PPO's old log-probs from the training forward and makes no separate
+no-grad pass, like the bare loop. A second reference loop adds that pass, so the report also shows
+what the pass costs: the trainer still makes it when a step has several mini-batches or epochs.
+Checkpoint writing is not timed here (bench.py times whole steps).
 
     .venv/bin/python bench/trainer/efficiency.py                     # CPU, a random 4-layer Llama
     .venv/bin/python bench/trainer/efficiency.py --device cuda --hidden 768 --layers 12

@@ -1,6 +1,9 @@
 """One PPO/GRPO update of a run from a step's samples, in phases: old log-probs (and reference
 log-probs, old values), advantages, policy and critic updates, metrics. See README "The math".
 
+When the step is a single optimizer update, the old log-probs come from the training forward itself
+(see `old_outputs.old_logprobs_from_training`) instead of a separate no-grad pass over the policy.
+
 Every loss is a token-mean over all completion tokens of one optimizer update, across micro-batches
 and ranks. Each rank works on its own samples (sample i on rank i mod N); a rank with fewer
 micro-batches than another runs zero-weight dummy ones, so every rank makes the same collectives.
@@ -9,7 +12,7 @@ micro-batches than another runs zero-weight dummy ones, so every rank makes the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -18,9 +21,10 @@ from .advantages import AdvantageInputs, Advantages, estimator_for
 from .compute import Compute, inner_optimizer, seed_for
 from .encoding import encode_sample, pad_batch
 from .faults import FaultInjection
-from .off_policy import applied_weights, raw_weights, staleness, weight_report
+from .off_policy import staleness, weight_report
+from .old_outputs import OldOutputs, needs_raw_logprobs, old_logprobs_from_training
 from .run_loading import LoadedRun
-from .sampler_gap import gap_report, sample_gaps
+from .sampler_gap import gap_report
 from .schemas import StepRequest
 
 TOKEN_SUMS = (
@@ -62,21 +66,6 @@ class UpdateTotals:
         return {name: value / n_tokens for name, value in totals.items()}
 
 
-@dataclass
-class OldOutputs:
-    """Per-sample tensors over completion tokens, from the weights before the update."""
-
-    logp: dict[int, torch.Tensor] = field(default_factory=dict)
-    ref_logp: dict[int, torch.Tensor] = field(default_factory=dict)
-    values: dict[int, torch.Tensor] = field(default_factory=dict)
-    # |sampler - trainer| log-prob per completion token, for samples that carry the sampler's
-    sampler_gaps: dict[int, torch.Tensor] = field(default_factory=dict)
-    # importance weights of the off-policy correction: before truncation (samples with sampler
-    # log-probs, for the metrics) and as applied to the policy loss (every sample)
-    raw_is_weights: dict[int, torch.Tensor] = field(default_factory=dict)
-    is_weights: dict[int, torch.Tensor] = field(default_factory=dict)
-
-
 def _pad_like(mask: torch.Tensor, parts: list[torch.Tensor]) -> torch.Tensor:
     out = torch.zeros_like(mask)
     out[mask > 0] = torch.cat(parts).to(out.dtype)
@@ -109,6 +98,8 @@ class PolicyUpdate:
         self.rewards = torch.tensor([s.reward for s in self.samples], dtype=torch.float32)
         self.use_ref = hp.kl_coef > 0
         self.mine = [i for i in range(len(self.samples)) if i % compute.world == compute.rank]
+        # set by `apply`: the training forward records the old log-probs (no separate policy pass)
+        self.old_from_training = False
 
     def _micro_batches(self, indices: list[int]) -> list[list[int]]:
         size = self.hp.micro_batch_size
@@ -117,21 +108,45 @@ class PolicyUpdate:
     def _batch(self, indices: list[int]):
         return pad_batch([self.encoded[i] for i in indices], self.pad_id, self.compute.device)
 
-    def _logprobs(self, model, ids, attention, temperature: float | None = None):
+    def _logits(self, model, ids, attention):
+        """Logits of the positions that predict the next token."""
         with self.compute.acc.autocast():
-            logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits
+            return model(input_ids=ids, attention_mask=attention, use_cache=False).logits[:, :-1]
+
+    def _logprobs(self, model, ids, attention, temperature: float | None = None):
         return losses.token_logprobs(
-            logits[:, :-1], ids[:, 1:], self.hp.temperature if temperature is None else temperature
+            self._logits(model, ids, attention), ids[:, 1:], self.hp.temperature if temperature is None else temperature
         )
+
+    def _training_logprobs(self, old: OldOutputs, indices: list[int], real: bool, ids, attention, mask):
+        """The policy's training forward: (logp, entropy) with grad. When the update takes the old
+        log-probs from it, a real micro-batch records them (detached, so the ratio is exactly 1 with
+        the ratio's gradient) and the temperature-1 ones from the same logits."""
+        logits = self._logits(self.run.policy, ids, attention)
+        targets = ids[:, 1:]
+        logp, entropy = losses.token_logprobs(logits, targets, self.hp.temperature)
+        if self.old_from_training and real:
+            with torch.no_grad():
+                raw_logp = logp
+                if needs_raw_logprobs(self.hp, self.samples, indices):
+                    raw_logp, _ = losses.token_logprobs(logits, targets, 1.0)
+            old.record_policy(self.samples, indices, mask, logp, raw_logp, self.hp.is_truncation, self.compute.device)
+        return logp, entropy
 
     def _values(self, ids, attention):
         with self.compute.acc.autocast():
             values = self.run.critic(ids, attention)
         return values[:, :-1].float()
 
-    def apply(self) -> dict:
-        """Run the phases in order; the run's weights and optimizer states change in memory."""
+    def apply(self, allow_old_from_training: bool = True) -> dict:
+        """Run the phases in order; the run's weights and optimizer states change in memory.
+
+        `allow_old_from_training=False` always makes the separate no-grad pass for the old log-probs
+        (tests compare the two ways)."""
         torch.manual_seed(seed_for(self.run.config["seed"], "step", self.step))  # dropout, if any, is reproducible
+        self.old_from_training = allow_old_from_training and old_logprobs_from_training(
+            self.hp, len(self.samples), self.compute.unwrap(self.run.policy)
+        )
         old = self.old_outputs()
         advantages = self.advantages(old)
         totals, policy_lr, value_lr = self.optimise(old, advantages)
@@ -146,9 +161,13 @@ class PolicyUpdate:
 
     # ---------------------------------------------------------------- phase 1: before the update
     def old_outputs(self) -> OldOutputs:
-        """Log-probs of the current policy and the reference, and critic values (no grad)."""
+        """Log-probs of the current policy (unless the training forward gives them) and the reference,
+        and critic values (no grad)."""
         run = self.run
         old = OldOutputs()
+        policy_pass = not self.old_from_training
+        if not (policy_pass or self.use_ref or run.critic is not None):
+            return old
         run.policy.eval()
         per_rank_max = math.ceil(len(self.samples) / self.compute.world)
         n_micro_batches = math.ceil(per_rank_max / self.hp.micro_batch_size)
@@ -158,11 +177,11 @@ class PolicyUpdate:
                 real = b < len(my_batches)
                 indices = my_batches[b] if real else (my_batches[0] if my_batches else [0])
                 ids, attention, mask = self._batch(indices)
-                logp, _ = self._logprobs(run.policy, ids, attention)
-                # the sampler reports the raw distribution (temperature 1), so the gap compares that
-                raw_logp = logp
-                if self.hp.temperature != 1.0 and any(self.samples[i].completion_logprobs is not None for i in indices):
-                    raw_logp, _ = self._logprobs(run.policy, ids, attention, temperature=1.0)
+                if policy_pass:
+                    logp, _ = self._logprobs(run.policy, ids, attention)
+                    raw_logp = logp
+                    if needs_raw_logprobs(self.hp, self.samples, indices):
+                        raw_logp, _ = self._logprobs(run.policy, ids, attention, temperature=1.0)
                 if self.use_ref:
                     if run.ref is not None:
                         ref_logp, _ = self._logprobs(run.ref, ids, attention)
@@ -174,18 +193,12 @@ class PolicyUpdate:
                     values = self._values(ids, attention)
                 if not real:
                     continue
+                if policy_pass:
+                    old.record_policy(
+                        self.samples, indices, mask, logp, raw_logp, self.hp.is_truncation, self.compute.device
+                    )
                 for row, i in enumerate(indices):
                     completion = mask[row] > 0
-                    old.logp[i] = logp[row][completion].detach()
-                    gaps = sample_gaps(self.samples[i], raw_logp[row][completion])
-                    if gaps is not None:
-                        old.sampler_gaps[i] = gaps
-                    weights = raw_weights(self.samples[i], raw_logp[row][completion])
-                    if weights is not None:
-                        old.raw_is_weights[i] = weights
-                    old.is_weights[i] = applied_weights(
-                        weights, int(completion.sum()), self.hp.is_truncation, self.compute.device
-                    )
                     if self.use_ref:
                         old.ref_logp[i] = ref_logp[row][completion].detach()
                     if run.critic is not None:
@@ -260,7 +273,7 @@ class PolicyUpdate:
             ids, attention, mask = self._batch(indices)
             # the token-mean over the whole update, across ranks (gradients are averaged over ranks)
             scale = (1.0 if real else 0.0) * compute.world / n_tokens
-            logp, entropy = self._logprobs(run.policy, ids, attention)
+            logp, entropy = self._training_logprobs(old, indices, real, ids, attention, mask)
             if real or indices[0] in old.logp:
                 old_logp = _pad_like(mask, [old.logp[i] for i in indices])
                 advantage = _pad_like(mask, [adv.advantages[i] for i in indices])
