@@ -11,7 +11,7 @@ import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
 import { teardownSharedTestEnv } from '../../test/support/temporalEnv.js';
 import type { StepTimings } from '../training/history.js';
 import { HELP, parseOptions, type Options } from './options.js';
-import { runTraining } from './pipelineRun.js';
+import { checkStalenessAccepted, runTraining } from './pipelineRun.js';
 import { machine, resultsFile, table, toRows, type Measured } from './results.js';
 import { withPaddedRig } from './stack.js';
 import { VllmFacade } from './vllmFacade.js';
@@ -80,6 +80,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${HELP}\n`);
     return;
   }
+  checkStalenessAccepted(options.staleness);
   installTemporalLogging('ERROR');
   const started = performance.now();
   const facade = await VllmFacade.start('fake-policy');

@@ -19,6 +19,11 @@ export function stalenessOverrides(staleness: number): string[] {
   return staleness > 0 ? [`training.maxStaleness=${staleness}`] : [];
 }
 
+/** Fails before anything starts when this checkout's config schema does not take a requested staleness. */
+export function checkStalenessAccepted(staleness: number[]): void {
+  for (const s of staleness) loadConfig({ env: {}, set: stalenessOverrides(s) });
+}
+
 /** One training run on the rig (its workers started), followed to the end. */
 export async function runTraining(rig: TrainingRig, run: string, staleness: number): Promise<RunResult> {
   const config = loadConfig({ env: {}, set: [...rig.configSet, ...stalenessOverrides(staleness)] });

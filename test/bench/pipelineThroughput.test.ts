@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
 import { parseOptions } from '../../bench/pipeline/options.js';
-import { stalenessOverrides } from '../../bench/pipeline/pipelineRun.js';
+import { checkStalenessAccepted, stalenessOverrides } from '../../bench/pipeline/pipelineRun.js';
 import { limitSpeedup, steadyThroughput } from '../../bench/pipeline/throughput.js';
 
 const at = (step: number, seconds: number) => ({
@@ -29,6 +29,7 @@ describe('bench:pipeline throughput', () => {
   it('passes training.maxStaleness only for staleness > 0', () => {
     assert.deepEqual(stalenessOverrides(0), []);
     assert.deepEqual(stalenessOverrides(2), ['training.maxStaleness=2']);
+    assert.doesNotThrow(() => checkStalenessAccepted([0]));
   });
 
   it('always measures staleness 0, the baseline of speedup, and names a bad option', () => {
