@@ -11,9 +11,21 @@ import ssl
 import sys
 from pathlib import Path
 
+from .step_pad import ENV as STEP_PAD_ENV
+
 
 def default_state_dir() -> Path:
     return Path(os.environ.get("ATTUNE_HOME", ".attune")) / "trainer"
+
+
+def min_step_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0:  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0 (flag or {STEP_PAD_ENV})")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--max-loaded-runs", type=int, default=4, help="runs kept in memory (LRU; others reload)")
     s.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = torch's default)")
+    s.add_argument(
+        "--min-step-seconds",
+        type=min_step_seconds,
+        default=os.environ.get(STEP_PAD_ENV, "0"),
+        help=f"benchmarks only: every optimizer step takes at least this long, holding the device as a bigger "
+        f"model would (default ${STEP_PAD_ENV} or 0 = off)",
+    )
     s.add_argument(
         "--log-level",
         default=os.environ.get("ATTUNE_TRAINER_LOG_LEVEL", "info"),
@@ -171,6 +190,7 @@ def main(argv=None) -> int:
             dtype=args.dtype,
             max_loaded_runs=args.max_loaded_runs,
             models_dir=args.models_dir.resolve() if args.models_dir else None,
+            min_step_seconds=args.min_step_seconds,
         )
     except StateDirInUse as e:
         log("error", "state directory in use", state_dir=str(e.state_dir), holder_pid=e.holder_pid, error=str(e))

@@ -21,6 +21,7 @@ from .run_loading import LoadedRun
 from .runs import RunRegistry
 from .serving import Sampler
 from .state_lock import StateDirLock
+from .step_pad import StepPad
 from .steps import StepApplier
 from .store import RunStore
 
@@ -33,6 +34,7 @@ class Engine:
         dtype: str = "auto",
         max_loaded_runs: int = 4,
         models_dir: Path | None = None,
+        min_step_seconds: float = 0.0,
     ):
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -44,7 +46,10 @@ class Engine:
         checkpoints = CheckpointWriter(self.compute, faults)
         self.runs = RunRegistry(self.state_dir, self.compute, checkpoints, max_loaded_runs, models_dir)
         self.metrics = TrainerMetrics()
-        self.steps = StepApplier(self.compute, self.runs, checkpoints, faults, self.metrics)
+        pad = StepPad(min_step_seconds)
+        if pad.min_seconds > 0:
+            log("warning", "every step takes at least min_step_seconds (a benchmark knob)", seconds=pad.min_seconds)
+        self.steps = StepApplier(self.compute, self.runs, checkpoints, faults, self.metrics, pad)
         self.sampler = Sampler(self.compute, self.runs)
         self.runs.remove_unfinished()
         log(

@@ -20,6 +20,7 @@ from .prometheus import TrainerMetrics
 from .run_loading import LoadedRun
 from .runs import RunRegistry
 from .schemas import StepRequest
+from .step_pad import StepPad
 from .update import PolicyUpdate
 
 
@@ -36,8 +37,10 @@ class StepApplier:
         checkpoints: CheckpointWriter,
         faults: FaultInjection,
         metrics: TrainerMetrics | None = None,
+        pad: StepPad | None = None,
     ):
         self.metrics = metrics or TrainerMetrics()
+        self.pad = pad or StepPad()
         self.compute = compute
         self.runs = runs
         self.checkpoints = checkpoints
@@ -90,11 +93,13 @@ class StepApplier:
         step = request.step
         run.in_progress_step = step
         t0 = time.time()
+        started = time.monotonic()
         try:
             log("info", "applying step", run_id=run.run_id, step=step, samples=len(request.samples))
             update = PolicyUpdate(self.compute, run, request, self.faults)
             metrics = update.apply()
             self.faults.fire("after_update", step)
+            self.pad.hold(started)
             metrics["seconds"] = round(time.time() - t0, 4)
             stored = {
                 "run_id": run.run_id,

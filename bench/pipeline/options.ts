@@ -1,0 +1,93 @@
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { REPO_ROOT } from '../../src/paths.js';
+
+/** The benchmark's command line: its help text, and the options it parses into. */
+
+export const HELP = `Pipeline benchmark: training throughput with rollouts and optimizer steps overlapped
+(training.maxStaleness) against one after the other, for optimizer-to-rollout time ratios T/R.
+
+Usage: npm run bench:pipeline [-- options]
+
+  --quick             smaller runs (at most 15 minutes on 2 cores): 6 steps, 500 ms latency,
+                      2 scenarios x 2 samples x 2 turns
+  --staleness LIST    training.maxStaleness values (default 0,1,2); 0 is always run, it is the
+                      baseline of speedup; a value > 0 is passed as training.maxStaleness=S
+  --ratios LIST       T/R values, optimizer step time over rollout time (default 0.5,1,2)
+  --steps N           training steps per run, at least 3 (default 12; --quick 6)
+  --calibration-steps N  steps of the calibration run that measures R (default 4)
+  --latency MS        fake LLM latency per call, policy and simulator (default 1000; --quick 500)
+  --scenarios N       scenarios per step (default 4; --quick 2)
+  --samples N         dialogues per scenario (default 4; --quick 2)
+  --turns N           assistant turns per dialogue (default 3; --quick 2)
+  --out FILE          results file (default bench/results/pipeline.json)
+  --help              this text
+
+First a calibration run (staleness 0, no pad) measures R, the rollout phase's seconds per step.
+Then each T/R and staleness gets one run whose trainer pads every optimizer step to T = (T/R) x R
+seconds (python -m attune_trainer serve --min-step-seconds). The policy and the simulated user are
+the fake OpenAI server; the policy is published as on a vLLM server (training.publish=vllm), so
+sampling never waits for the trainer. Throughput: steady-state steps per hour from the step
+records' times, (n - 1) / (last - first), so a pipeline's fill is not counted.
+Progress on stderr; a table on stdout and the JSON file.`;
+
+export interface Options {
+  quick: boolean;
+  staleness: number[];
+  ratios: number[];
+  steps: number;
+  calibrationSteps: number;
+  latencyMs: number;
+  scenarios: number;
+  samples: number;
+  turns: number;
+  out: string;
+}
+
+function list(flag: string, text: string, ok: (n: number) => boolean): number[] {
+  const values = text.split(',').map((part) => Number(part.trim()));
+  const bad = values.findIndex((n) => !ok(n));
+  if (bad >= 0) throw new Error(`--${flag}: ${JSON.stringify(text.split(',')[bad])} is not allowed here`);
+  return values;
+}
+
+function integer(flag: string, text: string, min: number): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${flag}: expected an integer >= ${min}, got ${text}`);
+  return n;
+}
+
+/** Parses argv; `null` when --help was asked for. */
+export function parseOptions(argv: string[]): Options | null {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      staleness: { type: 'string', default: '0,1,2' },
+      ratios: { type: 'string', default: '0.5,1,2' },
+      steps: { type: 'string' },
+      'calibration-steps': { type: 'string', default: '4' },
+      latency: { type: 'string' },
+      scenarios: { type: 'string' },
+      samples: { type: 'string' },
+      turns: { type: 'string' },
+      out: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/pipeline.json') },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) return null;
+  const quick = values.quick;
+  const staleness = list('staleness', values.staleness, (n) => Number.isInteger(n) && n >= 0);
+  return {
+    quick,
+    staleness: [...new Set([0, ...staleness])].sort((a, b) => a - b),
+    ratios: list('ratios', values.ratios, (n) => Number.isFinite(n) && n > 0),
+    steps: integer('steps', values.steps ?? (quick ? '6' : '12'), 3),
+    calibrationSteps: integer('calibration-steps', values['calibration-steps'], 2),
+    latencyMs: integer('latency', values.latency ?? (quick ? '500' : '1000'), 0),
+    scenarios: integer('scenarios', values.scenarios ?? (quick ? '2' : '4'), 1),
+    samples: integer('samples', values.samples ?? (quick ? '2' : '4'), 2),
+    turns: integer('turns', values.turns ?? (quick ? '2' : '3'), 1),
+    out: values.out,
+  };
+}

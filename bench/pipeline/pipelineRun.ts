@@ -1,0 +1,47 @@
+import { loadConfig } from '../../src/config/load.js';
+import { trainingWorkflowId } from '../../src/workflows/training.js';
+import type { TrainingRig } from '../../test/support/trainingRig.js';
+import { stepTimings, type StepTimings } from '../training/history.js';
+import { steadyThroughput, type Throughput } from './throughput.js';
+
+export interface RunResult extends Throughput {
+  run: string;
+  wallS: number;
+  steps: number;
+  /** Mean of the trainer's own seconds per step (the pad included). */
+  trainerSecondsMean: number;
+  /** Phases per step from the Temporal histories; only for staleness 0, whose steps do not overlap. */
+  phases: StepTimings[] | null;
+}
+
+/** Staleness S reaches the config only when S > 0, so the key is never sent where it is not needed. */
+export function stalenessOverrides(staleness: number): string[] {
+  return staleness > 0 ? [`training.maxStaleness=${staleness}`] : [];
+}
+
+/** Fails before anything starts when this checkout's config schema does not take a requested staleness. */
+export function checkStalenessAccepted(staleness: number[]): void {
+  for (const s of staleness) loadConfig({ env: {}, set: stalenessOverrides(s) });
+}
+
+/** One training run on the rig (its workers started), followed to the end. */
+export async function runTraining(rig: TrainingRig, run: string, staleness: number): Promise<RunResult> {
+  const config = loadConfig({ env: {}, set: [...rig.configSet, ...stalenessOverrides(staleness)] });
+  const started = performance.now();
+  const { handle } = await rig.start(run, config);
+  const firstRunId = (handle as { firstExecutionRunId?: string }).firstExecutionRunId;
+  if (!firstRunId) throw new Error(`run ${run} already existed`);
+  await handle.result();
+  const wallS = (performance.now() - started) / 1000;
+  const records = await rig.metrics(run);
+  const phases = staleness === 0 ? await stepTimings(rig.client, trainingWorkflowId(run), firstRunId) : null;
+  const trainerSeconds = records.map((r) => r.trainer.seconds);
+  return {
+    run,
+    wallS,
+    steps: records.length,
+    trainerSecondsMean: trainerSeconds.reduce((a, b) => a + b, 0) / Math.max(1, trainerSeconds.length),
+    phases,
+    ...steadyThroughput(records),
+  };
+}

@@ -1,0 +1,93 @@
+import { cpus, platform, release, totalmem } from 'node:os';
+import type { Options } from './options.js';
+import type { RunResult } from './pipelineRun.js';
+import { limitSpeedup } from './throughput.js';
+
+/** One row of bench/results/pipeline.json: the four required fields first, then extras. */
+export interface Row {
+  staleness: number;
+  t_over_r: number;
+  steps_per_hour: number;
+  speedup: number;
+  wall_s: number;
+  seconds_per_step: number;
+  limit_speedup: number;
+  min_step_seconds: number;
+  trainer_seconds_mean: number;
+  step_intervals_s: number[];
+}
+
+export interface Measured {
+  staleness: number;
+  tOverR: number;
+  padSeconds: number;
+  result: RunResult;
+}
+
+const round = (x: number, digits = 3) => Number(x.toFixed(digits));
+
+/** Rows in measurement order; speedup against staleness 0 at the same T/R (always measured). */
+export function toRows(measured: Measured[], rolloutSeconds: number): Row[] {
+  return measured.map((m) => {
+    const base = measured.find((b) => b.staleness === 0 && b.tOverR === m.tOverR);
+    if (!base) throw new Error(`no staleness-0 run for T/R ${m.tOverR}`);
+    return {
+      staleness: m.staleness,
+      t_over_r: m.tOverR,
+      steps_per_hour: round(m.result.stepsPerHour, 1),
+      speedup: round(m.result.stepsPerHour / base.result.stepsPerHour),
+      wall_s: round(m.result.wallS, 1),
+      seconds_per_step: round(m.result.secondsPerStep),
+      limit_speedup: m.staleness === 0 ? 1 : round(limitSpeedup(rolloutSeconds, m.padSeconds)),
+      min_step_seconds: round(m.padSeconds),
+      trainer_seconds_mean: round(m.result.trainerSecondsMean),
+      step_intervals_s: m.result.stepIntervalsS.map((s) => round(s, 2)),
+    };
+  });
+}
+
+export function table(rows: Row[], rolloutSeconds: number): string {
+  const lines = [
+    `R (rollout seconds per step, calibration) = ${rolloutSeconds.toFixed(2)}`,
+    '',
+    'T/R   staleness |      T s | steps/hour  s/step | speedup  limit | trainer s  wall s',
+  ];
+  for (const r of rows) {
+    lines.push(
+      `${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export function machine(): Record<string, unknown> {
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? null,
+    memoryGiB: round(totalmem() / 2 ** 30, 1),
+    platform: `${platform()} ${release()}`,
+    node: process.version,
+  };
+}
+
+export function resultsFile(
+  options: Options,
+  calibration: { seconds: number; optimizerSeconds: number; steps: unknown },
+  rows: Row[],
+): string {
+  return `${JSON.stringify(
+    {
+      generatedAt: new Date().toISOString(),
+      machine: machine(),
+      options: { ...options, out: undefined },
+      calibration: {
+        rollout_seconds_per_step: round(calibration.seconds),
+        unpadded_optimizer_seconds_per_step: round(calibration.optimizerSeconds),
+        steps: calibration.steps,
+      },
+      rows,
+    },
+    null,
+    2,
+  )}\n`;
+}

@@ -1,0 +1,57 @@
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../src/paths.js';
+import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../../test/support/trainingRig.js';
+import { tuneFakeServer } from '../orchestration/fakeServer.js';
+import type { Options } from './options.js';
+import type { VllmFacade } from './vllmFacade.js';
+
+/** The trainer's benchmark knob (trainer/src/attune_trainer/step_pad.py): each step takes at least this many seconds. */
+const STEP_PAD_ENV = 'ATTUNE_TRAINER_MIN_STEP_SECONDS';
+
+/** The config of every run: the tiny trainer, the fake for both roles, the policy published as on vLLM. */
+export function runSettings(options: Options, steps: number, facade: VllmFacade): string[] {
+  return [
+    ...TINY_TRAINING('grpo', steps),
+    'training.evalEvery=0',
+    `training.scenariosPerStep=${options.scenarios}`,
+    `training.samplesPerScenario=${options.samples}`,
+    `training.maxTurns=${options.turns}`,
+    `training.maxInFlight=${options.scenarios * options.samples}`,
+    'training.publish=vllm',
+    `policy.baseURL=${facade.url}`,
+    'policy.logprobs=off',
+  ];
+}
+
+/**
+ * A rig (fake LLM, trainer, workers) whose trainer pads each step to `padSeconds`, for the length
+ * of `body`. The trainer is this checkout's (PYTHONPATH), whatever the shared virtualenv holds.
+ */
+export async function withPaddedRig<T>(
+  options: Options,
+  steps: number,
+  padSeconds: number,
+  facade: VllmFacade,
+  body: (rig: TrainingRig) => Promise<T>,
+): Promise<T> {
+  const rig = await createTrainingRig({
+    set: runSettings(options, steps, facade),
+    // emotion change 0: no dialogue ends early, so every step has the same number of calls
+    behaviour: { latencyMs: options.latencyMs, analysis: () => ({ emotionChange: 0 }) },
+    trainerEnv: {
+      [STEP_PAD_ENV]: padSeconds.toFixed(3),
+      PYTHONPATH: join(REPO_ROOT, 'trainer', 'src'),
+      // One torch thread: with more, on a machine whose cores are busy (the workers, the fake), the
+      // threads' spin-waits made the tiny model's step many times slower and its time erratic.
+      OMP_NUM_THREADS: '1',
+    },
+  });
+  try {
+    tuneFakeServer(rig.fake, 30_000);
+    facade.target = rig.fake.url;
+    await rig.startWorkers();
+    return await body(rig);
+  } finally {
+    await rig.close();
+  }
+}
