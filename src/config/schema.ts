@@ -124,6 +124,15 @@ function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): void {
   const samples = config.training.samplesPerScenario ?? (config.training.algorithm === 'grpo' ? 4 : 1);
   const step = stepSizeProblem(config.training.scenariosPerStep, samples);
   if (step) ctx.addIssue({ code: 'custom', path: ['training', 'scenariosPerStep'], message: step });
+  const kept = config.training.hyperparameters.keep_checkpoints ?? 0;
+  const staleness = config.training.maxStaleness;
+  // The rollouts of a step sample a checkpoint this many steps old while the next one commits.
+  if (staleness > 0 && kept > 0 && kept <= staleness)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['training', 'hyperparameters', 'keep_checkpoints'],
+      message: `${kept} is too few for training.maxStaleness ${staleness}: keep at least ${staleness + 1} (or 0, all)`,
+    });
 }
 
 export const configSchema = z

@@ -19,6 +19,19 @@ describe('configuration', () => {
     assert.match(config.policy.baseURL, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.equal(config.temporal.address, undefined);
   });
+  it('training.maxStaleness: 0 by default, bounded, and needs the checkpoints its rollouts sample kept', () => {
+    assert.equal(loadConfig({ env: {} }).training.maxStaleness, 0);
+    assert.equal(loadConfig({ env: {}, set: ['training.maxStaleness=1'] }).training.maxStaleness, 1);
+    assert.throws(
+      () => loadConfig({ env: {}, set: ['training.maxStaleness=9'] }),
+      /training\.maxStaleness.*at most 8/s,
+    );
+    assert.throws(
+      () => loadConfig({ env: {}, set: ['training.maxStaleness=1', 'training.hyperparameters.keep_checkpoints=1'] }),
+      /training\.hyperparameters\.keep_checkpoints.*keep at least 2/s,
+    );
+    loadConfig({ env: {}, set: ['training.maxStaleness=1', 'training.hyperparameters.keep_checkpoints=2'] });
+  });
   it('layers file < environment < --set', () => {
     const file = yamlFile('policy:\n  baseURL: http://file:1/v1\n  model: from-file\nrollout:\n  maxTurns: 5\n');
     const config = loadConfig({
