@@ -124,9 +124,15 @@ function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): void {
   const samples = config.training.samplesPerScenario ?? (config.training.algorithm === 'grpo' ? 4 : 1);
   const step = stepSizeProblem(config.training.scenariosPerStep, samples);
   if (step) ctx.addIssue({ code: 'custom', path: ['training', 'scenariosPerStep'], message: step });
+}
+
+/** The rollouts of a step sample a checkpoint `maxStaleness` steps old while the next one commits: it must be kept. */
+function checkKeptCheckpoints(
+  config: { training: { maxStaleness: number; hyperparameters: { keep_checkpoints?: number | undefined } } },
+  ctx: z.RefinementCtx,
+): void {
   const kept = config.training.hyperparameters.keep_checkpoints ?? 0;
   const staleness = config.training.maxStaleness;
-  // The rollouts of a step sample a checkpoint this many steps old while the next one commits.
   if (staleness > 0 && kept > 0 && kept <= staleness)
     ctx.addIssue({
       code: 'custom',
@@ -344,7 +350,8 @@ export const configSchema = z
       })
       .prefault({}),
   })
-  .superRefine(checkTemporalLimits);
+  .superRefine(checkTemporalLimits)
+  .superRefine(checkKeptCheckpoints);
 
 export type AttuneConfig = z.infer<typeof configSchema>;
 export type PolicyEndpointConfig = AttuneConfig['policy'];
