@@ -9,14 +9,14 @@ export const HELP = `Pipeline benchmark: training throughput with rollouts and o
 
 Usage: npm run bench:pipeline [-- options]
 
-  --quick             smaller runs (at most 15 minutes on 2 cores): 6 steps, 500 ms latency,
+  --quick             smaller runs (about 13 minutes on 2 cores): 6 steps, 1000 ms latency,
                       2 scenarios x 2 samples x 2 turns
   --staleness LIST    training.maxStaleness values (default 0,1,2); 0 is always run, it is the
                       baseline of speedup; a value > 0 is passed as training.maxStaleness=S
   --ratios LIST       T/R values, optimizer step time over rollout time (default 0.5,1,2)
   --steps N           training steps per run, at least 3 (default 12; --quick 6)
   --calibration-steps N  steps of the calibration run that measures R (default 4)
-  --latency MS        fake LLM latency per call, policy and simulator (default 1000; --quick 500)
+  --latency MS        fake LLM latency per call, policy and simulator (default 1000)
   --scenarios N       scenarios per step (default 4; --quick 2)
   --samples N         dialogues per scenario (default 4; --quick 2)
   --turns N           assistant turns per dialogue (default 3; --quick 2)
@@ -84,7 +84,7 @@ export function parseOptions(argv: string[]): Options | null {
     ratios: list('ratios', values.ratios, (n) => Number.isFinite(n) && n > 0),
     steps: integer('steps', values.steps ?? (quick ? '6' : '12'), 3),
     calibrationSteps: integer('calibration-steps', values['calibration-steps'], 2),
-    latencyMs: integer('latency', values.latency ?? (quick ? '500' : '1000'), 0),
+    latencyMs: integer('latency', values.latency ?? '1000', 0),
     scenarios: integer('scenarios', values.scenarios ?? (quick ? '2' : '4'), 1),
     samples: integer('samples', values.samples ?? (quick ? '2' : '4'), 2),
     turns: integer('turns', values.turns ?? (quick ? '2' : '3'), 1),
