@@ -18,6 +18,8 @@ const BEHAVIOUR = { analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.
 const STEPS = 3;
 /** GRPO sampling at temperature 1: for faults on the optimizer side, where no dialogue is rolled out again. */
 const SAMPLED = TINY_TRAINING('grpo', STEPS);
+/** The next step's rollouts overlapping the optimizer step. */
+const PIPELINED = [...SAMPLED, 'training.maxStaleness=1'];
 /**
  * PPO with a greedy policy: for faults that fail dialogues. `attune resume` rolls a failed dialogue
  * out again as a new attempt with its own seed; greedy decoding makes that attempt the same
@@ -141,6 +143,20 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     await rig.start('fault-after-update');
     await fired;
     await expectSameAsBaseline(SAMPLED, 'fault-after-update');
+  });
+
+  it('maxStaleness 1: the trainer raises after the update changed the weights (after_update@2:1), then succeeds on retry', async () => {
+    await baseline(PIPELINED);
+    rig = await createTrainingRig({
+      set: PIPELINED,
+      behaviour: BEHAVIOUR,
+      trainerEnv: { ATTUNE_TRAINER_FAULT_INJECTION: 'after_update@2:1' },
+    });
+    const fired = rig.trainer.waitForLog(/"injected fault".*"point": "after_update".*"step": 2/);
+    await rig.startWorkers();
+    await rig.start('fault-after-update-s1');
+    await fired;
+    await expectSameAsBaseline(PIPELINED, 'fault-after-update-s1');
   });
 
   it('the trainer state directory fills up during a commit: the run waits for the operator, resume completes it', async () => {

@@ -146,6 +146,24 @@ describe('training with maxStaleness 1: rollouts of the next step overlap the op
     assert.deepEqual(essentials(await rig.metrics(run)), baseline);
   });
 
+  it('a trainer SIGKILLed inside a step while the next step rolls out, then restarted: the same metrics', async () => {
+    assert.ok(baseline, 'the undisturbed run above ran first');
+    // Slows each optimizer step before its commit, so the kill lands inside step 2.
+    rig = await createTrainingRig({
+      set: PIPELINED,
+      behaviour: BEHAVIOUR,
+      trainerEnv: { ATTUNE_TRAINER_FAULT_DELAY_S: '2' },
+    });
+    await rig.startWorkers();
+    const run = 'pipe-trainer';
+    const { handle } = await rig.start(run);
+    await rig.trainer.waitForLog(/fault delay before commit.*"step": 2/);
+    await rig.trainer.restart();
+    assert.equal((await handle.result()).stepsApplied, STEPS);
+    assert.equal((await rig.trainer.runState(run)).step, STEPS);
+    assert.deepEqual(essentials(await rig.metrics(run)), baseline);
+  });
+
   it('stop while the next step rolls out: its dialogues finish and are trained, none half counted', async () => {
     rig = await createTrainingRig({ set: PIPELINED, behaviour: BEHAVIOUR });
     await rig.startWorkers();
