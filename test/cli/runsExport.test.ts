@@ -79,6 +79,12 @@ describe('finding runs and exporting a model from the command line', function ()
       [1, 2],
     );
     assert.equal(detail.steps[1]?.sampledFrom, 'listed@1');
+    // Without training.maxStaleness every sample is on-policy; no sampler log-probs make the weights null.
+    assert.deepEqual(Object.keys(detail.steps[1]?.stalenessHistogram ?? {}), ['0']);
+    assert.ok(detail.steps.every((s) => s.isWeightMean === null || typeof s.isWeightMean === 'number'));
+    assert.ok(detail.steps.every((s) => 'isTruncatedShare' in s));
+    const human = await attune(['runs', 'show', 'listed', ...set], env);
+    assert.match(human.stdout, /^ +2 +listed@1 .* 0: \d+ /m);
     assert.equal(detail.evaluations[0]?.id, evaluation.id);
     const unknown = await attune(['runs', 'show', 'nobody', ...set], env);
     assert.equal(unknown.code, 1);

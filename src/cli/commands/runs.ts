@@ -13,7 +13,9 @@ list: every training run the Temporal server knows, newest first: name, phase, s
 applied), last reward (the step's mean), started (the run's first start), updated. From the search
 attributes, which the server indexes a moment after they change.
 show: one run: the latest published version, per step the version its dialogues sampled from, the
-reward, the success rate and the evaluation score, and the run's evaluations.
+reward, the success rate, the evaluation score and the off-policy figures (samples per staleness,
+importance-weight mean and max, share truncated; - where the trainer reported none), and the run's
+evaluations.
 
       --json            a JSON array (list) or object (show)
 ${CONFIG_HELP}`;

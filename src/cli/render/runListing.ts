@@ -1,7 +1,9 @@
 import type { EvaluationRow, RunRow } from '../../core/runListing.js';
 import type { RunDetail } from '../../client/runDetail.js';
+import { stalenessText } from '../../core/offPolicyFigures.js';
 
 const num = (n: number | null, digits: number) => (n === null || !Number.isFinite(n) ? '-' : n.toFixed(digits));
+const percent = (n: number | null) => (n === null || !Number.isFinite(n) ? '-' : `${(n * 100).toFixed(1)}%`);
 /** Minutes are enough to tell runs apart; the JSON keeps the full timestamps. */
 const when = (iso: string) => iso.slice(0, 16).replace('T', ' ');
 
@@ -64,15 +66,19 @@ export function renderRunDetail(d: RunDetail): string {
       ? ['no step metrics recorded']
       : [
           textTable(
-            ['step', 'sampled from', 'reward', 'success', 'eval score'],
+            ['step', 'sampled from', 'reward', 'success', 'eval score', 'staleness', 'IS mean', 'IS max', 'truncated'],
             d.steps.map((s) => [
               String(s.step),
               s.sampledFrom,
               num(s.rewardMean, 3),
               num(s.successRate, 2),
               num(s.evalScore, 2),
+              stalenessText(s.stalenessHistogram) ?? '-',
+              num(s.isWeightMean, 3),
+              num(s.isWeightMax, 3),
+              percent(s.isTruncatedShare),
             ]),
-            [true, false, true, true, true],
+            [true, false, true, true, true, false, true, true, true],
           ),
         ];
   const evals = d.evaluations.length === 0 ? [] : ['', renderEvaluationRows(d.evaluations)];
