@@ -5,7 +5,7 @@
  * and writes its figures and asserts nothing, except that --quick exits non-zero when a run fails
  * to rise by 0.1 (the contract the README states).
  *
- *   npm run bench:learning [-- --quick]
+ *   npm run bench:learning [-- --quick] [-- --staleness 0,1]
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -19,6 +19,7 @@ import { writeReport } from '../../src/report/write.js';
 import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
 import { learningRun, rewardRise } from '../../test/support/learningRuns.js';
 import { teardownSharedTestEnv } from '../../test/support/temporalEnv.js';
+import { parityLine, sideBySide } from './stalenessTable.js';
 
 const HELP = `Learning benchmark: the mean reward per step of training runs through Attune's whole pipeline.
 
@@ -30,6 +31,8 @@ Usage: npm run bench:learning [-- options]
   --seed N           training.seed: the tiny model's weights and the sampling seeds (default 7)
   --only ALGORITHM   only the grpo or only the ppo runs
   --turns N          training.maxTurns: assistant turns a dialogue (default 2; 1 is the peer's single-turn task)
+  --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
+                     with more than one, the curves side by side and the parity of the last three steps
   --out FILE         results (default bench/results/learning.json)
   --reports DIR      an HTML report per run (default bench/results/learning-reports)
   --help             this text
@@ -44,6 +47,7 @@ const { values } = parseArgs({
     seed: { type: 'string' },
     only: { type: 'string' },
     turns: { type: 'string' },
+    staleness: { type: 'string', default: '0' },
     out: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning.json') },
     reports: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning-reports') },
     help: { type: 'boolean', default: false },
@@ -67,6 +71,17 @@ if (turns !== null && !(Number.isInteger(turns) && turns >= 1)) {
   process.stderr.write(`bench:learning: --turns must be a positive integer, got ${values.turns}\n`);
   process.exit(2);
 }
+const stalenesses = values.staleness.split(',').map((s) => Number(s.trim()));
+if (
+  stalenesses.some((s) => !Number.isInteger(s) || s < 0) ||
+  new Set(stalenesses).size !== stalenesses.length ||
+  values.staleness.trim() === ''
+) {
+  process.stderr.write(
+    `bench:learning: --staleness must list distinct non-negative integers (e.g. 0,1), got ${values.staleness}\n`,
+  );
+  process.exit(2);
+}
 if (values.only !== undefined && values.only !== 'grpo' && values.only !== 'ppo') {
   process.stderr.write(`bench:learning: --only must be grpo or ppo, got ${values.only}\n`);
   process.exit(2);
@@ -79,9 +94,14 @@ interface RunPlan {
   simulator: 'rule-based user' | 'local SmolLM2';
 }
 
-interface RunResult extends RunPlan {
+interface StaleRunPlan extends RunPlan {
+  /** training.maxStaleness of the run. */
+  staleness: number;
+}
+
+interface RunResult extends StaleRunPlan {
   seconds: number;
-  rows: { step: number; reward_mean: number }[];
+  rows: { step: number; staleness: number; reward_mean: number; policy_version: string }[];
   first3: number;
   last3: number;
 }
@@ -95,11 +115,34 @@ const allPlans: RunPlan[] = quick
       { name: 'learn-grpo-smollm2', algorithm: 'grpo', model: 'smollm2-135m', simulator: 'rule-based user' },
       { name: 'learn-grpo-smollm2-local', algorithm: 'grpo', model: 'smollm2-135m', simulator: 'local SmolLM2' },
     ];
-const plans = allPlans.filter((p) => values.only === undefined || p.algorithm === values.only);
+// Staleness 0 keeps the run's name; the others get their own (one Temporal server runs them all).
+const plans: StaleRunPlan[] = allPlans
+  .filter((p) => values.only === undefined || p.algorithm === values.only)
+  .flatMap((p) =>
+    stalenesses.map((staleness) => ({
+      ...p,
+      name: staleness === 0 ? p.name : `${p.name}-stale${staleness}`,
+      staleness,
+    })),
+  );
 
-async function run(plan: RunPlan): Promise<RunResult> {
+/**
+ * The version each step sampled proves the run trained at the staleness asked for: with S > 0, step n
+ * samples the weights of step n-1-S (the base model before there are any).
+ */
+function checkStaleness(plan: StaleRunPlan, metrics: StepMetricsRecord[]): void {
+  for (const m of metrics) {
+    const expected = `${plan.name}@${Math.max(0, m.step - 1 - plan.staleness)}`;
+    if (m.policyVersion !== expected)
+      throw new Error(
+        `${plan.name}: step ${m.step} sampled ${m.policyVersion}, not ${expected}: training.maxStaleness=${plan.staleness} was not in force`,
+      );
+  }
+}
+
+async function run(plan: StaleRunPlan): Promise<RunResult> {
   process.stderr.write(
-    `${plan.name}: ${plan.algorithm}, ${plan.model}, ${steps} steps, against the ${plan.simulator}...\n`,
+    `${plan.name}: ${plan.algorithm}, ${plan.model}, ${steps} steps, staleness ${plan.staleness}, against the ${plan.simulator}...\n`,
   );
   const local =
     plan.simulator === 'local SmolLM2'
@@ -117,6 +160,7 @@ async function run(plan: RunPlan): Promise<RunResult> {
           : [`training.baseModel=${plan.model}`, 'policy.maxTokens=48', 'training.hyperparameters.learning_rate=2e-5']),
         ...(seed === null ? [] : [`training.seed=${seed}`]),
         ...(turns === null ? [] : [`training.maxTurns=${turns}`]),
+        ...(plan.staleness === 0 ? [] : [`training.maxStaleness=${plan.staleness}`]),
       ],
       finished: async (rig) => {
         const report = await writeReport({
@@ -128,11 +172,17 @@ async function run(plan: RunPlan): Promise<RunResult> {
         process.stderr.write(`${plan.name}: report ${report.html}\n`);
       },
     });
+    checkStaleness(plan, metrics);
     const { first, last } = rewardRise(metrics);
     return {
       ...plan,
       seconds: (Date.now() - started) / 1000,
-      rows: metrics.map((m) => ({ step: m.step, reward_mean: m.reward.mean })),
+      rows: metrics.map((m) => ({
+        step: m.step,
+        staleness: plan.staleness,
+        reward_mean: m.reward.mean,
+        policy_version: m.policyVersion,
+      })),
       first3: first,
       last3: last,
     };
@@ -152,13 +202,14 @@ async function main(): Promise<void> {
   const lines = [
     `Mean reward per step, ${steps} steps per run (${cpus().length} CPUs); first/last: mean of the first/last three steps`,
     '',
-    'run                       algorithm  model          simulator        first  last   rise   seconds',
+    'run                       algorithm  model          simulator        S  first  last   rise   seconds',
     ...results.map(
       (r) =>
-        `${r.name.padEnd(25)} ${r.algorithm.padEnd(10)} ${r.model.padEnd(14)} ${r.simulator.padEnd(16)} ${r.first3.toFixed(3)}  ${r.last3.toFixed(3)}  ${(r.last3 - r.first3).toFixed(3).padStart(6)} ${r.seconds.toFixed(0).padStart(8)}`,
+        `${r.name.padEnd(25)} ${r.algorithm.padEnd(10)} ${r.model.padEnd(14)} ${r.simulator.padEnd(16)} ${String(r.staleness).padEnd(2)} ${r.first3.toFixed(3)}  ${r.last3.toFixed(3)}  ${(r.last3 - r.first3).toFixed(3).padStart(6)} ${r.seconds.toFixed(0).padStart(8)}`,
     ),
     '',
     ...results.map((r) => `${r.name}: ${r.rows.map((row) => row.reward_mean.toFixed(3)).join(' ')}`),
+    ...(stalenesses.length > 1 ? stalenessComparison(results) : []),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   mkdirSync(dirname(values.out), { recursive: true });
@@ -168,6 +219,7 @@ async function main(): Promise<void> {
     steps,
     seed: seed ?? 7,
     turns: turns ?? 2,
+    stalenesses,
     cpus: cpus().length,
     rows: results[0]?.rows ?? [],
     runs: results,
@@ -179,6 +231,20 @@ async function main(): Promise<void> {
     process.stderr.write(`bench:learning: no rise of ${MIN_RISE} in ${flat.map((r) => r.name).join(', ')}\n`);
     process.exitCode = 1;
   }
+}
+
+/** Per plan at staleness 0 (its name without a suffix): its curves at every staleness side by side, and the parity line. */
+function stalenessComparison(results: RunResult[]): string[] {
+  return allPlans.flatMap((base) => {
+    const curves = results.filter((r) => r.name === base.name || r.name.startsWith(`${base.name}-stale`));
+    if (curves.length === 0) return [];
+    return [
+      '',
+      `${base.name}: mean reward per step at each staleness`,
+      ...sideBySide(curves),
+      parityLine(base.name, curves),
+    ];
+  });
 }
 
 main().catch((error: unknown) => {

@@ -18,4 +18,16 @@ describe('learning through the whole pipeline: rollouts, trainer, published vers
       assert.ok(last >= first + MIN_RISE, `first three ${first.toFixed(3)}, last three ${last.toFixed(3)}: ${curve}`);
     });
   }
+
+  it(`grpo with training.maxStaleness=1: the mean reward rises by at least ${MIN_RISE} over ${STEPS} steps`, async () => {
+    const run = 'learn-grpo-stale1';
+    const metrics = await learningRun('grpo', STEPS, run, { extra: ['training.maxStaleness=1'] });
+    assert.equal(metrics.length, STEPS);
+    // The rise alone would pass with the key ignored: the versions sampled show the overlap ran.
+    for (const m of metrics.filter((m) => m.step >= 3))
+      assert.equal(m.policyVersion, `${run}@${m.step - 2}`, `step ${m.step} samples the weights of two steps before`);
+    const { first, last } = rewardRise(metrics);
+    const curve = metrics.map((m) => m.reward.mean.toFixed(3)).join(' ');
+    assert.ok(last >= first + MIN_RISE, `first three ${first.toFixed(3)}, last three ${last.toFixed(3)}: ${curve}`);
+  });
 });
