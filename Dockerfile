@@ -1,0 +1,36 @@
+# The attune image: workers and the CLI. Attune runs its TypeScript sources through tsx (a
+# production dependency), so there is no compile step: the build stage installs the production
+# packages, the final stage copies them with the sources and runs as a non-root user.
+#   docker build -t attune --build-arg NODE_IMAGE=node:22-bookworm-slim .
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+# Native modules without a prebuilt binary for the platform compile here.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
+  && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+# `npm ci` refuses this lockfile (other platforms' optional packages are not recorded in it), so
+# install against it the way scripts/setup.sh does: the same pinned versions, production only.
+RUN npm install --omit=dev --no-audit --no-fund --loglevel=error \
+  && npm cache clean --force
+
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production \
+  ATTUNE_HOME=/var/lib/attune \
+  ATTUNE_LOG_FORMAT=json
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json package-lock.json tsconfig.json ./
+COPY bin ./bin
+COPY src ./src
+COPY configs ./configs
+COPY scenarios ./scenarios
+# The artifacts volume takes this directory's owner when Docker creates it.
+RUN ln -s /app/bin/attune.js /usr/local/bin/attune \
+  && mkdir -p /var/lib/attune/artifacts \
+  && chown -R node:node /var/lib/attune
+USER node
+ENTRYPOINT ["attune"]
+CMD ["--help"]
