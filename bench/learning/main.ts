@@ -30,6 +30,7 @@ Usage: npm run bench:learning [-- options]
   --steps N          steps per run (default 16 with --quick, 10 otherwise)
   --seed N           training.seed: the tiny model's weights and the sampling seeds (default 7)
   --only ALGORITHM   only the grpo or only the ppo runs
+  --simulator WHICH  only the runs against the rule-based user (rule) or the local SmolLM2 simulator (local)
   --turns N          training.maxTurns: assistant turns a dialogue (default 2; 1 is the peer's single-turn task)
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
                      with more than one, the curves side by side and the parity of the last three steps
@@ -46,6 +47,7 @@ const { values } = parseArgs({
     steps: { type: 'string' },
     seed: { type: 'string' },
     only: { type: 'string' },
+    simulator: { type: 'string' },
     turns: { type: 'string' },
     staleness: { type: 'string', default: '0' },
     out: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning.json') },
@@ -56,6 +58,10 @@ const { values } = parseArgs({
 if (values.help) {
   process.stdout.write(`${HELP}\n`);
   process.exit(0);
+}
+if (values.simulator !== undefined && values.simulator !== 'rule' && values.simulator !== 'local') {
+  process.stderr.write(`--simulator: expected rule or local, got ${values.simulator}\n`);
+  process.exit(2);
 }
 
 const quick = values.quick;
@@ -118,6 +124,7 @@ const allPlans: RunPlan[] = quick
 // Staleness 0 keeps the run's name; the others get their own (one Temporal server runs them all).
 const plans: StaleRunPlan[] = allPlans
   .filter((p) => values.only === undefined || p.algorithm === values.only)
+  .filter((p) => values.simulator === undefined || (values.simulator === 'local') === (p.simulator === 'local SmolLM2'))
   .flatMap((p) =>
     stalenesses.map((staleness) => ({
       ...p,
