@@ -111,3 +111,30 @@ def test_a_checkpoint_is_sampled_while_a_step_holds_the_engine(engine):
     sampler.join(60)
     assert finished_while_held, "sampling the checkpoint waited for the step"
     assert replies["reply"]["choices"][0]["message"]["content"] == alone
+
+
+def test_only_a_whole_hold_sends_a_request_beside(engine):
+    """A step or a load (the lock held whole) sends `run@step` to a checkpoint copy; another
+    request's sampling token does not."""
+    lock = engine.runs.lock
+
+    def held_in_thread(hold) -> bool:
+        entered, release = threading.Event(), threading.Event()
+
+        def run():
+            with hold():
+                entered.set()
+                release.wait(10)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        try:
+            assert entered.wait(10)
+            return lock.held_whole_by_another()
+        finally:
+            release.set()
+            thread.join(10)
+
+    assert held_in_thread(lock.token) is False
+    assert held_in_thread(lambda: lock) is True
+    assert lock.held_whole_by_another() is False

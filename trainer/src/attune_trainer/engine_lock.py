@@ -18,6 +18,9 @@ class EngineLock:
         self._lock = threading.RLock()
         self._turns = threading.Condition()
         self._waiting = 0  # threads waiting to hold the lock as a whole
+        # The thread holding it as a whole (a step, a load), not for one sampling token; its depth.
+        self._whole_owner: int | None = None
+        self._whole_depth = 0
 
     def __enter__(self) -> EngineLock:
         with self._turns:
@@ -28,20 +31,21 @@ class EngineLock:
             with self._turns:
                 self._waiting -= 1
                 self._turns.notify_all()
+        self._whole_depth += 1
+        self._whole_owner = threading.get_ident()
         return self
 
     def __exit__(self, *_exc) -> None:
+        self._whole_depth -= 1
+        if self._whole_depth == 0:
+            self._whole_owner = None
         self._lock.release()
 
-    def held_by_another(self) -> bool:
-        """Whether another thread holds the lock now (a step, a load): work that can do without it
-        need not wait. A hint: the lock may be taken or released right after."""
-        if self._lock._is_owned():  # noqa: SLF001 - RLock's own check, as threading.Condition uses it
-            return False
-        if self._lock.acquire(blocking=False):
-            self._lock.release()
-            return False
-        return True
+    def held_whole_by_another(self) -> bool:
+        """Whether another thread holds the lock as a whole now (a step, a load; not a sampling
+        token): work that can do without it need not wait. A hint: it may end right after."""
+        owner = self._whole_owner
+        return owner is not None and owner != threading.get_ident()
 
     @contextmanager
     def token(self) -> Iterator[None]:

@@ -106,6 +106,12 @@ class Sampler:
 
         return forward
 
+    def _prepare(self, run: LoadedRun, request, step: int, live: bool) -> tuple[list[int], int, int, Forward]:
+        """The prompt's ids, the model's context, the completion's token budget and the forward pass."""
+        prompt = prompt_ids(run.tokenizer, request.messages, "messages")
+        context = getattr(self.compute.unwrap(run.policy).config, "max_position_embeddings", 4096) or 4096
+        return prompt, context, _max_tokens(request, run.hp.max_length), self._forward_on(run, step, live)
+
     def chat(self, req: dict) -> dict:
         from .schemas import ChatCompletionRequest
 
@@ -114,27 +120,20 @@ class Sampler:
             raise InvalidRequest("stream", "stream: streaming is not supported by the trainer; set stream=false")
         run_id, step = self.resolve_model(request.model)
         compute = self.compute
-        beside = self.runs.loaded.get(run_id) if step is not None and self.runs.lock.held_by_another() else None
+        beside = self.runs.loaded.get(run_id) if step is not None and self.runs.lock.held_whole_by_another() else None
         if beside is not None:
             # A step (or a load) holds the engine: a committed checkpoint is sampled from its own copy
             # of the weights beside it, as the rollouts of the next step do while this one trains.
-            run, used_step, live, collective = beside, step, False, False
-            tokenizer = run.tokenizer
-            prompt = prompt_ids(tokenizer, request.messages, "messages")
-            context = getattr(compute.unwrap(run.policy).config, "max_position_embeddings", 4096) or 4096
-            max_tokens = _max_tokens(request, run.hp.max_length)
-            forward = self._forward_on(run, used_step, live=False)
+            run, used_step, live = beside, step, False
+            prompt, context, max_tokens, forward = self._prepare(run, request, used_step, live)
         else:
             with self.runs.lock:
                 run = self.runs.ensure_loaded(run_id)
                 used_step = run.step if step is None else step
                 live = used_step == run.step
-                collective = live and compute.world > 1
-                tokenizer = run.tokenizer
-                prompt = prompt_ids(tokenizer, request.messages, "messages")
-                context = getattr(compute.unwrap(run.policy).config, "max_position_embeddings", 4096) or 4096
-                max_tokens = _max_tokens(request, run.hp.max_length)
-                forward = self._forward_on(run, used_step, live)
+                prompt, context, max_tokens, forward = self._prepare(run, request, used_step, live)
+        collective = live and compute.world > 1
+        tokenizer = run.tokenizer
         room = context - len(prompt)
         if room < 1:
             raise InvalidRequest(
