@@ -112,3 +112,30 @@ def test_stale_gradients_do_not_leak_into_a_step(undisturbed, tmp_path):
     assert [_metrics(r) for r in results] == [_metrics(r) for r in ref_results]
     want, got = policy_tensors(ref_dir, RUN["run_id"], STEPS), policy_tensors(state_dir, RUN["run_id"], STEPS)
     assert all(torch.equal(want[k], got[k]) for k in want)
+
+
+def test_torchs_short_write_on_a_full_disk_answers_507_and_the_step_applies_once_space_is_back(tmp_path, monkeypatch):
+    from attune_trainer import disk_full
+    from attune_trainer.checkpoints import CheckpointWriter
+
+    state_dir = tmp_path / "state"
+    _, client = _client(state_dir)
+    assert client.post("/v1/runs", json=RUN).status_code == 201
+    assert _post(client, 1).status_code == 200
+    save = CheckpointWriter.save
+
+    def short_write(*_args, **_kwargs):
+        raise RuntimeError("[enforce fail at inline_container.cc:671] . unexpected pos 463782912 vs 463782800")
+
+    monkeypatch.setattr(CheckpointWriter, "save", short_write)
+    real_usage = disk_full.shutil.disk_usage
+    monkeypatch.setattr(disk_full.shutil, "disk_usage", lambda p: real_usage(p)._replace(free=1024))
+    failed = _post(client, 2)
+    assert failed.status_code == 507, failed.text
+    assert "disk full" in failed.json()["error"]["message"]
+    assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == 1
+
+    monkeypatch.setattr(CheckpointWriter, "save", save)
+    monkeypatch.setattr(disk_full.shutil, "disk_usage", real_usage)
+    assert _post(client, 2).status_code == 200
+    assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == 2

@@ -6,13 +6,14 @@ samples differ). A step is computed, then checkpointed; the checkpoint's rename 
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import time
+from pathlib import Path
 
 from .checkpoints import CheckpointWriter
 from .compute import Compute
+from .disk_full import out_of_space
 from .errors import DiskFull, StepConflict
 from .faults import FaultInjection
 from .log import log
@@ -120,7 +121,9 @@ class StepApplier:
         except Exception as e:
             self.metrics.step_failed()
             self._recover(run, step, e)
-            if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            committed = run.store.committed_steps()
+            last = run.store.ckpt(committed[-1]) if committed else None
+            if out_of_space(e, Path(self.runs.state_dir), last):
                 raise DiskFull(self.runs.state_dir) from e
             raise
         finally:
