@@ -2,18 +2,8 @@ import assert from 'node:assert/strict';
 import { listRuns } from '../../src/client/runListing.js';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
+import { eventually } from '../support/eventually.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
-
-/** Visibility on SQL is written from the history service's transfer tasks: poll until it has caught up. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not seen within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
 
 describe("Attune's search attributes through SQL visibility (Temporal cluster on PostgreSQL)", function () {
   this.timeout(300_000);
