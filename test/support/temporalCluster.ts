@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../../src/paths.js';
@@ -28,12 +29,28 @@ export function clusterAddress(env: NodeJS.ProcessEnv = process.env): string {
   return required('ATTUNE_TEST_TEMPORAL_ADDRESS', env);
 }
 
-/** SIGKILLs one service of the cluster and starts it again with the same config (a crash and a restart). */
+function servicePid(state: string, service: ClusterService): number {
+  return Number(readFileSync(join(state, 'pids', `${service}.pid`), 'utf8').trim());
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGKILLs one service of the cluster and starts it again with the same config (a crash and a
+ * restart); checks that the old process is gone and a new one runs.
+ */
 export async function restartClusterService(service: ClusterService, env: NodeJS.ProcessEnv = process.env) {
-  await promisify(execFile)('bash', [
-    SERVICE_SCRIPT,
-    'restart',
-    required('ATTUNE_TEST_TEMPORAL_CLUSTER', env),
-    service,
-  ]);
+  const state = required('ATTUNE_TEST_TEMPORAL_CLUSTER', env);
+  const before = servicePid(state, service);
+  await promisify(execFile)('bash', [SERVICE_SCRIPT, 'restart', state, service]);
+  const after = servicePid(state, service);
+  if (alive(before) || after === before || !alive(after))
+    throw new Error(`${service}: restart did not replace process ${before} (now ${after})`);
 }
