@@ -6,6 +6,7 @@ import { findTemporalCli } from '../../src/temporal/cliBinary.js';
 import { DEV_SERVER_QUEUE_TUNING } from '../../src/temporal/devServer.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.js';
 import { bundleWorkflows, WORKFLOWS_PATH } from '../../src/workers/workflowSource.js';
+import { clusterAddress, usesPostgresCluster } from './temporalCluster.js';
 
 let envPromise: Promise<TestWorkflowEnvironment> | null = null;
 /** By failure converter: the one thing of a data converter that goes into the bundle. */
@@ -14,10 +15,19 @@ const bundles = new Map<string, Promise<WorkflowBundleWithSourceMap>>();
 /**
  * One real dev server (the CLI binary, not a mock) shared by the suite; started on first use. Its
  * client encrypts payloads when ATTUNE_CODEC_KEYS_FILE is set, like the workers the rigs start.
+ * With ATTUNE_TEST_TEMPORAL=postgres, a connection to the running cluster on PostgreSQL instead.
  */
 export function sharedTestEnv(): Promise<TestWorkflowEnvironment> {
   if (!envPromise) {
     const dataConverter = configuredDataConverter();
+    if (usesPostgresCluster()) {
+      envPromise = TestWorkflowEnvironment.createFromExistingServer({
+        address: clusterAddress(),
+        namespace: 'default',
+        ...(dataConverter ? { client: { dataConverter } } : {}),
+      });
+      return envPromise;
+    }
     envPromise = TestWorkflowEnvironment.createLocal({
       ...(dataConverter ? { client: { dataConverter } } : {}),
       server: {
