@@ -24,8 +24,12 @@ export const LIMITS = {
    * calls not yet recorded run again. The price of a longer timeout: a crash repeats more calls.
    */
   localCallsWorkflowTaskTimeoutMs: 60_000,
-  /** Bound on a local LLM activity, waiting for its endpoint's slot included (`rollout.llmCalls: local`). */
-  localLlmCallTimeoutMs: 30 * 60_000,
+  /**
+   * Bound on an LLM call's activity, waits included: for its endpoint's slot (`rollout.llmCalls:
+   * local`) and for the endpoint's `tokensPerMinute` budget. The HTTP timeout bounds the call itself;
+   * a queued call's heartbeat notices a dead worker.
+   */
+  llmCallTimeoutMs: 30 * 60_000,
   /** Bound on a turn activity (three LLM calls and their waits for an endpoint slot; `rollout.activityPer: turn`). */
   turnActivityTimeoutMs: 30 * 60_000,
   /**

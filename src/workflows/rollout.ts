@@ -127,18 +127,19 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     startToCloseTimeout: activityTimeoutFor(settings.policy.timeoutMs),
     retry: retryOptions(settings.policy.retry),
   };
-  // A local call may first wait for its endpoint's slot in the worker, and that wait counts against
-  // a local activity's timeout; the HTTP timeout inside still bounds the call itself.
-  const localOptions = <T extends { startToCloseTimeout: number }>(options: T): T => ({
+  // A call may first wait for its endpoint's slot in the worker (a local call) or for the endpoint's
+  // token budget (any call), and those waits count against the activity's timeout; the HTTP timeout
+  // inside still bounds the call itself.
+  const waitingOptions = <T extends { startToCloseTimeout: number }>(options: T): T => ({
     ...options,
-    startToCloseTimeout: Math.max(options.startToCloseTimeout, LIMITS.localLlmCallTimeoutMs),
+    startToCloseTimeout: Math.max(options.startToCloseTimeout, LIMITS.llmCallTimeoutMs),
   });
-  // A queued call heartbeats while it waits for its answer: a dead worker's call moves on in seconds.
+  // A queued call heartbeats while it waits: a dead worker's call moves on in seconds.
   const queuedCallOptions = { heartbeatTimeout: LIMITS.llmCallHeartbeatTimeoutMs };
   const policy = local
-    ? proxyLocalActivities<PolicyActivities>(localOptions(policyOptions))
+    ? proxyLocalActivities<PolicyActivities>(waitingOptions(policyOptions))
     : proxyActivities<PolicyActivities>({
-        ...policyOptions,
+        ...waitingOptions(policyOptions),
         ...queuedCallOptions,
         taskQueue: settings.policy.taskQueue,
       });
@@ -148,9 +149,9 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     retry: retryOptions(settings.simulator.retry),
   };
   const simulator = local
-    ? proxyLocalActivities<SimulatorActivities>(localOptions(simulatorOptions))
+    ? proxyLocalActivities<SimulatorActivities>(waitingOptions(simulatorOptions))
     : proxyActivities<SimulatorActivities>({
-        ...simulatorOptions,
+        ...waitingOptions(simulatorOptions),
         ...queuedCallOptions,
         taskQueue: settings.simulator.taskQueue,
       });

@@ -55,13 +55,18 @@ describe('tokens-per-minute limits on LLM calls', function () {
   });
 
   it("a dialogue's summary counts its calls' waits per endpoint (what the step metrics and status add up)", async () => {
-    // The budget earns 2,500 tokens a second from when the workers start; the first policy call is
-    // charged about 20,000 (maxTokens 20,000), so it waits several seconds whatever the start-up took.
+    // The budget earns 2,500 tokens a second and the first policy call is charged about 20,000
+    // (maxTokens 20,000), so it waits up to 8 s after the budget was emptied: longer than the call's
+    // 3 s HTTP timeout, which must bound the call, not its wait for the budget.
     rig = await createRolloutRig({
       behaviour: { analysis: () => ({ emotionChange: 3 }) },
       set: ['policy.tokensPerMinute=150000', 'policy.maxTokens=20000'],
     });
     await rig.startWorkers();
+    // The workers' budget filled while they started (by 8 s of a slow start it covers the call):
+    // empty it now, as a worker that has just started has it, so the wait does not hang on start-up time.
+    configureTokenRateLimits({ policy: {} });
+    configureTokenRateLimits({ policy: { tokensPerMinute: 150_000 } });
     const summary = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 1, { maxTurns: 2 });
     const waits = summary.tokens.rateLimitWaits;
     assert.ok(waits, JSON.stringify(summary.tokens));

@@ -489,11 +489,25 @@ describe('localllm: token, bounded queue and request timeout', function () {
       headers: { 'content-type': 'application/json', ...(token !== null ? { authorization: `Bearer ${token}` } : {}) },
       body: JSON.stringify(body),
     });
+  // The schema keeps the model from ending early: at least 1,500 characters (hundreds of tokens, seconds
+  // on a CPU) before the object may close, however fast the machine or the sampled words.
   const slow = {
     model: 'm',
     messages: [{ role: 'user', content: 'Write a very long essay about rivers.' }],
     max_tokens: 4000,
     temperature: 1,
+    response_format: {
+      type: 'json_schema',
+      json_schema: {
+        name: 'essay',
+        schema: {
+          type: 'object',
+          properties: { essay: { type: 'string', minLength: 1500 } },
+          required: ['essay'],
+          additionalProperties: false,
+        },
+      },
+    },
   };
 
   /** Sends one header value byte for byte (latin1), as a client that does not encode it would. */
