@@ -1,13 +1,11 @@
-import {
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  upsertSearchAttributes,
-  ApplicationFailure,
-} from '@temporalio/workflow';
-import { minGroupSize } from '../core/training/stepRollouts.js';
+import { allHandlersFinished, condition, continueAsNew, upsertSearchAttributes } from '@temporalio/workflow';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
-import { initialTrainingState, runIsOver, type TrainingResult } from '../core/training/trainingState.js';
+import {
+  initialTrainingState,
+  runIsOver,
+  type TrainingResult,
+  type TrainingState,
+} from '../core/training/trainingState.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { TrainingControl } from './trainingControl.js';
 import { pipelinedTick } from './trainingPipeline.js';
@@ -17,9 +15,9 @@ import {
   bookkeepingActivities,
   ensureTrainerRun,
   optimizerActivities,
+  survivorsOf,
   type StepContext,
 } from './trainingStep.js';
-import type { TrainingState } from '../core/training/trainingState.js';
 
 export type { TrainingPhase, TrainingResult, TrainingState, TrainingStatus } from '../core/training/trainingState.js';
 export { pauseUpdate, resumeUpdate, setUpdate, stopUpdate, trainingStatusQuery } from './trainingControl.js';
@@ -86,10 +84,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
       return continueAsNew<typeof training>({ settings, state });
     }
     delete state.stepInProgress;
-    const survivors = rolled.outcomes.survivors(minGroupSize(settings.algorithm, settings.samplesPerScenario));
-    // runStepRollouts waits for the operator until some survive; this only guards that promise.
-    if (survivors.kept.length === 0)
-      throw ApplicationFailure.nonRetryable(`step ${step}: no rollout survived to train on`, 'NoRolloutSurvived');
+    const survivors = survivorsOf(ctx, step, rolled.outcomes);
     const applied = await applyStep(ctx, {
       step,
       startedAt: rolled.startedAt,

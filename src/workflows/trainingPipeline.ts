@@ -1,10 +1,9 @@
-import { ApplicationFailure } from '@temporalio/workflow';
 import { plannedRolloutsOf } from '../core/training/stepPlan.js';
-import { minGroupSize, StepRolloutOutcomes, type StepSurvivors } from '../core/training/stepRollouts.js';
+import { StepRolloutOutcomes } from '../core/training/stepRollouts.js';
 import { runIsOver, type RolledOutStep } from '../core/training/trainingState.js';
 import { utf8Length } from '../core/transcriptParts.js';
 import { CARRIED_STEP_BYTES, rollOutStep, type RolledOutDialogues } from './trainingRollouts.js';
-import { applyStep, type StepContext, type StepToApply } from './trainingStep.js';
+import { applyStep, survivorsOf, type StepContext, type StepToApply } from './trainingStep.js';
 
 /** How a run of the pipelined workflow ended: continue as new, stopped by the operator, or every step applied. */
 export type TickEnd = 'continue' | 'stopped' | 'over';
@@ -84,12 +83,4 @@ function carriedStepToApply(ctx: StepContext, carried: RolledOutStep, tickStarte
     sampledFrom: carried.sampledFrom,
     survivors: survivorsOf(ctx, carried.step, outcomes),
   };
-}
-
-function survivorsOf({ settings }: StepContext, step: number, outcomes: StepRolloutOutcomes): StepSurvivors {
-  const survivors = outcomes.survivors(minGroupSize(settings.algorithm, settings.samplesPerScenario));
-  // The rollouts wait for the operator until some survive; this only guards that promise.
-  if (survivors.kept.length === 0)
-    throw ApplicationFailure.nonRetryable(`step ${step}: no rollout survived to train on`, 'NoRolloutSurvived');
-  return survivors;
 }

@@ -12,7 +12,7 @@ import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { liveHyperparameters } from '../core/training/liveOverrides.js';
 import { evaluatesAfterStep, stepEvaluationId } from '../core/training/stepPlan.js';
 import { stepEvalSummary, stepMetricsRecord } from '../core/training/stepRecord.js';
-import type { StepSurvivors } from '../core/training/stepRollouts.js';
+import { minGroupSize, type StepRolloutOutcomes, type StepSurvivors } from '../core/training/stepRollouts.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { completeStep, type TrainingState } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
@@ -71,6 +71,15 @@ export interface StepToApply {
   /** The step whose weights the rollouts sampled (0: the base model). */
   sampledFrom: number;
   survivors: StepSurvivors;
+}
+
+/** The step's dialogues kept for training (some must survive). */
+export function survivorsOf({ settings }: StepContext, step: number, outcomes: StepRolloutOutcomes): StepSurvivors {
+  const survivors = outcomes.survivors(minGroupSize(settings.algorithm, settings.samplesPerScenario));
+  // The rollouts wait for the operator until some survive; this only guards that promise.
+  if (survivors.kept.length === 0)
+    throw ApplicationFailure.nonRetryable(`step ${step}: no rollout survived to train on`, 'NoRolloutSurvived');
+  return survivors;
 }
 
 /**
