@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: type check, lint, formatting (Prettier, ruff), mocha (real Temporal dev server, fake OpenAI server,
-# real local model server) and pytest (trainer on CPU). Prints one summary line at the end.
+# real local model server), pytest (trainer on CPU) and the suites against a Temporal cluster on
+# PostgreSQL. Prints one summary line at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
@@ -27,8 +28,16 @@ if [ -d trainer/tests ]; then
   py_failed=$(grep -Eo '[0-9]+ failed' test-output/pytest.log | grep -Eo '[0-9]+' | tail -1)
 fi
 
-passed=$(( ${mocha_passed:-0} + ${py_passed:-0} ))
-failed=$(( ${mocha_failed:-0} + ${py_failed:-0} ))
+# The suites against a real Temporal cluster on PostgreSQL: they set the cluster up themselves
+# (Debian's PostgreSQL, the server built from the Go module proxy and cached in ~/.cache/attune).
+echo "== test:postgres"
+bash scripts/test-postgres.sh 2>&1 | tee test-output/postgres.log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+pg_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/postgres.log | grep -Eo '[0-9]+' | tail -1)
+pg_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/postgres.log | grep -Eo '[0-9]+' | tail -1)
+
+passed=$(( ${mocha_passed:-0} + ${py_passed:-0} + ${pg_passed:-0} ))
+failed=$(( ${mocha_failed:-0} + ${py_failed:-0} + ${pg_failed:-0} ))
 if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi
 echo "tests: ${passed} passed, ${failed} failed"
 exit $status

@@ -66,6 +66,25 @@ for attribute in "${attributes[@]}"; do
 done
 say "namespace default with Attune's search attributes ($(($(date +%s) - t0)) s)"
 
+# Schedules are answered by the worker service's per-namespace workers, which start only after that
+# service sees the new namespace: until then DescribeSchedule times out. A paused probe schedule that
+# describes back means the cluster serves schedules too.
+probe="attune-cluster-probe-$$"
+"$cli" schedule create --address "$address" --namespace default --schedule-id "$probe" --interval 24h \
+  --paused --workflow-id "$probe" --task-queue "$probe" --type ClusterProbe >/dev/null
+deadline=$(($(date +%s) + 180))
+until "$cli" schedule describe --address "$address" --namespace default --schedule-id "$probe" \
+  --command-timeout 10s >/dev/null 2>"$state/schedule-probe.err"; do
+  if [ "$(date +%s)" -gt "$deadline" ]; then
+    say "schedules are not served within 180 s: $(tail -n 1 "$state/schedule-probe.err"); worker service log:"
+    grep -E '"level":"(error|warn)"' "$state/logs/worker.log" | tail -n 5 | cut -c1-600 >&2
+    exit 1
+  fi
+  sleep 2
+done
+"$cli" schedule delete --address "$address" --namespace default --schedule-id "$probe" >/dev/null
+say "schedules served ($(($(date +%s) - t0)) s)"
+
 cat >"$state/env" <<ENV
 ATTUNE_TEST_TEMPORAL_ADDRESS=$address
 ATTUNE_TEST_TEMPORAL_CLUSTER=$state
