@@ -153,6 +153,20 @@ describe('rolling upgrade with worker versioning (real dev server, real trainer)
     }
     assert.deepEqual([...rolloutBuilds].sort(), ['A', 'B']);
 
+    // The operator's view: B current, A no longer (draining until the server's next drainage check).
+    const described = await startAttune(
+      ['worker', 'deployment', 'describe', '--json', ...rig.configSet.flatMap((s) => ['--set', s])],
+      { TEMPORAL_ADDRESS: server.address },
+    ).done;
+    assert.equal(described.code, 0, described.stderr);
+    const view = JSON.parse(described.stdout) as Awaited<ReturnType<typeof describeDeployment>>;
+    assert.equal(view.currentBuildId, 'B');
+    assert.deepEqual(view.versions.map((v) => [v.buildId, v.current]).sort(), [
+      ['A', false],
+      ['B', true],
+    ]);
+    assert.notEqual(view.versions.find((v) => v.buildId === 'A')?.drainage, null);
+
     // Every run of the chain, those A wrote included, replays on the current code.
     const workflowBundle = await sharedWorkflowBundle();
     for (const [i, history] of chain.entries())
