@@ -39,8 +39,9 @@ const COMMANDS: Record<string, CommandEntry> = {
   },
   worker: {
     run: workerCommand,
-    summary: 'run the LLM-I/O workers against a Temporal server',
-    flags: ['--role', ...CONFIG_FLAGS],
+    summary: 'run the LLM-I/O workers against a Temporal server; worker deployment set-current|describe',
+    subcommands: ['deployment'],
+    flags: ['--role', '--deployment-version', '--deployment-name', '--build-id', '--json', ...CONFIG_FLAGS],
   },
   rollout: {
     run: rolloutCommand,
@@ -164,6 +165,7 @@ export function topHelp(): string {
     '             TEMPORAL_TLS_CA TEMPORAL_TLS_CERT TEMPORAL_TLS_KEY TEMPORAL_TLS_SERVER_NAME TEMPORAL_API_KEY_ENV',
     '             ATTUNE_CODEC_KEYS_FILE ATTUNE_CODEC_SERVER_TOKEN (payload encryption: see SECURITY.md)',
     '             ATTUNE_LOG_FORMAT ATTUNE_LOG_LEVEL ATTUNE_TEMPORAL_LOG_LEVEL (logging)',
+    '             ATTUNE_WORKER_BUILD_ID ATTUNE_WORKER_DEPLOYMENT_NAME (worker versioning)',
   ].join('\n');
 }
 

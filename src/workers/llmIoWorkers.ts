@@ -15,6 +15,7 @@ import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS } from '../config/limits.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
 import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflowSource.js';
+import { deploymentWorkerOptions, type WorkerDeploymentVersion } from './deploymentVersion.js';
 
 export interface LlmIoWorkerOptions {
   connection: NativeConnection;
@@ -26,9 +27,11 @@ export interface LlmIoWorkerOptions {
   identity?: string;
   /** Default: the configured one (payload encryption with ATTUNE_CODEC_KEYS_FILE or temporal.codec.keysFile). */
   dataConverter?: DataConverter;
+  /** Worker versioning: the deployment and build id this worker's code is; absent = unversioned. */
+  deploymentVersion?: WorkerDeploymentVersion;
 }
 
-/** What every Attune worker shares: its connection, namespace, identity, grace time and data converter. */
+/** What every Attune worker shares: connection, namespace, identity, grace time, data converter, deployment version. */
 export function commonWorkerOptions(options: Omit<LlmIoWorkerOptions, 'workflowBundle'>, shutdownGraceTime: number) {
   const dataConverter =
     options.dataConverter ?? configuredDataConverter(process.env, options.config.temporal.codec?.keysFile);
@@ -38,6 +41,7 @@ export function commonWorkerOptions(options: Omit<LlmIoWorkerOptions, 'workflowB
     shutdownGraceTime,
     ...(options.identity ? { identity: options.identity } : {}),
     ...(dataConverter ? { dataConverter } : {}),
+    ...deploymentWorkerOptions(options.deploymentVersion),
   };
 }
 

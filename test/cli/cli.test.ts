@@ -26,6 +26,7 @@ describe('the attune command', function () {
       [],
       ['dev'],
       ['worker'],
+      ['worker', 'deployment'],
       ['rollout'],
       ['scenarios'],
       ['eval'],

@@ -5,8 +5,11 @@ import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
 import { createLlmIoWorkers } from '../../workers/llmIoWorkers.js';
 import { runWorkers, shutdownWorkers } from '../../workers/runWorkers.js';
 import { createOptimizerWorker } from '../../workers/optimizerWorker.js';
+import { BUILD_ID_ENV, DEFAULT_DEPLOYMENT_NAME, deploymentVersionFrom } from '../../workers/deploymentVersion.js';
+import { workerDeploymentCommand } from './workerDeployment.js';
 
-export const WORKER_HELP = `attune worker [--role llm|optimizer|all] [options]
+export const WORKER_HELP = `attune worker [--role llm|optimizer|all] [--deployment-version ID] [options]
+attune worker deployment set-current|describe ...   (see attune worker deployment --help)
 
 Runs workers against the configured Temporal server (TEMPORAL_ADDRESS, or the dev server of
 \`attune dev\`). Stops cleanly on SIGINT/SIGTERM, handing unfinished work back after a grace time.
@@ -14,21 +17,46 @@ Runs workers against the configured Temporal server (TEMPORAL_ADDRESS, or the de
       --role llm        rollout/evaluation/training workflows, policy and simulator activities (default)
       --role optimizer  optimizer activities, one at a time: run one per GPU host, next to the trainer
       --role all        both
+      --deployment-version ID   worker versioning: this worker's build id (or ${BUILD_ID_ENV});
+                        it serves only runs routed to that build. Start every role with the same
+                        id, then \`attune worker deployment set-current --build-id ID\`.
+                        Without it the worker is unversioned and takes every task
+      --deployment-name NAME    the worker deployment (default ${DEFAULT_DEPLOYMENT_NAME}, or ATTUNE_WORKER_DEPLOYMENT_NAME)
 ${CONFIG_HELP}`;
 
 export async function workerCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, { ...CONFIG_OPTIONS, role: { type: 'string' } }, false);
+  if (argv[0] === 'deployment') return workerDeploymentCommand(argv.slice(1));
+  const { values } = parseCommand(
+    argv,
+    {
+      ...CONFIG_OPTIONS,
+      role: { type: 'string' },
+      'deployment-version': { type: 'string' },
+      'deployment-name': { type: 'string' },
+    },
+    false,
+  );
   if (values.help) {
     process.stdout.write(`${WORKER_HELP}\n`);
     return 0;
   }
+  const deploymentVersion = deploymentVersionFrom({
+    buildId: values['deployment-version'],
+    deploymentName: values['deployment-name'],
+  });
   const ctx = commandContext(values, 'worker');
   installTemporalLogging(undefined, ctx.config.metrics.prometheus);
   const temporal = await connectTemporal(ctx.config, ctx.log, { startIfMissing: false });
   const connection = await connectWorkerSide(temporal);
   const role = values.role ?? 'llm';
   if (!['llm', 'optimizer', 'all'].includes(role)) throw new UsageError('--role must be llm, optimizer or all');
-  const options = { connection, namespace: temporal.namespace, config: ctx.config, store: ctx.store };
+  const options = {
+    connection,
+    namespace: temporal.namespace,
+    config: ctx.config,
+    store: ctx.store,
+    ...(deploymentVersion ? { deploymentVersion } : {}),
+  };
   const workers = [
     ...(role === 'llm' || role === 'all' ? await createLlmIoWorkers(options) : []),
     ...(role === 'optimizer' || role === 'all' ? [await createOptimizerWorker(options)] : []),
@@ -38,6 +66,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     address: temporal.address,
     namespace: temporal.namespace,
     queuePrefix: ctx.config.temporal.taskQueuePrefix,
+    deployment: deploymentVersion ? `${deploymentVersion.deploymentName}:${deploymentVersion.buildId}` : 'unversioned',
     metrics: ctx.config.metrics.prometheus,
     pid: process.pid,
   });

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { DevServer } from '../../src/temporal/devServer.js';
+import { describeDeployment, setCurrentDeploymentVersion } from '../../src/temporal/workerDeployments.js';
+import { trainingWorkflowId } from '../../src/workflows/training.js';
+import { startAttune } from '../cli/attuneProcess.js';
+import { eventually } from '../support/eventually.js';
+import { sharedWorkflowBundle } from '../support/temporalEnv.js';
+import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
+import { WorkerProcess } from '../support/workerProcess.js';
+
+const STEPS = 4;
+const SET = [...TINY_TRAINING('grpo', STEPS)];
+// Slow enough calls that a step is still in flight when the new build becomes current.
+const BEHAVIOUR = {
+  latencyMs: 150,
+  analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }),
+};
+const DEPLOYMENT = 'attune';
+const { VERSIONING_BEHAVIOR_PINNED: PINNED, VERSIONING_BEHAVIOR_AUTO_UPGRADE: AUTO_UPGRADE } =
+  temporal.api.enums.v1.VersioningBehavior;
+
+type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+
+/** Every run of a workflow id (continue-as-new chain), first to last. */
+async function historiesOfChain(client: Client, workflowId: string): Promise<History[]> {
+  const chain: History[] = [];
+  let runId: string | undefined = (await client.workflow.getHandle(workflowId).describe()).runId;
+  while (runId) {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    chain.unshift(history);
+    runId = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+  }
+  return chain;
+}
+
+/** The build id and versioning behaviour of each completed workflow task, in order. */
+function completedTasks(history: History): { buildId: string; behavior: number }[] {
+  return (history.events ?? [])
+    .map((e) => e.workflowTaskCompletedEventAttributes)
+    .filter((a) => a !== null && a !== undefined)
+    .map((a) => ({ buildId: a.deploymentVersion?.buildId ?? '', behavior: a.versioningBehavior ?? 0 }));
+}
+
+/** Rollouts still running on `buildId`, pinned there: the build has drained when there are none. */
+async function pinnedRunning(client: Client, buildId: string): Promise<number> {
+  let n = 0;
+  for await (const w of client.workflow.list({ query: `WorkflowType = 'rollout' AND ExecutionStatus = 'Running'` })) {
+    const info = (await client.workflow.getHandle(w.workflowId, w.runId).describe()).raw.workflowExecutionInfo;
+    const versioning = info?.versioningInfo;
+    if (versioning?.behavior === PINNED && versioning?.deploymentVersion?.buildId === buildId) n++;
+  }
+  return n;
+}
+
+describe('rolling upgrade with worker versioning (real dev server, real trainer)', function () {
+  this.timeout(600_000);
+  let server: DevServer | undefined;
+  let rig: TrainingRig | undefined;
+  const processes: WorkerProcess[] = [];
+
+  after(async () => {
+    for (const p of processes) await p.kill();
+    await rig?.close();
+    await server?.stop();
+  });
+
+  it('moves a training run from build A to build B mid-run: each step applied once, B runs the rest, histories replay', async () => {
+    server = await DevServer.create({ home: mkdtempSync(join(tmpdir(), 'attune-upgrade-')), headless: true });
+    await server.start();
+    rig = await createTrainingRig({ server, set: SET, behaviour: BEHAVIOUR });
+    const client = rig.client;
+    const versioned = (buildId: string) => {
+      const p = WorkerProcess.start(server!.address, rig!.configSet, [
+        'worker',
+        '--role',
+        'all',
+        '--deployment-version',
+        buildId,
+      ]);
+      processes.push(p);
+      return p;
+    };
+    // Both builds are deployed up front, as a rolling deployment brings B up before it routes to it;
+    // a version takes no task until it is current.
+    const a = versioned('A');
+    const b = versioned('B');
+    await Promise.all([a.ready(), b.ready()]);
+    await eventually('build A current', () =>
+      setCurrentDeploymentVersion(client, { deploymentName: DEPLOYMENT, buildId: 'A' }, 'test').then(
+        () => true,
+        () => undefined,
+      ),
+    );
+
+    const run = 'upgrade';
+    const { handle } = await rig.start(run);
+    await eventually(
+      'step 1 applied',
+      async () => ((await rig!.trainer.runState(run)).step >= 1 ? true : undefined),
+      300_000,
+    );
+
+    // The operator's command makes B current.
+    const setCurrent = await startAttune(
+      ['worker', 'deployment', 'set-current', '--build-id', 'B', ...rig.configSet.flatMap((s) => ['--set', s])],
+      { TEMPORAL_ADDRESS: server.address },
+    ).done;
+    assert.equal(setCurrent.code, 0, setCurrent.stderr);
+    const state = await describeDeployment(client, DEPLOYMENT);
+    assert.equal(state.currentBuildId, 'B');
+    assert.ok((await rig.trainer.runState(run)).step < STEPS, 'the switch came before the run ended');
+
+    // Drain A (its pinned rollouts finish there), then stop it as a rolling restart would.
+    await eventually(
+      'build A drained',
+      async () => ((await pinnedRunning(client, 'A')) === 0 ? true : undefined),
+      300_000,
+    );
+    await a.kill('SIGTERM');
+
+    assert.equal((await handle.result()).stepsApplied, STEPS);
+    assert.equal((await rig.trainer.runState(run)).step, STEPS, 'the trainer applied each step once');
+    assert.deepEqual(
+      (await rig.metrics(run)).map((m) => m.step),
+      [1, 2, 3, 4],
+      'one metrics line per step',
+    );
+
+    // The training workflow ran on A, then on B only (AUTO_UPGRADE), and its last run ended on B.
+    const chain = await historiesOfChain(client, trainingWorkflowId(run));
+    const tasks = chain.flatMap(completedTasks);
+    const firstB = tasks.findIndex((t) => t.buildId === 'B');
+    assert.equal(tasks[0]?.buildId, 'A');
+    assert.ok(firstB > 0, `B completed workflow tasks of the run: ${JSON.stringify(tasks.map((t) => t.buildId))}`);
+    assert.ok(
+      tasks.slice(firstB).every((t) => t.buildId === 'B'),
+      'no task went back to A',
+    );
+    assert.ok(tasks.every((t) => t.behavior === AUTO_UPGRADE));
+
+    // Rollouts were pinned: each ran on one build from start to end, some on A and some on B.
+    const rolloutBuilds = new Set<string>();
+    for await (const w of client.workflow.list({ query: `WorkflowType = 'rollout'` })) {
+      const rolloutTasks = completedTasks(await client.workflow.getHandle(w.workflowId, w.runId).fetchHistory());
+      assert.ok(rolloutTasks.every((t) => t.behavior === PINNED && t.buildId === rolloutTasks[0]?.buildId));
+      rolloutBuilds.add(rolloutTasks[0]!.buildId);
+    }
+    assert.deepEqual([...rolloutBuilds].sort(), ['A', 'B']);
+
+    // The operator's view: B current, A no longer (draining until the server's next drainage check).
+    const described = await startAttune(
+      ['worker', 'deployment', 'describe', '--json', ...rig.configSet.flatMap((s) => ['--set', s])],
+      { TEMPORAL_ADDRESS: server.address },
+    ).done;
+    assert.equal(described.code, 0, described.stderr);
+    const view = JSON.parse(described.stdout) as Awaited<ReturnType<typeof describeDeployment>>;
+    assert.equal(view.currentBuildId, 'B');
+    assert.deepEqual(view.versions.map((v) => [v.buildId, v.current]).sort(), [
+      ['A', false],
+      ['B', true],
+    ]);
+    assert.notEqual(view.versions.find((v) => v.buildId === 'A')?.drainage, null);
+
+    // Every run of the chain, those A wrote included, replays on the current code.
+    const workflowBundle = await sharedWorkflowBundle();
+    for (const [i, history] of chain.entries())
+      await Worker.runReplayHistory({ workflowBundle }, history, `upgrade-training-${i}`);
+  });
+});
