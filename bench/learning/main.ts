@@ -165,6 +165,10 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
         ...(plan.model === 'tiny-random'
           ? []
           : [`training.baseModel=${plan.model}`, 'policy.maxTokens=48', 'training.hyperparameters.learning_rate=2e-5']),
+        // The local simulator writes a schema-constrained JSON analysis on CPU: the demo's budget and timeout.
+        ...(local
+          ? ['simulator.maxTokens=320', 'simulator.timeoutMs=600000', 'training.heartbeatTimeoutMs=300000']
+          : []),
         ...(seed === null ? [] : [`training.seed=${seed}`]),
         ...(turns === null ? [] : [`training.maxTurns=${turns}`]),
         ...(plan.staleness === 0 ? [] : [`training.maxStaleness=${plan.staleness}`]),

@@ -118,17 +118,6 @@ export const TRANSCRIPT_PARTS_PATCH = 'transcript-parts';
  *   completed workflow task (up to 80 % of the workflow-task timeout, 60 s by default for such
  *   rollouts). The scenario load and the transcript write are then local too.
  */
-/**
- * With worker versioning a dialogue ends on the build it started on: it lasts minutes, so the old
- * build drains soon, and a rollout's code changes then need no `patched()` to move mid-dialogue.
- * Training and evaluation workflows take the worker's default, AUTO_UPGRADE. Only a versioned
- * worker (one with a deployment name) may say so: the server fails the workflow tasks of an
- * unversioned worker that names a behaviour.
- */
-setWorkflowOptions(
-  () => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'PINNED' } : {}),
-  rollout,
-);
 export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const { settings, seed } = input;
   const runName = input.runName ?? null;
@@ -265,3 +254,15 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     artifact,
   };
 }
+
+/**
+ * With worker versioning a dialogue ends on the build it started on: it lasts minutes, so the old
+ * build drains soon, and a rollout's code changes then need no `patched()` to move mid-dialogue.
+ * Training and evaluation workflows take the worker's default, AUTO_UPGRADE. Only a versioned
+ * worker (one with a deployment name) may say so: the server fails the workflow tasks of an
+ * unversioned worker that names a behaviour.
+ */
+setWorkflowOptions(
+  () => (workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior: 'PINNED' } : {}),
+  rollout,
+);
