@@ -12,6 +12,7 @@ import { cpus } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
+import { LOCAL_ANALYSIS_MAX_CHARS } from '../../src/config/rolloutSettingsFromConfig.js';
 import { findSmolLm2Gguf } from '../../src/localllm/modelPath.js';
 import { startLocalLlmServer } from '../../src/localllm/server.js';
 import { REPO_ROOT } from '../../src/paths.js';
@@ -167,7 +168,14 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
           : [`training.baseModel=${plan.model}`, 'policy.maxTokens=48', 'training.hyperparameters.learning_rate=2e-5']),
         // The local simulator writes a schema-constrained JSON analysis on CPU: the demo's budget and timeout.
         ...(local
-          ? ['simulator.maxTokens=320', 'simulator.timeoutMs=600000', 'training.heartbeatTimeoutMs=300000']
+          ? [
+              'simulator.maxTokens=320',
+              'simulator.timeoutMs=600000',
+              'training.heartbeatTimeoutMs=300000',
+              // The schema's bound on the analysis fields that the embedded server gets by default:
+              // this server is on a port of its own, which the default does not recognise.
+              `simulator.analysisMaxChars=${LOCAL_ANALYSIS_MAX_CHARS}`,
+            ]
           : []),
         ...(seed === null ? [] : [`training.seed=${seed}`]),
         ...(turns === null ? [] : [`training.maxTurns=${turns}`]),

@@ -9,7 +9,7 @@ import { taskQueuesFor } from './taskQueues.js';
  * asks for the tokens a complete object can take (see analysisTokenBudget.ts): about 1,600 here,
  * which leaves most of the 8k context to the dialogue.
  */
-const LOCAL_ANALYSIS_MAX_CHARS = 80;
+export const LOCAL_ANALYSIS_MAX_CHARS = 80;
 
 /**
  * The variable holding the policy endpoint's key. A policy served by the trainer itself
