@@ -79,5 +79,9 @@ export default tseslint.config(
       '@typescript-eslint/no-non-null-assertion': 'off',
     },
   },
-  { files: ['src/workflows/**/*.ts', 'src/core/**/*.ts'], rules: workflowImportRule },
+  {
+    // Test fixtures bundled into workflows (interceptor modules) run in the same sandbox.
+    files: ['src/workflows/**/*.ts', 'src/core/**/*.ts', 'test/fixtures/workflowInterceptors/**/*.ts'],
+    rules: workflowImportRule,
+  },
 );

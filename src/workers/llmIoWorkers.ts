@@ -14,7 +14,12 @@ import { configuredDataConverter } from '../codec/dataConverter.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { LIMITS } from '../config/limits.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
-import { WORKFLOWS_PATH, workflowBundlerOptions } from './workflowSource.js';
+import {
+  TEST_ONLY_WORKFLOW_INTERCEPTOR_MODULES_ENV,
+  testOnlyWorkflowInterceptorModules,
+  WORKFLOWS_PATH,
+  workflowBundlerOptions,
+} from './workflowSource.js';
 import { deploymentWorkerOptions, type WorkerDeploymentVersion } from './deploymentVersion.js';
 
 export interface LlmIoWorkerOptions {
@@ -54,9 +59,16 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const { config } = options;
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   const common = commonWorkerOptions(options, LIMITS.shutdownGraceTimeMs);
+  const interceptorModules = testOnlyWorkflowInterceptorModules();
+  if (options.workflowBundle && interceptorModules.length > 0)
+    throw new Error(`${TEST_ONLY_WORKFLOW_INTERCEPTOR_MODULES_ENV} is set but this worker runs a pre-built bundle`);
   const workflowSource = options.workflowBundle
     ? { workflowBundle: options.workflowBundle }
-    : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: workflowBundlerOptions };
+    : {
+        workflowsPath: WORKFLOWS_PATH,
+        bundlerOptions: workflowBundlerOptions,
+        ...(interceptorModules.length > 0 ? { interceptors: { workflowModules: interceptorModules } } : {}),
+      };
   // With local activities a workflow task stays open while its LLM call runs, so the rollout
   // worker needs a task slot (and a local-activity slot) for every call it may have in flight.
   // A turn activity holds its slot while it waits for either endpoint, hence the sum here too.

@@ -1,4 +1,5 @@
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { bundleWorkflowCode, type BundleOptions, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { configuredDataConverter } from '../codec/dataConverter.js';
@@ -18,6 +19,23 @@ export const workflowBundlerOptions: Pick<BundleOptions, 'webpackConfigHook'> = 
 };
 
 /**
+ * TEST ONLY: workflow interceptor modules (absolute paths, joined by the platform's path delimiter)
+ * bundled into the workflows of a worker that bundles at start. It lets the rolling-upgrade test give
+ * build B a real workflow code change without a second copy of the sources. Read from the
+ * environment here and nowhere else (no config key, no flag); off unless set.
+ */
+export const TEST_ONLY_WORKFLOW_INTERCEPTOR_MODULES_ENV = 'ATTUNE_TEST_ONLY_WORKFLOW_INTERCEPTOR_MODULES';
+
+export function testOnlyWorkflowInterceptorModules(env: NodeJS.ProcessEnv = process.env): string[] {
+  const paths = (env[TEST_ONLY_WORKFLOW_INTERCEPTOR_MODULES_ENV] ?? '').split(delimiter).filter((p) => p !== '');
+  for (const path of paths) {
+    if (!isAbsolute(path) || !existsSync(path))
+      throw new Error(`${TEST_ONLY_WORKFLOW_INTERCEPTOR_MODULES_ENV}: "${path}" is not an absolute path to a file`);
+  }
+  return paths;
+}
+
+/**
  * Bundling takes seconds; tests and benchmarks bundle once and share the result. The bundle holds
  * the data converter's failure converter (workflow code converts its own failures), as a worker
  * given `workflowsPath` would bundle it.
@@ -25,9 +43,11 @@ export const workflowBundlerOptions: Pick<BundleOptions, 'webpackConfigHook'> = 
 export async function bundleWorkflows(
   workflowsPath: string = WORKFLOWS_PATH,
   dataConverter: DataConverter | undefined = configuredDataConverter(),
+  workflowInterceptorModules: string[] = [],
 ): Promise<WorkflowBundleWithSourceMap> {
   return bundleWorkflowCode({
     workflowsPath,
+    ...(workflowInterceptorModules.length > 0 ? { workflowInterceptorModules } : {}),
     ...(dataConverter?.failureConverterPath ? { failureConverterPath: dataConverter.failureConverterPath } : {}),
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error } as never,
     ...workflowBundlerOptions,

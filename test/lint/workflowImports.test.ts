@@ -72,6 +72,14 @@ describe('lint: workflow sandbox rules', function () {
     assert.equal(messages.length, 1);
   });
 
+  it('the same rules hold for workflow interceptor fixtures', async () => {
+    const messages = await lintAs(
+      'test/fixtures/workflowInterceptors/bad.ts',
+      "import { readFile } from 'node:fs/promises';\nexport const r = readFile;\n",
+    );
+    assert.equal(messages.length, 1);
+  });
+
   it('the repository itself is clean', async () => {
     const eslint = new ESLint({ cwd: REPO_ROOT });
     const results = await eslint.lintFiles(['src', 'test']);

@@ -30,12 +30,17 @@ export class WorkerProcess {
     });
   }
 
-  static start(temporalAddress: string, set: string[], args: string[] = ['worker']): WorkerProcess {
+  static start(
+    temporalAddress: string,
+    set: string[],
+    args: string[] = ['worker'],
+    env: NodeJS.ProcessEnv = {},
+  ): WorkerProcess {
     const child = spawn(
       process.execPath,
       [join(REPO_ROOT, 'bin', 'attune.js'), ...args, ...set.flatMap((s) => ['--set', s])],
       {
-        env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress, ATTUNE_LOG_LEVEL: 'info' },
+        env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress, ATTUNE_LOG_LEVEL: 'info', ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );

@@ -6,6 +6,11 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { DevServer } from '../../src/temporal/devServer.js';
+import {
+  bundleWorkflows,
+  TEST_ONLY_WORKFLOW_INTERCEPTOR_MODULES_ENV,
+  WORKFLOWS_PATH,
+} from '../../src/workers/workflowSource.js';
 import { describeDeployment, setCurrentDeploymentVersion } from '../../src/temporal/workerDeployments.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
 import { startAttune } from '../cli/attuneProcess.js';
@@ -13,6 +18,10 @@ import { eventually } from '../support/eventually.js';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { WorkerProcess } from '../support/workerProcess.js';
+import { UPGRADE_PROBE_PATCH_ID } from '../fixtures/workflowInterceptors/upgradePatchInterceptor.js';
+
+// Build B's code change: A's code plus a workflow interceptor behind patched(UPGRADE_PROBE_PATCH_ID).
+const B_INTERCEPTOR = join(__dirname, '..', 'fixtures', 'workflowInterceptors', 'upgradePatchInterceptor.ts');
 
 const STEPS = 4;
 const SET = [...TINY_TRAINING('grpo', STEPS)];
@@ -47,6 +56,38 @@ function completedTasks(history: History): { buildId: string; behavior: number }
     .map((a) => ({ buildId: a.deploymentVersion?.buildId ?? '', behavior: a.versioningBehavior ?? 0 }));
 }
 
+type HistoryEvent = NonNullable<History['events']>[number];
+
+function payloadText(payload: temporal.api.common.v1.IPayload | null | undefined): string {
+  return payload?.data ? Buffer.from(payload.data).toString() : '';
+}
+
+/** The build id of the workflow task whose commands recorded each event that `recordedBy` names a task for. */
+function buildsRecording(history: History, recordedBy: (e: HistoryEvent) => HistoryEvent['eventId']): string[] {
+  const builds = new Map<string, string>();
+  const found: string[] = [];
+  for (const e of history.events ?? []) {
+    const completed = e.workflowTaskCompletedEventAttributes;
+    if (completed) builds.set(String(e.eventId), completed.deploymentVersion?.buildId ?? '');
+    const taskId = recordedBy(e);
+    if (taskId !== null && taskId !== undefined) found.push(builds.get(String(taskId)) ?? `task ${String(taskId)}?`);
+  }
+  return found;
+}
+
+/** B's patch marker (core records a patch as a `core_patch` marker holding `{ id, deprecated }`). */
+const probeMarkerTask = (e: HistoryEvent) => {
+  const marker = e.markerRecordedEventAttributes;
+  if (marker?.markerName !== 'core_patch') return undefined;
+  const data = JSON.parse(payloadText(marker.details?.['patch-data']?.payloads?.[0]) || '{}') as { id?: string };
+  return data.id === UPGRADE_PROBE_PATCH_ID ? marker.workflowTaskCompletedEventId : undefined;
+};
+/** An activity B's change marked with the patch id as its summary. */
+const probeActivityTask = (e: HistoryEvent) =>
+  payloadText(e.userMetadata?.summary).includes(UPGRADE_PROBE_PATCH_ID)
+    ? e.activityTaskScheduledEventAttributes?.workflowTaskCompletedEventId
+    : undefined;
+
 /** Rollouts still running on `buildId`, pinned there: the build has drained when there are none. */
 async function pinnedRunning(client: Client, buildId: string): Promise<number> {
   let n = 0;
@@ -75,22 +116,24 @@ describe('rolling upgrade with worker versioning (real dev server, real trainer)
     await server.start();
     rig = await createTrainingRig({ server, set: SET, behaviour: BEHAVIOUR });
     const client = rig.client;
-    const versioned = (buildId: string) => {
-      const p = WorkerProcess.start(server!.address, rig!.configSet, [
-        'worker',
-        '--role',
-        'all',
-        '--deployment-version',
-        buildId,
-      ]);
+    const versioned = (buildId: string, env: NodeJS.ProcessEnv = {}) => {
+      const p = WorkerProcess.start(
+        server!.address,
+        rig!.configSet,
+        ['worker', '--role', 'all', '--deployment-version', buildId],
+        env,
+      );
       processes.push(p);
       return p;
     };
     // Both builds are deployed up front, as a rolling deployment brings B up before it routes to it;
     // a version takes no task until it is current.
     const a = versioned('A');
-    const b = versioned('B');
+    const b = versioned('B', { [TEST_ONLY_WORKFLOW_INTERCEPTOR_MODULES_ENV]: B_INTERCEPTOR });
     await Promise.all([a.ready(), b.ready()]);
+    // The replay bundles of both builds, made while the run waits on its LLM calls.
+    const bundles = Promise.all([sharedWorkflowBundle(), bundleWorkflows(WORKFLOWS_PATH, undefined, [B_INTERCEPTOR])]);
+    bundles.catch(() => {}); // awaited at the end; a failure surfaces there
     await eventually('build A current', () =>
       setCurrentDeploymentVersion(client, { deploymentName: DEPLOYMENT, buildId: 'A' }, 'test').then(
         () => true,
@@ -167,9 +210,42 @@ describe('rolling upgrade with worker versioning (real dev server, real trainer)
     ]);
     assert.notEqual(view.versions.find((v) => v.buildId === 'A')?.drainage, null);
 
-    // Every run of the chain, those A wrote included, replays on the current code.
-    const workflowBundle = await sharedWorkflowBundle();
+    // B's code change ran only where B completed the task: the patch marker, once per run at most
+    // (the first activity B schedules records it), and the activities it marks; never in A's tasks.
+    // The run that A started and B continued took the new path only once B ran it live: replaying
+    // A's part on B, patched() was false.
+    const markerBuilds = chain.map((h) => buildsRecording(h, probeMarkerTask));
+    const probeActivityBuilds = chain.flatMap((h) => buildsRecording(h, probeActivityTask));
+    assert.ok(
+      markerBuilds.every((builds) => builds.length <= 1 && builds.every((build) => build === 'B')),
+      JSON.stringify(markerBuilds),
+    );
+    assert.ok(
+      chain.some((h, i) => completedTasks(h)[0]?.buildId === 'A' && markerBuilds[i]!.length === 1),
+      `a run A started recorded B's patch: ${JSON.stringify(markerBuilds)}`,
+    );
+    assert.ok(
+      probeActivityBuilds.length > 0 && probeActivityBuilds.every((build) => build === 'B'),
+      JSON.stringify(probeActivityBuilds),
+    );
+
+    // Every run of the chain, those A wrote included, replays on B's code.
+    const [aBundle, bBundle] = await bundles;
     for (const [i, history] of chain.entries())
-      await Worker.runReplayHistory({ workflowBundle }, history, `upgrade-training-${i}`);
+      await Worker.runReplayHistory({ workflowBundle: bBundle }, history, `upgrade-training-${i}`);
+    // On A's code only the runs without B's marker replay: core fails a non-deprecated patch marker
+    // that no patched() call asks for. So once B has run a patched path, going back to A fails
+    // those runs (a rollback needs the patched() call kept, or deprecatePatch first).
+    for (const [i, history] of chain.entries()) {
+      const replay = Worker.runReplayHistory({ workflowBundle: aBundle }, history, `upgrade-training-on-a-${i}`);
+      if (markerBuilds[i]!.length === 0) await replay;
+      else
+        await assert.rejects(
+          replay,
+          (e: Error) =>
+            e.name === 'DeterminismViolationError' &&
+            e.message.includes(`patch marker encountered for change ${UPGRADE_PROBE_PATCH_ID}`),
+        );
+    }
   });
 });
