@@ -35,6 +35,9 @@ build() {
   stack_say "$image built ($(($(date +%s) - t0)) s)"
 }
 
+# The deps stage gets a tag of its own, so that pruning superseded images below keeps it as cache
+# (an untagged stage's image counts as dangling).
+build "$ATTUNE_STACK_IMAGE-deps" -f "$root/Dockerfile" --build-arg "NODE_IMAGE=$NODE_BASE_IMAGE" --target deps
 build "$ATTUNE_STACK_IMAGE" -f "$root/Dockerfile" --build-arg "NODE_IMAGE=$NODE_BASE_IMAGE"
 # The debootstrap base has no Python: trainer/Dockerfile installs Debian's (3.11) itself.
 build "$TRAINER_STACK_IMAGE" -f "$root/trainer/Dockerfile" --build-arg "TRAINER_BASE_IMAGE=$DEBIAN_IMAGE"

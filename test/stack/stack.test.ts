@@ -113,6 +113,12 @@ describe('the stack: Attune and trainer containers on the Temporal cluster on Po
       const id = await stack.containerId(service);
       assert.ok(id, `${service} has a container`);
       assert.equal(await inspect(id, '{{.HostConfig.NetworkMode}} {{.State.Running}}'), 'host true', service);
+      // The compose file's health-check commands, run inside the images (only the ports differ).
+      await eventually(
+        `${service} healthy`,
+        async () => ((await inspect(id, '{{.State.Health.Status}}')) === 'healthy' ? true : undefined),
+        120_000,
+      );
     }
     const networks = await docker(['network', 'ls', '--format', '{{.Name}}']);
     assert.deepEqual(networks.stdout.trim().split('\n').sort(), ['host', 'none'], 'no network was created');
@@ -139,11 +145,15 @@ describe('the stack: Attune and trainer containers on the Temporal cluster on Po
     const worker = await stack.containerId('attune-worker');
     assert.ok(worker);
     const startedBefore = await inspect(worker, '{{.State.StartedAt}}');
-    await eventually(
-      `analysis ${KILL_AT_ANALYSIS} of the simulated user`,
-      async () => (user.analyses >= KILL_AT_ANALYSIS ? true : undefined),
-      600_000,
-    );
+    const endedEarly = await Promise.race([
+      eventually(
+        `analysis ${KILL_AT_ANALYSIS} of the simulated user`,
+        async () => (user.analyses >= KILL_AT_ANALYSIS ? true : undefined),
+        600_000,
+      ).then(() => null),
+      train,
+    ]);
+    if (endedEarly) assert.fail(failureText('the train command ended before the kill', endedEarly));
     const killed = await docker(['kill', worker]);
     assert.equal(killed.code, 0, failureText('docker kill', killed));
     const analysesAtKill = user.analyses;
