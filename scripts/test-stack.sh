@@ -23,6 +23,7 @@ cleanup() {
 trap cleanup EXIT
 bash scripts/stack/engine.sh start || exit 1
 bash scripts/stack/base-images.sh || exit 1
+echo "== base images ready in $(elapsed)"
 bash scripts/stack/images.sh || exit 1
 echo "== images ready in $(elapsed)"
 env_file=$(bash scripts/temporal-cluster/up.sh "$state") || exit 1
