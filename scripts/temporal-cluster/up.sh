@@ -28,8 +28,22 @@ bash "$here/schema.sh" "$bin" "$pg_port" >"$state/schema.log" 2>&1 || { cat "$st
 say "schemas loaded"
 bash "$here/config.sh" "$state" "$pg_port" "$state/ports"
 
-# history first: the frontend waits for a history member of the ring.
-for service in history matching frontend worker; do bash "$here/service.sh" start "$state" "$service"; done
+# history first: the frontend waits for a history member of the ring. The others start once history
+# has written the cluster metadata: services that start together race to insert it, and the losers
+# exit (a duplicate key in cluster_metadata_info).
+bash "$here/service.sh" start "$state" history
+deadline=$(($(date +%s) + 60))
+until [ -n "$(PGPASSWORD=temporal "$(cat "$state/pg_bindir")/psql" -h 127.0.0.1 -p "$pg_port" -U temporal \
+  -d temporal -Atc 'select 1 from cluster_metadata_info limit 1' 2>/dev/null)" ]; do
+  if ! kill -0 "$(cat "$state/pids/history.pid")" 2>/dev/null; then
+    say "history exited during start-up; its log:"
+    grep -E '"level":"(fatal|error)"' "$state/logs/history.log" | tail -n 3 | cut -c1-600 >&2
+    exit 1
+  fi
+  [ "$(date +%s)" -gt "$deadline" ] && { say "history wrote no cluster metadata within 60 s"; exit 1; }
+  sleep 0.5
+done
+for service in matching frontend worker; do bash "$here/service.sh" start "$state" "$service"; done
 address="127.0.0.1:${ports[1]}"
 cli="${TEMPORAL_CLI_PATH:-$root/.venv/bin/temporal}"
 [ -x "$cli" ] || cli=temporal
@@ -47,6 +61,12 @@ until "$cli" operator cluster health --address "$address" >/dev/null 2>&1; do
     exit 1
   fi
   sleep 1
+done
+for service in history matching frontend worker; do
+  kill -0 "$(cat "$state/pids/$service.pid")" 2>/dev/null && continue
+  say "$service exited during start-up; its log:"
+  grep -E '"level":"(fatal|error)"' "$state/logs/$service.log" | tail -n 3 | cut -c1-600 >&2
+  exit 1
 done
 say "frontend answers at $address ($(($(date +%s) - t0)) s)"
 

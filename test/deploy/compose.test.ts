@@ -223,6 +223,19 @@ describe('Dockerfiles', () => {
     });
   }
 
+  it('installs the dependencies before copying the sources, so a source change reuses their layers', () => {
+    for (const [file, install, sources] of [
+      ['Dockerfile', /npm install/, /^COPY src /],
+      ['trainer/Dockerfile', /pip install -c constraints\.txt/, /^COPY trainer\/src /],
+    ] as const) {
+      const lines = read(file).split('\n');
+      const installAt = lines.findIndex((line) => install.test(line));
+      const sourcesAt = lines.findIndex((line) => sources.test(line));
+      assert.ok(installAt >= 0 && sourcesAt >= 0, `${file}: both steps present`);
+      assert.ok(installAt < sourcesAt, `${file}: dependencies installed before the sources are copied`);
+    }
+  });
+
   it('Dockerfile installs production packages only and runs `attune`', () => {
     const text = read('Dockerfile');
     assert.match(text, /--omit=dev/);
