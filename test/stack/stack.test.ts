@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.js';
+import { REPO_ROOT } from '../../src/paths.js';
 import { createLogger } from '../../src/log.js';
 import { startRuleBasedUser, type RuleBasedUserServer } from '../../src/ruleuser/server.js';
 import { connectTemporal, type TemporalHandle } from '../../src/temporal/connect.js';
@@ -85,6 +87,11 @@ describe('the stack: Attune and trainer containers on the Temporal cluster on Po
   });
 
   it('docker-compose config -q accepts docker-compose.yml, alone and with the CPU override', async () => {
+    // The file itself, as a user runs it from the repository root.
+    const plain = await run('docker-compose', ['-f', join(REPO_ROOT, 'docker-compose.yml'), 'config', '-q'], {
+      ...process.env,
+    });
+    assert.equal(plain.code, 0, failureText('docker-compose -f docker-compose.yml config -q', plain));
     for (const files of [['docker-compose.yml'], ['docker-compose.yml', 'docker-compose.cpu.yml']]) {
       const project = new ComposeProject(PROJECT, files, process.env);
       try {
