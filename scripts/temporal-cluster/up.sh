@@ -45,16 +45,20 @@ until [ -n "$(PGPASSWORD=temporal "$(cat "$state/pg_bindir")/psql" -h 127.0.0.1 
 done
 for service in matching frontend worker; do bash "$here/service.sh" start "$state" "$service"; done
 address="127.0.0.1:${ports[1]}"
-cli="${TEMPORAL_CLI_PATH:-$root/.venv/bin/temporal}"
-[ -x "$cli" ] || cli=temporal
-deadline=$(($(date +%s) + 120))
-until "$cli" operator cluster health --address "$address" >/dev/null 2>&1; do
+exit_if_a_service_died() {
+  local service
   for service in history matching frontend worker; do
     kill -0 "$(cat "$state/pids/$service.pid")" 2>/dev/null && continue
     say "$service exited during start-up; its log:"
     grep -E '"level":"(fatal|error)"' "$state/logs/$service.log" | tail -n 3 | cut -c1-600 >&2
     exit 1
   done
+}
+cli="${TEMPORAL_CLI_PATH:-$root/.venv/bin/temporal}"
+[ -x "$cli" ] || cli=temporal
+deadline=$(($(date +%s) + 120))
+until "$cli" operator cluster health --address "$address" >/dev/null 2>&1; do
+  exit_if_a_service_died
   if [ "$(date +%s)" -gt "$deadline" ]; then
     say "frontend did not answer at $address within 120 s; logs:"
     tail -n 5 "$state"/logs/*.log | cut -c1-600 >&2
@@ -62,12 +66,7 @@ until "$cli" operator cluster health --address "$address" >/dev/null 2>&1; do
   fi
   sleep 1
 done
-for service in history matching frontend worker; do
-  kill -0 "$(cat "$state/pids/$service.pid")" 2>/dev/null && continue
-  say "$service exited during start-up; its log:"
-  grep -E '"level":"(fatal|error)"' "$state/logs/$service.log" | tail -n 3 | cut -c1-600 >&2
-  exit 1
-done
+exit_if_a_service_died
 say "frontend answers at $address ($(($(date +%s) - t0)) s)"
 
 "$cli" operator namespace create --address "$address" --namespace default --retention 24h >/dev/null

@@ -19,6 +19,8 @@ import { ComposeProject, failureText, run, stackSettings, type StackSettings } f
 
 const PROJECT = 'attune-stack';
 const STACK_FILES = ['docker-compose.yml', 'docker-compose.cpu.yml', 'test/stack/docker-compose.host.yml'];
+// `docker-compose run` of the CLI service (profile tools) without starting what it depends on: the test started that.
+const RUN_ATTUNE = ['--profile', 'tools', 'run', '--rm', '-T', '--no-deps', 'attune'];
 // Each step of the run below makes 8 analysis calls (2 scenarios x 2 samples x 2 turns): the 3rd is
 // in step 1, so however fast the rest of step 1 goes, step 2's dialogues run after the kill.
 const KILL_AT_ANALYSIS = 3;
@@ -135,13 +137,7 @@ describe('the stack: Attune and trainer containers on the Temporal cluster on Po
   it('trains 2 steps of configs/tiny.yaml with `docker-compose run attune train`; attune-worker killed mid-run; each step applied once', async () => {
     const name = `stack-${Date.now()}`;
     const train = stack.start([
-      '--profile',
-      'tools',
-      'run',
-      '--rm',
-      '-T',
-      '--no-deps',
-      'attune',
+      ...RUN_ATTUNE,
       'train',
       '--config',
       'configs/tiny.yaml',
@@ -184,19 +180,7 @@ describe('the stack: Attune and trainer containers on the Temporal cluster on Po
     const metrics = await (await trainerGet('/metrics')).text();
     assert.match(metrics, /^attune_trainer_steps_total\{outcome="applied"\} 2$/m, 'no step applied twice');
 
-    const show = await stack.run([
-      '--profile',
-      'tools',
-      'run',
-      '--rm',
-      '-T',
-      '--no-deps',
-      'attune',
-      'runs',
-      'show',
-      name,
-      '--json',
-    ]);
+    const show = await stack.run([...RUN_ATTUNE, 'runs', 'show', name, '--json']);
     assert.equal(show.code, 0, failureText('attune runs show', show));
     const detail = JSON.parse(show.stdout) as { steps: { step: number }[] };
     assert.deepEqual(
