@@ -1,28 +1,12 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { ScheduleNotFoundError, ScheduleOverlapPolicy } from '@temporalio/client';
 import { evaluationKey } from '../../src/artifacts/keys.js';
 import { createEvaluationSchedule } from '../../src/cli/commands/schedule.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { scheduledEvaluation } from '../../src/workflows/scheduledEvaluation.js';
+import { fakeTrainerRuns } from '../support/fakeTrainerRuns.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
-
-/** Just enough of the trainer's HTTP API for "latest published version": GET /v1/runs/{run}. */
-async function fakeTrainer(step: number): Promise<{ url: string; server: Server }> {
-  const server = createServer((req, res) => {
-    const match = /^\/v1\/runs\/([^/]+)$/.exec(req.url ?? '');
-    res.setHeader('content-type', 'application/json');
-    if (req.method === 'GET' && match) {
-      res.end(JSON.stringify({ run_id: decodeURIComponent(match[1]!), step, algorithm: 'grpo', checkpoints: [] }));
-    } else {
-      res.statusCode = 404;
-      res.end(JSON.stringify({ error: { message: 'not found' } }));
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
-}
 
 describe('nightly evaluation schedules (real dev server)', function () {
   let rig: RolloutRig | undefined;
@@ -35,7 +19,7 @@ describe('nightly evaluation schedules (real dev server)', function () {
   });
 
   it("creates, triggers (evaluating the run's latest version), pauses and deletes a schedule", async () => {
-    trainer = await fakeTrainer(3);
+    trainer = await fakeTrainerRuns(3);
     rig = await createRolloutRig({ set: [`trainer.url=${trainer.url}`, 'evaluation.maxTurns=2'] });
     // Versions are sampled from the fake OpenAI server, as they would be from vLLM with LoRA adapters.
     const config = { ...rig.config, trainer: { ...rig.config.trainer, policyBaseURL: rig.fake.url } };

@@ -1,27 +1,11 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { listEvaluations } from '../../src/client/runListing.js';
 import { createEvaluationSchedule } from '../../src/cli/commands/schedule.js';
 import type { scheduledEvaluation } from '../../src/workflows/scheduledEvaluation.js';
 import { eventually } from '../support/eventually.js';
+import { fakeTrainerRuns } from '../support/fakeTrainerRuns.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
-
-/** Just enough of the trainer's HTTP API for "latest published version": GET /v1/runs/{run}. */
-async function fakeTrainer(step: number): Promise<Server> {
-  const server = createServer((req, res) => {
-    const match = /^\/v1\/runs\/([^/]+)$/.exec(req.url ?? '');
-    res.setHeader('content-type', 'application/json');
-    if (req.method === 'GET' && match) {
-      res.end(JSON.stringify({ run_id: decodeURIComponent(match[1]!), step, algorithm: 'grpo', checkpoints: [] }));
-    } else {
-      res.statusCode = 404;
-      res.end(JSON.stringify({ error: { message: 'not found' } }));
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
-}
 
 describe('nightly evaluation schedule on the Temporal cluster on PostgreSQL', function () {
   this.timeout(300_000);
@@ -36,8 +20,9 @@ describe('nightly evaluation schedule on the Temporal cluster on PostgreSQL', fu
   });
 
   it('a triggered schedule runs an evaluation, which SQL visibility lists under its run', async () => {
-    trainer = await fakeTrainer(2);
-    const trainerUrl = `http://127.0.0.1:${(trainer.address() as AddressInfo).port}`;
+    const fake = await fakeTrainerRuns(2);
+    trainer = fake.server;
+    const trainerUrl = fake.url;
     rig = await createRolloutRig({ set: [`trainer.url=${trainerUrl}`, 'evaluation.maxTurns=2'] });
     const config = { ...rig.config, trainer: { ...rig.config.trainer, policyBaseURL: rig.fake.url } };
     await rig.startWorkers();
