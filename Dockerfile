@@ -11,9 +11,8 @@ RUN apt-get update \
   && apt-get install -y --no-install-recommends python3 make g++ ca-certificates \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
-# `npm ci` refuses this lockfile (other platforms' optional packages are not recorded in it), so
-# install against it the way scripts/setup.sh does: the same pinned versions, production only.
-RUN npm install --omit=dev --no-audit --no-fund --loglevel=error \
+# Exactly the locked versions, production only (test/packaging checks that `npm ci` accepts the lockfile).
+RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error \
   && npm cache clean --force
 
 FROM ${NODE_IMAGE}

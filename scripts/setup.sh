@@ -26,9 +26,8 @@ fi
 # npm: reinstall when the lockfile changed since the last install.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm packages"
-  # `npm ci` of this npm rejects its own lockfile (other platforms' optional packages are not
-  # recorded), so install against the committed lockfile with `npm install`: the same pinned versions.
-  npm install --no-audit --no-fund --loglevel=error
+  # Exactly the locked versions (test/packaging checks that the lockfile stays one `npm ci` accepts).
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 
 if [ ! -x .venv/bin/python ]; then

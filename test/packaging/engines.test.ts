@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import semver from 'semver';
+import { REPO_ROOT } from '../../src/paths.js';
+
+/** `engines` in package.json is a promise to users: every locked package must run on the oldest Node it names. */
+
+interface LockedPackage {
+  version?: string;
+  engines?: { node?: string } | string[];
+  optional?: boolean;
+}
+
+const packageJson = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+const lock = JSON.parse(readFileSync(join(REPO_ROOT, 'package-lock.json'), 'utf8')) as {
+  packages: Record<string, LockedPackage>;
+};
+
+describe('package.json engines', () => {
+  const range = packageJson.engines.node;
+  const oldest = semver.minVersion(range);
+
+  it('names a Node range this machine satisfies', () => {
+    assert.ok(oldest, `engines.node ${range} is not a range`);
+    assert.ok(semver.satisfies(process.versions.node, range), `Node ${process.versions.node} is outside ${range}`);
+  });
+
+  it('holds for every locked package: none needs a newer Node than the oldest one engines.node allows', () => {
+    assert.ok(oldest);
+    const tooNew = Object.entries(lock.packages)
+      .filter(([path]) => path !== '')
+      .flatMap(([path, pkg]) => {
+        const node = Array.isArray(pkg.engines) ? undefined : pkg.engines?.node;
+        return node && !semver.satisfies(oldest, node) ? [`${path}@${pkg.version}: node ${node}`] : [];
+      });
+    assert.deepEqual(tooNew, [], `engines.node is ${range}, but these packages need more`);
+  });
+});
+
+describe('package-lock.json', () => {
+  it('records every optional platform package its dependencies name, so `npm ci` accepts it', () => {
+    const missing = Object.entries(lock.packages).flatMap(([path, pkg]) => {
+      const optional = (pkg as { optionalDependencies?: Record<string, string> }).optionalDependencies ?? {};
+      return Object.keys(optional)
+        .filter((name) => !lock.packages[`node_modules/${name}`] && !lock.packages[`${path}/node_modules/${name}`])
+        .map((name) => `${name} (optional dependency of ${path || 'the project'})`);
+    });
+    assert.deepEqual(missing, []);
+  });
+});
