@@ -7,7 +7,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
-from .limits import CHOICES, MESSAGE_CHARS, MESSAGE_PARTS, MESSAGES, MODEL_CHARS, ROLE_CHARS, STOP_CHARS, STOP_STRINGS
+from attune_trainer.service.limits import (
+    CHOICES,
+    MESSAGE_CHARS,
+    MESSAGE_PARTS,
+    MESSAGES,
+    MODEL_CHARS,
+    ROLE_CHARS,
+    STOP_CHARS,
+    STOP_STRINGS,
+)
 
 # \Z, not $: $ would also match before a trailing newline. The orchestrator checks the same rule
 # (src/core/names.ts); test/contracts/trainerContracts.test.ts keeps the two equal.

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import losses
-from .encoding import Encoded
-from .schemas import Hyperparameters, Sample
+from attune_trainer.service.schemas import Hyperparameters, Sample
+from attune_trainer.serving.encoding import Encoded
+from attune_trainer.update import losses
 
 # the estimator each algorithm uses
 ESTIMATOR_OF_ALGORITHM = {"grpo": "grpo", "ppo": "gae"}

@@ -16,16 +16,16 @@ from dataclasses import dataclass
 
 import torch
 
-from . import losses
-from .advantages import AdvantageInputs, Advantages, estimator_for
-from .compute import Compute, inner_optimizer, seed_for
-from .encoding import encode_sample, pad_batch
-from .faults import FaultInjection
-from .off_policy import staleness, weight_report
-from .old_outputs import OldOutputs, needs_raw_logprobs, old_logprobs_from_training
-from .run_loading import LoadedRun
-from .sampler_gap import gap_report
-from .schemas import StepRequest
+from attune_trainer.compute import Compute, inner_optimizer, seed_for
+from attune_trainer.faults import FaultInjection
+from attune_trainer.service.schemas import StepRequest
+from attune_trainer.serving.encoding import encode_sample, pad_batch
+from attune_trainer.state.run_loading import LoadedRun
+from attune_trainer.update.advantages import AdvantageInputs, Advantages, estimator_for
+from attune_trainer.update.off_policy import staleness, weight_report
+from attune_trainer.update.old_outputs import OldOutputs, needs_raw_logprobs, old_logprobs_from_training
+from attune_trainer.update.sampler_gap import gap_report
+from attune_trainer.update import losses
 
 TOKEN_SUMS = (
     "tokens",

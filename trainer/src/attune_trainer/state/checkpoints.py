@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .compute import Compute, inner_optimizer
-from .faults import FaultInjection
-from .log import log
-from .store import now
+from attune_trainer.compute import Compute, inner_optimizer
+from attune_trainer.faults import FaultInjection
+from attune_trainer.log import log
+from attune_trainer.state.store import now
 
 if TYPE_CHECKING:
-    from .run_loading import LoadedRun
+    from attune_trainer.state.run_loading import LoadedRun
 
 
 class CheckpointWriter:

@@ -11,15 +11,15 @@ from typing import Any
 
 import torch
 
-from .checkpoints import CheckpointWriter
-from .compute import Compute
-from .engine_lock import EngineLock
-from .errors import ConfigConflict, InvalidRequest, RunNotFound
-from .log import log
-from .models import ModelError, build_tiny_random, check_base, load_tokenizer, resolve_base
-from .run_loading import LoadedRun, load_run
-from .schemas import RunCreate, valid_run_id
-from .store import RunStore, now, write_json_atomic
+from attune_trainer.compute import Compute
+from attune_trainer.log import log
+from attune_trainer.models import ModelError, build_tiny_random, check_base, load_tokenizer, resolve_base
+from attune_trainer.service.errors import ConfigConflict, InvalidRequest, RunNotFound
+from attune_trainer.service.schemas import RunCreate, valid_run_id
+from attune_trainer.serving.engine_lock import EngineLock
+from attune_trainer.state.checkpoints import CheckpointWriter
+from attune_trainer.state.run_loading import LoadedRun, load_run
+from attune_trainer.state.store import RunStore, now, write_json_atomic
 
 
 def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .compute import Compute, inner_optimizer, seed_for
-from .log import log
-from .models import build_critic, load_causal_lm, load_tokenizer, peft_lora_config, resolve_base
-from .schemas import Hyperparameters, LoraSpec, RunCreate
-from .store import RunStore
+from attune_trainer.compute import Compute, inner_optimizer, seed_for
+from attune_trainer.log import log
+from attune_trainer.models import build_critic, load_causal_lm, load_tokenizer, peft_lora_config, resolve_base
+from attune_trainer.service.schemas import Hyperparameters, LoraSpec, RunCreate
+from attune_trainer.state.store import RunStore
 
 if TYPE_CHECKING:
-    from .checkpoints import CheckpointWriter
+    from attune_trainer.state.checkpoints import CheckpointWriter
 
 
 @dataclass
