@@ -19,7 +19,7 @@ from attune_trainer.service.prometheus import TrainerMetrics
 from attune_trainer.service.schemas import StepRequest
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.disk_full import out_of_space
-from attune_trainer.state.run_loading import LoadedRun
+from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.runs import RunRegistry
 from attune_trainer.update.step_pad import StepPad
 from attune_trainer.update.update import PolicyUpdate

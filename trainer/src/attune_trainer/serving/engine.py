@@ -19,7 +19,7 @@ from attune_trainer.service.prometheus import TrainerMetrics
 from attune_trainer.service.steps import StepApplier
 from attune_trainer.serving.serving import Sampler
 from attune_trainer.state.checkpoints import CheckpointWriter
-from attune_trainer.state.run_loading import LoadedRun
+from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.runs import RunRegistry
 from attune_trainer.state.state_lock import StateDirLock
 from attune_trainer.state.store import RunStore

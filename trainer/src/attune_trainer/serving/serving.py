@@ -19,7 +19,7 @@ from attune_trainer.service.errors import InvalidRequest, NotFound
 from attune_trainer.service.schemas import valid_run_id
 from attune_trainer.serving.encoding import prompt_ids
 from attune_trainer.serving.sampling import Forward, Generated, forward_pass, generate
-from attune_trainer.state.run_loading import LoadedRun
+from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.runs import RunRegistry
 
 CHECKPOINTS_KEPT_FOR_INFERENCE = 2

@@ -4,39 +4,18 @@ from __future__ import annotations
 
 import pickle
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import torch
 
 from attune_trainer.compute import Compute, inner_optimizer, seed_for
 from attune_trainer.log import log
 from attune_trainer.models import build_critic, load_causal_lm, load_tokenizer, peft_lora_config, resolve_base
-from attune_trainer.service.schemas import Hyperparameters, LoraSpec, RunCreate
+from attune_trainer.service.schemas import Hyperparameters, RunCreate
+from attune_trainer.state.checkpoints import CheckpointWriter
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.reference import ensure_reference
 from attune_trainer.state.store import RunStore
-
-if TYPE_CHECKING:
-    from attune_trainer.state.checkpoints import CheckpointWriter
-
-
-@dataclass
-class LoadedRun:
-    run_id: str
-    config: dict
-    hp: Hyperparameters
-    lora: LoraSpec | None
-    store: RunStore
-    base_path: Path
-    tokenizer: Any
-    policy: Any
-    policy_opt: Any
-    critic: Any = None
-    critic_opt: Any = None
-    ref: Any = None
-    step: int = 0
-    in_progress_step: int | None = None
-    eos_ids: list[int] = field(default_factory=list)
 
 
 def _adamw(params: list, lr: float, hp: Hyperparameters) -> torch.optim.AdamW:
@@ -142,13 +121,6 @@ def load_run(
     if spec.algorithm == "ppo":
         critic = _build_critic(compute, spec, base_path, latest_dir)
         critic_opt = _adamw([p for p in critic.parameters() if p.requires_grad], hp.value_learning_rate, hp)
-    # the KL reference: LoRA uses the base with the adapter disabled; full fine-tuning a frozen copy
-    ref = None
-    if hp.kl_coef > 0 and spec.lora is None:
-        ref = load_causal_lm(base_path, compute.frozen_dtype)
-        for p in ref.parameters():
-            p.requires_grad_(False)
-        ref.eval()
 
     # wrap for the device / DDP / FSDP
     acc = compute.acc
@@ -156,8 +128,6 @@ def load_run(
         policy, policy_opt, critic, critic_opt = acc.prepare(policy, policy_opt, critic, critic_opt)
     else:
         policy, policy_opt = acc.prepare(policy, policy_opt)
-    if ref is not None:
-        ref = acc.prepare_model(ref, evaluation_mode=True)
 
     if latest_dir is not None and (latest_dir / "optimizer.pt").exists():
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
@@ -182,10 +152,11 @@ def load_run(
         policy_opt=policy_opt,
         critic=critic,
         critic_opt=critic_opt,
-        ref=ref,
         step=latest or 0,
         eos_ids=_end_of_turn_ids(compute, policy, tokenizer),
     )
+    if hp.kl_coef > 0:
+        ensure_reference(compute, run)
     if latest is None:
         checkpoints.save(run, 0, stored=None, digest=None)
     log(

@@ -18,7 +18,8 @@ from attune_trainer.service.errors import ConfigConflict, InvalidRequest, RunNot
 from attune_trainer.service.schemas import RunCreate, valid_run_id
 from attune_trainer.serving.engine_lock import EngineLock
 from attune_trainer.state.checkpoints import CheckpointWriter
-from attune_trainer.state.run_loading import LoadedRun, load_run
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.run_loading import load_run
 from attune_trainer.state.store import RunStore, now, write_json_atomic
 
 

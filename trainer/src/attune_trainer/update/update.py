@@ -20,12 +20,13 @@ from attune_trainer.compute import Compute, inner_optimizer, seed_for
 from attune_trainer.faults import FaultInjection
 from attune_trainer.service.schemas import StepRequest
 from attune_trainer.serving.encoding import encode_sample, pad_batch
-from attune_trainer.state.run_loading import LoadedRun
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.reference import ensure_reference
+from attune_trainer.update import losses
 from attune_trainer.update.advantages import AdvantageInputs, Advantages, estimator_for
 from attune_trainer.update.off_policy import staleness, weight_report
 from attune_trainer.update.old_outputs import OldOutputs, needs_raw_logprobs, old_logprobs_from_training
 from attune_trainer.update.sampler_gap import gap_report
-from attune_trainer.update import losses
 
 TOKEN_SUMS = (
     "tokens",
@@ -97,6 +98,8 @@ class PolicyUpdate:
         self.staleness = staleness(self.samples, self.step)
         self.rewards = torch.tensor([s.reward for s in self.samples], dtype=torch.float32)
         self.use_ref = hp.kl_coef > 0
+        if self.use_ref:  # the run's settings may have had no KL term: a live override turns it on
+            ensure_reference(compute, run)
         self.mine = [i for i in range(len(self.samples)) if i % compute.world == compute.rank]
         # set by `apply`: the training forward records the old log-probs (no separate policy pass)
         self.old_from_training = False
