@@ -11,6 +11,7 @@ import torch
 from attune_trainer.compute import Compute, inner_optimizer, seed_for
 from attune_trainer.log import log
 from attune_trainer.models import build_critic, load_causal_lm, load_tokenizer, peft_lora_config, resolve_base
+from attune_trainer.service.errors import InvalidRequest
 from attune_trainer.service.schemas import Hyperparameters, RunCreate
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.loaded_run import LoadedRun
@@ -43,6 +44,7 @@ def _build_policy(compute: Compute, spec: RunCreate, base_path: Path, latest_dir
             from peft import get_peft_model, set_peft_model_state_dict
 
             base = load_causal_lm(base_path, compute.frozen_dtype)
+            check_target_modules(base, lora.target_modules)
             for p in base.parameters():
                 p.requires_grad_(False)
             policy = get_peft_model(
@@ -63,6 +65,19 @@ def _build_policy(compute: Compute, spec: RunCreate, base_path: Path, latest_dir
         if lora is not None:
             policy.enable_input_require_grads()
     return policy
+
+
+def check_target_modules(model: torch.nn.Module, targets: list[str] | str) -> None:
+    """LoRA targets name modules by their last name parts (peft's rule): refuse a list of which none is in
+    the model, naming them, rather than fail deep inside peft."""
+    if isinstance(targets, str):
+        return
+    names = [n for n, _ in model.named_modules()]
+    missing = [t for t in targets if not any(n == t or n.endswith(f".{t}") for n in names)]
+    if missing and len(missing) == len(targets):
+        raise InvalidRequest("lora.target_modules", f"the base model has no modules named {', '.join(missing)}")
+    if missing:
+        log("warning", "LoRA target modules not in the base model", missing=missing)
 
 
 def _build_critic(compute: Compute, spec: RunCreate, base_path: Path, latest_dir: Path | None):

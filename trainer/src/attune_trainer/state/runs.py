@@ -92,8 +92,19 @@ class RunRegistry:
             if self.compute.is_main:
                 self._write_new_run(spec, config, store)
             self.compute.barrier()
-            self.ensure_loaded(spec.run_id)
+            try:
+                self.ensure_loaded(spec.run_id)
+            except Exception:
+                # a run that cannot load would stay on disk answering 500 for good: it was never created
+                self._remove_new_run(store)
+                raise
             return True, self.run_state(spec.run_id)
+
+    def _remove_new_run(self, store: RunStore) -> None:
+        if self.compute.is_main:
+            shutil.rmtree(store.dir, ignore_errors=True)
+            log("warning", "run removed: its first load failed", run_id=store.run_id)
+        self.compute.barrier()
 
     def _write_new_run(self, spec: RunCreate, config: dict, store: RunStore) -> None:
         tmp = self.runs_dir / f".tmp-{spec.run_id}-{os.getpid()}"
