@@ -17,6 +17,7 @@ from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.reference import ensure_reference
 from attune_trainer.state.store import RunStore
+from attune_trainer.update.algorithms import ALGORITHMS
 
 
 def _adamw(params: list, lr: float, hp: Hyperparameters) -> torch.optim.AdamW:
@@ -133,7 +134,7 @@ def load_run(
     policy_params = [p for p in policy.parameters() if p.requires_grad]
     policy_opt = _adamw(policy_params, hp.learning_rate, hp)
     critic = critic_opt = None
-    if spec.algorithm == "ppo":
+    if ALGORITHMS[spec.algorithm].critic:
         critic = _build_critic(compute, spec, base_path, latest_dir)
         critic_opt = _adamw([p for p in critic.parameters() if p.requires_grad], hp.value_learning_rate, hp)
 

@@ -24,6 +24,7 @@ from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.reference import ensure_reference
 from attune_trainer.update import losses
 from attune_trainer.update.advantages import AdvantageInputs, Advantages, estimator_for
+from attune_trainer.update.algorithms import policy_loss_for
 from attune_trainer.update.off_policy import staleness, weight_report
 from attune_trainer.update.old_outputs import OldOutputs, needs_raw_logprobs, old_logprobs_from_training
 from attune_trainer.update.sampler_gap import gap_report
@@ -267,6 +268,7 @@ class PolicyUpdate:
         if n_tokens == 0 or n_micro_batches == 0:
             return
         my_batches = self._micro_batches(mine)
+        policy_loss = policy_loss_for(run.config["algorithm"])
         run.policy.train()
         if run.critic is not None:
             run.critic.train()
@@ -283,7 +285,7 @@ class PolicyUpdate:
                 is_weight = _pad_like(mask, [old.is_weights[i] for i in indices])
             else:  # a dummy micro-batch on a rank without samples: zero loss, same collectives
                 old_logp, advantage, is_weight = logp.detach(), torch.zeros_like(logp), torch.ones_like(logp)
-            pg, ratio, clipped = losses.clipped_surrogate(logp, old_logp, advantage, hp.clip_ratio)
+            pg, ratio, clipped = policy_loss(logp, old_logp, advantage, hp)
             pg = pg * is_weight  # decoupled PPO: behaviour (sampler) -> proximal (before the update)
             loss_per_token = pg - hp.entropy_coef * entropy
             if self.use_ref:
