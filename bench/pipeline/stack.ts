@@ -5,7 +5,7 @@ import { tuneFakeServer } from '../orchestration/fakeServer.js';
 import type { Options } from './options.js';
 import type { VllmFacade } from './vllmFacade.js';
 
-/** The trainer's benchmark knob (trainer/src/attune_trainer/step_pad.py): each step takes at least this many seconds. */
+/** The trainer's benchmark knob (trainer/src/attune_trainer/update/step_pad.py): each step takes at least this many seconds. */
 const STEP_PAD_ENV = 'ATTUNE_TRAINER_MIN_STEP_SECONDS';
 
 /** The config of every run: the tiny trainer, the fake for both roles, the policy published as on vLLM. */

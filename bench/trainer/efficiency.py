@@ -101,11 +101,11 @@ def main() -> int:
     torch.set_num_threads(a.threads)
     os.environ["ATTUNE_TRAINER_LOG_LEVEL"] = "warning"
     from attune_trainer import log as tlog
-    from attune_trainer.encoding import pad_batch
-    from attune_trainer.engine import Engine
+    from attune_trainer.serving.encoding import pad_batch
+    from attune_trainer.serving.engine import Engine
     from attune_trainer.faults import FaultInjection
-    from attune_trainer.schemas import StepRequest
-    from attune_trainer.update import PolicyUpdate
+    from attune_trainer.service.schemas import StepRequest
+    from attune_trainer.update.update import PolicyUpdate
 
     tlog.set_level("warning")
     tmp = Path(tempfile.mkdtemp(prefix="attune-efficiency-"))

@@ -51,7 +51,7 @@ function trainerFacts(names: string[]): TrainerFacts {
   const script = `
 import json, sys
 from pydantic import ValidationError
-from attune_trainer.schemas import RUN_ID_RE, Hyperparameters, LoraSpec, RunCreate, StepOverrides
+from attune_trainer.service.schemas import RUN_ID_RE, Hyperparameters, LoraSpec, RunCreate, StepOverrides
 
 def accepted(name):
     try:

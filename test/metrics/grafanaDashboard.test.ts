@@ -15,7 +15,10 @@ interface Panel {
 const dashboard = JSON.parse(readFileSync(join(REPO_ROOT, 'deploy', 'grafana', 'attune.json'), 'utf8')) as {
   panels: Panel[];
 };
-const trainerSource = readFileSync(join(REPO_ROOT, 'trainer', 'src', 'attune_trainer', 'prometheus.py'), 'utf8');
+const trainerSource = readFileSync(
+  join(REPO_ROOT, 'trainer', 'src', 'attune_trainer', 'service', 'prometheus.py'),
+  'utf8',
+);
 const SERIES_SUFFIX = /_(total|bucket|count|sum)$/;
 
 describe('Grafana dashboard (deploy/grafana/attune.json)', function () {

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import type { Transcript } from '../../src/core/transcript.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 
-/** The trainer's hash of a completion's ids: decimal numbers joined by commas (sampler_gap.py). */
+/** The trainer's hash of a completion's ids: decimal numbers joined by commas (update/sampler_gap.py). */
 function idsHash(ids: number[]): string {
   return createHash('sha256').update(ids.join(',')).digest('hex');
 }

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 @pytest.fixture
 def client(engine):
-    from attune_trainer.server import create_app
+    from attune_trainer.service.server import create_app
 
     with TestClient(create_app(engine, token="")) as c:
         yield c
@@ -182,7 +182,7 @@ def test_models_and_checkpoint_sampling(client):
 
 
 def test_auth(engine):
-    from attune_trainer.server import create_app
+    from attune_trainer.service.server import create_app
 
     with TestClient(create_app(engine, token="s3cret")) as c:
         # liveness needs no token and says nothing else

@@ -20,7 +20,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture
 def guarded(engine):
-    from attune_trainer.server import create_app
+    from attune_trainer.service.server import create_app
 
     with TestClient(create_app(engine, token=TOKEN)) as c:
         yield c

@@ -4,8 +4,8 @@ operator), also when torch reports it as a short write without an errno."""
 import errno
 from collections import namedtuple
 
-from attune_trainer import disk_full
-from attune_trainer.disk_full import out_of_space
+from attune_trainer.state import disk_full
+from attune_trainer.state.disk_full import out_of_space
 
 SHORT_WRITE = RuntimeError("[enforce fail at inline_container.cc:671] . unexpected pos 463782912 vs 463782800")
 Usage = namedtuple("Usage", "total used free")

@@ -1,8 +1,8 @@
 """Samples as token ids: only completion tokens carry loss; truncation keeps the completion."""
 
-from attune_trainer import losses as L
-from attune_trainer.encoding import encode_sample, pad_batch
-from attune_trainer.schemas import Sample
+from attune_trainer.service.schemas import Sample
+from attune_trainer.serving.encoding import encode_sample, pad_batch
+from attune_trainer.update import losses as L
 
 
 def _sample(prompt: list[dict], completion: str) -> Sample:

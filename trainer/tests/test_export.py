@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import P, fixed_samples, tiny_run
 
-from attune_trainer.export import PROVENANCE, ExportError, export_checkpoint
+from attune_trainer.state.export import PROVENANCE, ExportError, export_checkpoint
 
 PROMPT = P + [{"role": "assistant", "content": "I hear you"}, {"role": "user", "content": "thanks, it helps"}]
 

@@ -7,12 +7,12 @@ import pytest
 from conftest import P, fixed_samples, tiny_run
 from fastapi.testclient import TestClient
 
-from attune_trainer import limits
+from attune_trainer.service import limits
 
 
 @pytest.fixture
 def client(engine):
-    from attune_trainer.server import create_app
+    from attune_trainer.service.server import create_app
 
     with TestClient(create_app(engine, token=""), raise_server_exceptions=False) as c:
         c.post("/v1/runs", json=tiny_run("r", max_length=64))

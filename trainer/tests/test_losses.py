@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attune_trainer import losses as L
+from attune_trainer.update import losses as L
 
 
 def test_grpo_normalisation_hand_values():

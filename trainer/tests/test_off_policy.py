@@ -9,9 +9,9 @@ import torch
 from conftest import tiny_run
 from test_sampled_tokens import _sampled
 
-from attune_trainer.errors import InvalidRequest
-from attune_trainer.off_policy import applied_weights, raw_weights, staleness, staleness_histogram
-from attune_trainer.schemas import Sample
+from attune_trainer.service.errors import InvalidRequest
+from attune_trainer.service.schemas import Sample
+from attune_trainer.update.off_policy import applied_weights, raw_weights, staleness, staleness_histogram
 
 
 def _sample(**extra) -> Sample:

@@ -8,8 +8,8 @@ from conftest import tiny_run
 from test_sampled_tokens import _sampled
 
 from attune_trainer.faults import FaultInjection
-from attune_trainer.schemas import StepRequest
-from attune_trainer.update import PolicyUpdate
+from attune_trainer.service.schemas import StepRequest
+from attune_trainer.update.update import PolicyUpdate
 
 
 def _samples(engine, with_sampler_logprobs: bool) -> list[dict]:

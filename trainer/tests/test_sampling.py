@@ -7,7 +7,7 @@ import time
 import pytest
 from conftest import P, fixed_samples, tiny_run
 
-from attune_trainer.sampling import IncrementalText, find_stop
+from attune_trainer.serving.sampling import IncrementalText, find_stop
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ FAILING_STEP = 2
 
 
 def _client(state_dir):
-    from attune_trainer.engine import Engine
-    from attune_trainer.server import create_app
+    from attune_trainer.service.server import create_app
+    from attune_trainer.serving.engine import Engine
 
     engine = Engine(state_dir, device="cpu")
     return engine, TestClient(create_app(engine, token=""), raise_server_exceptions=False)
@@ -115,8 +115,8 @@ def test_stale_gradients_do_not_leak_into_a_step(undisturbed, tmp_path):
 
 
 def test_torchs_short_write_on_a_full_disk_answers_507_and_the_step_applies_once_space_is_back(tmp_path, monkeypatch):
-    from attune_trainer import disk_full
-    from attune_trainer.checkpoints import CheckpointWriter
+    from attune_trainer.state import disk_full
+    from attune_trainer.state.checkpoints import CheckpointWriter
 
     state_dir = tmp_path / "state"
     _, client = _client(state_dir)

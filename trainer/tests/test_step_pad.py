@@ -6,8 +6,8 @@ import time
 import pytest
 from conftest import fixed_samples, tiny_run
 
-from attune_trainer import step_pad
 from attune_trainer.cli import build_parser
+from attune_trainer.update import step_pad
 
 MIN_SECONDS = 0.3
 
@@ -33,7 +33,7 @@ def _record_waits(monkeypatch, engine) -> list[tuple[float, bool]]:
 
 
 def test_a_padded_step_takes_at_least_the_minimum_holding_the_lock(tmp_path, monkeypatch):
-    from attune_trainer.engine import Engine
+    from attune_trainer.serving.engine import Engine
 
     engine = Engine(tmp_path / "state", device="cpu", min_step_seconds=MIN_SECONDS)
     waits = _record_waits(monkeypatch, engine)

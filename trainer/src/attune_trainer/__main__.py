@@ -1,3 +1,3 @@
-from .cli import main
+from attune_trainer.cli import main
 
 raise SystemExit(main())

@@ -11,7 +11,7 @@ import ssl
 import sys
 from pathlib import Path
 
-from .step_pad import ENV as STEP_PAD_ENV
+from attune_trainer.update.step_pad import ENV as STEP_PAD_ENV
 
 
 def default_state_dir() -> Path:
@@ -109,8 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def export_main(args) -> int:
-    from .errors import InvalidRunId
-    from .export import ExportError, export_checkpoint
+    from attune_trainer.service.errors import InvalidRunId
+    from attune_trainer.state.export import ExportError, export_checkpoint
 
     state_dir = (args.state_dir or default_state_dir()).resolve()
     try:
@@ -162,7 +162,7 @@ def main(argv=None) -> int:
     if refused:
         print(f"attune-trainer: {refused}", file=sys.stderr, flush=True)
         return 2
-    from .log import capture_warnings, log, set_level
+    from attune_trainer.log import capture_warnings, log, set_level
 
     set_level(args.log_level)
     capture_warnings()
@@ -179,9 +179,9 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     state_dir = (args.state_dir or default_state_dir()).resolve()
 
-    from .dispatch import Dispatcher
-    from .engine import Engine
-    from .state_lock import StateDirInUse
+    from attune_trainer.service.dispatch import Dispatcher
+    from attune_trainer.serving.engine import Engine
+    from attune_trainer.state.state_lock import StateDirInUse
 
     try:
         engine = Engine(
@@ -203,7 +203,7 @@ def main(argv=None) -> int:
 
     import uvicorn
 
-    from .server import create_app
+    from attune_trainer.service.server import create_app
 
     app = create_app(engine, dispatcher, token=token or "")
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET

@@ -20,7 +20,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from .log import log
+from attune_trainer.log import log
 
 ENV = "ATTUNE_TRAINER_FAULT_INJECTION"
 DELAY_ENV = "ATTUNE_TRAINER_FAULT_DELAY_S"

@@ -24,7 +24,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 import torch
 from torch import nn
 
-from .log import log
+from attune_trainer.log import log
 
 try:  # keep stderr to JSON lines: no tqdm bars from transformers
     from transformers.utils import logging as _hf_logging
@@ -60,7 +60,7 @@ def build_tiny_random(out_dir: Path, seed: int) -> None:
     """Write a small randomly initialised Llama-style causal LM and its local tokenizer."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from .tiny_tokenizer import build_tiny_tokenizer
+    from attune_trainer.tiny_tokenizer import build_tiny_tokenizer
 
     tok = build_tiny_tokenizer()
     config = LlamaConfig(
@@ -218,7 +218,7 @@ def load_tokenizer(path: Path):
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     if getattr(tok, "chat_template", None) is None:
-        from .tiny_tokenizer import CHAT_TEMPLATE
+        from attune_trainer.tiny_tokenizer import CHAT_TEMPLATE
 
         tok.chat_template = CHAT_TEMPLATE
     return tok

@@ -16,16 +16,18 @@ from dataclasses import dataclass
 
 import torch
 
-from . import losses
-from .advantages import AdvantageInputs, Advantages, estimator_for
-from .compute import Compute, inner_optimizer, seed_for
-from .encoding import encode_sample, pad_batch
-from .faults import FaultInjection
-from .off_policy import staleness, weight_report
-from .old_outputs import OldOutputs, needs_raw_logprobs, old_logprobs_from_training
-from .run_loading import LoadedRun
-from .sampler_gap import gap_report
-from .schemas import StepRequest
+from attune_trainer.compute import Compute, inner_optimizer, seed_for
+from attune_trainer.faults import FaultInjection
+from attune_trainer.service.schemas import StepRequest
+from attune_trainer.serving.encoding import encode_sample, pad_batch
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.reference import ensure_reference
+from attune_trainer.update import losses
+from attune_trainer.update.advantages import AdvantageInputs, Advantages, estimator_for
+from attune_trainer.update.algorithms import policy_loss_for
+from attune_trainer.update.off_policy import staleness, weight_report
+from attune_trainer.update.old_outputs import OldOutputs, needs_raw_logprobs, old_logprobs_from_training
+from attune_trainer.update.sampler_gap import gap_report
 
 TOKEN_SUMS = (
     "tokens",
@@ -97,6 +99,8 @@ class PolicyUpdate:
         self.staleness = staleness(self.samples, self.step)
         self.rewards = torch.tensor([s.reward for s in self.samples], dtype=torch.float32)
         self.use_ref = hp.kl_coef > 0
+        if self.use_ref:  # the run's settings may have had no KL term: a live override turns it on
+            ensure_reference(compute, run)
         self.mine = [i for i in range(len(self.samples)) if i % compute.world == compute.rank]
         # set by `apply`: the training forward records the old log-probs (no separate policy pass)
         self.old_from_training = False
@@ -264,6 +268,7 @@ class PolicyUpdate:
         if n_tokens == 0 or n_micro_batches == 0:
             return
         my_batches = self._micro_batches(mine)
+        policy_loss = policy_loss_for(run.config["algorithm"])
         run.policy.train()
         if run.critic is not None:
             run.critic.train()
@@ -280,7 +285,7 @@ class PolicyUpdate:
                 is_weight = _pad_like(mask, [old.is_weights[i] for i in indices])
             else:  # a dummy micro-batch on a rank without samples: zero loss, same collectives
                 old_logp, advantage, is_weight = logp.detach(), torch.zeros_like(logp), torch.ones_like(logp)
-            pg, ratio, clipped = losses.clipped_surrogate(logp, old_logp, advantage, hp.clip_ratio)
+            pg, ratio, clipped = policy_loss(logp, old_logp, advantage, hp)
             pg = pg * is_weight  # decoupled PPO: behaviour (sampler) -> proximal (before the update)
             loss_per_token = pg - hp.entropy_coef * entropy
             if self.use_ref:

@@ -11,18 +11,18 @@ import json
 import time
 from pathlib import Path
 
-from .checkpoints import CheckpointWriter
-from .compute import Compute
-from .disk_full import out_of_space
-from .errors import DiskFull, StepConflict
-from .faults import FaultInjection
-from .log import log
-from .prometheus import TrainerMetrics
-from .run_loading import LoadedRun
-from .runs import RunRegistry
-from .schemas import StepRequest
-from .step_pad import StepPad
-from .update import PolicyUpdate
+from attune_trainer.compute import Compute
+from attune_trainer.faults import FaultInjection
+from attune_trainer.log import log
+from attune_trainer.service.errors import DiskFull, StepConflict
+from attune_trainer.service.prometheus import TrainerMetrics
+from attune_trainer.service.schemas import StepRequest
+from attune_trainer.state.checkpoints import CheckpointWriter
+from attune_trainer.state.disk_full import out_of_space
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.runs import RunRegistry
+from attune_trainer.update.step_pad import StepPad
+from attune_trainer.update.update import PolicyUpdate
 
 
 def samples_digest(samples: list[dict]) -> str:

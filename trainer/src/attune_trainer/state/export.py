@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .store import RunStore, fsync_tree
+from attune_trainer.state.store import RunStore, fsync_tree
 
 # Files of a model directory that make up the weights and the model's own settings.
 _MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json")
@@ -91,7 +91,7 @@ def _copy_full(source: Path, dest: Path) -> None:
         config["use_cache"] = True
         (dest / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
         return
-    from .models import load_causal_lm
+    from attune_trainer.models import load_causal_lm
 
     model = load_causal_lm(source, dtype=torch.float32)
     model.config.use_cache = True
@@ -102,7 +102,7 @@ def _merge_lora(adapter_dir: Path, dest: Path) -> None:
     """Base weights plus the adapter's update, in fp32, as one plain model directory."""
     from peft import PeftModel
 
-    from .models import load_causal_lm
+    from attune_trainer.models import load_causal_lm
 
     config = json.loads((adapter_dir / "adapter_config.json").read_text())
     base_path = Path(config.get("base_model_name_or_path") or "")
@@ -116,6 +116,6 @@ def _merge_lora(adapter_dir: Path, dest: Path) -> None:
 
 def _save_tokenizer(tokenizer_dir: Path, dest: Path) -> None:
     """The run's tokenizer with its chat template, the one the trainer formats prompts with."""
-    from .models import load_tokenizer
+    from attune_trainer.models import load_tokenizer
 
     load_tokenizer(tokenizer_dir).save_pretrained(str(dest))

@@ -4,39 +4,20 @@ from __future__ import annotations
 
 import pickle
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .compute import Compute, inner_optimizer, seed_for
-from .log import log
-from .models import build_critic, load_causal_lm, load_tokenizer, peft_lora_config, resolve_base
-from .schemas import Hyperparameters, LoraSpec, RunCreate
-from .store import RunStore
-
-if TYPE_CHECKING:
-    from .checkpoints import CheckpointWriter
-
-
-@dataclass
-class LoadedRun:
-    run_id: str
-    config: dict
-    hp: Hyperparameters
-    lora: LoraSpec | None
-    store: RunStore
-    base_path: Path
-    tokenizer: Any
-    policy: Any
-    policy_opt: Any
-    critic: Any = None
-    critic_opt: Any = None
-    ref: Any = None
-    step: int = 0
-    in_progress_step: int | None = None
-    eos_ids: list[int] = field(default_factory=list)
+from attune_trainer.compute import Compute, inner_optimizer, seed_for
+from attune_trainer.log import log
+from attune_trainer.models import build_critic, load_causal_lm, load_tokenizer, peft_lora_config, resolve_base
+from attune_trainer.service.errors import InvalidRequest
+from attune_trainer.service.schemas import Hyperparameters, RunCreate
+from attune_trainer.state.checkpoints import CheckpointWriter
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.reference import ensure_reference
+from attune_trainer.state.store import RunStore
+from attune_trainer.update.algorithms import ALGORITHMS
 
 
 def _adamw(params: list, lr: float, hp: Hyperparameters) -> torch.optim.AdamW:
@@ -64,6 +45,7 @@ def _build_policy(compute: Compute, spec: RunCreate, base_path: Path, latest_dir
             from peft import get_peft_model, set_peft_model_state_dict
 
             base = load_causal_lm(base_path, compute.frozen_dtype)
+            check_target_modules(base, lora.target_modules)
             for p in base.parameters():
                 p.requires_grad_(False)
             policy = get_peft_model(
@@ -84,6 +66,19 @@ def _build_policy(compute: Compute, spec: RunCreate, base_path: Path, latest_dir
         if lora is not None:
             policy.enable_input_require_grads()
     return policy
+
+
+def check_target_modules(model: torch.nn.Module, targets: list[str] | str) -> None:
+    """LoRA targets name modules by their last name parts (peft's rule): refuse a list of which none is in
+    the model, naming them, rather than fail deep inside peft."""
+    if isinstance(targets, str):
+        return
+    names = [n for n, _ in model.named_modules()]
+    missing = [t for t in targets if not any(n == t or n.endswith(f".{t}") for n in names)]
+    if missing and len(missing) == len(targets):
+        raise InvalidRequest("lora.target_modules", f"the base model has no modules named {', '.join(missing)}")
+    if missing:
+        log("warning", "LoRA target modules not in the base model", missing=missing)
 
 
 def _build_critic(compute: Compute, spec: RunCreate, base_path: Path, latest_dir: Path | None):
@@ -139,16 +134,9 @@ def load_run(
     policy_params = [p for p in policy.parameters() if p.requires_grad]
     policy_opt = _adamw(policy_params, hp.learning_rate, hp)
     critic = critic_opt = None
-    if spec.algorithm == "ppo":
+    if ALGORITHMS[spec.algorithm].critic:
         critic = _build_critic(compute, spec, base_path, latest_dir)
         critic_opt = _adamw([p for p in critic.parameters() if p.requires_grad], hp.value_learning_rate, hp)
-    # the KL reference: LoRA uses the base with the adapter disabled; full fine-tuning a frozen copy
-    ref = None
-    if hp.kl_coef > 0 and spec.lora is None:
-        ref = load_causal_lm(base_path, compute.frozen_dtype)
-        for p in ref.parameters():
-            p.requires_grad_(False)
-        ref.eval()
 
     # wrap for the device / DDP / FSDP
     acc = compute.acc
@@ -156,8 +144,6 @@ def load_run(
         policy, policy_opt, critic, critic_opt = acc.prepare(policy, policy_opt, critic, critic_opt)
     else:
         policy, policy_opt = acc.prepare(policy, policy_opt)
-    if ref is not None:
-        ref = acc.prepare_model(ref, evaluation_mode=True)
 
     if latest_dir is not None and (latest_dir / "optimizer.pt").exists():
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
@@ -182,10 +168,11 @@ def load_run(
         policy_opt=policy_opt,
         critic=critic,
         critic_opt=critic_opt,
-        ref=ref,
         step=latest or 0,
         eos_ids=_end_of_turn_ids(compute, policy, tokenizer),
     )
+    if hp.kl_coef > 0:
+        ensure_reference(compute, run)
     if latest is None:
         checkpoints.save(run, 0, stored=None, digest=None)
     log(

@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 
-from .compute import Compute, inner_optimizer
-from .faults import FaultInjection
-from .log import log
-from .store import now
-
-if TYPE_CHECKING:
-    from .run_loading import LoadedRun
+from attune_trainer.compute import Compute, inner_optimizer
+from attune_trainer.faults import FaultInjection
+from attune_trainer.log import log
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.store import now
 
 
 class CheckpointWriter:

@@ -11,15 +11,32 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from . import __version__
-from .dispatch import Dispatcher
-from .engine import Engine
-from .errors import Conflict, DiskFull, InvalidRequest, InvalidRunId, NotFound, RunNotFound, TrainerError
-from .http_guard import UNAUTHENTICATED_PATHS, RequestGuard
-from .log import log
-from .prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
-from .responses import ChatCompletion, Health, ModelList, RunList, RunState, Status, StepResult, documented
-from .schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
+from attune_trainer import __version__
+from attune_trainer.log import log
+from attune_trainer.service.dispatch import Dispatcher
+from attune_trainer.service.errors import (
+    Conflict,
+    DiskFull,
+    InvalidRequest,
+    InvalidRunId,
+    NotFound,
+    RunNotFound,
+    TrainerError,
+)
+from attune_trainer.service.http_guard import UNAUTHENTICATED_PATHS, RequestGuard
+from attune_trainer.service.prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
+from attune_trainer.service.responses import (
+    ChatCompletion,
+    Health,
+    ModelList,
+    RunList,
+    RunState,
+    Status,
+    StepResult,
+    documented,
+)
+from attune_trainer.service.schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
+from attune_trainer.serving.engine import Engine
 
 # status code and error type of each kind of domain error (most specific first)
 ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [

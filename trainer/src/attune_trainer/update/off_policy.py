@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import torch
 
-from .errors import InvalidRequest
-from .schemas import Sample
+from attune_trainer.service.errors import InvalidRequest
+from attune_trainer.service.schemas import Sample
 
 
 def staleness(samples: list[Sample], step: int) -> list[int]:

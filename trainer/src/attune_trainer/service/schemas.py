@@ -7,7 +7,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
 
-from .limits import CHOICES, MESSAGE_CHARS, MESSAGE_PARTS, MESSAGES, MODEL_CHARS, ROLE_CHARS, STOP_CHARS, STOP_STRINGS
+from attune_trainer.service.limits import (
+    CHOICES,
+    MESSAGE_CHARS,
+    MESSAGE_PARTS,
+    MESSAGES,
+    MODEL_CHARS,
+    ROLE_CHARS,
+    STOP_CHARS,
+    STOP_STRINGS,
+)
+from attune_trainer.update.algorithms import ALGORITHM_NAMES
 
 # \Z, not $: $ would also match before a trailing newline. The orchestrator checks the same rule
 # (src/core/names.ts); test/contracts/trainerContracts.test.ts keeps the two equal.
@@ -83,7 +93,7 @@ class RunCreate(Strict):
         description="'tiny-random', 'smollm2-135m', or a HF model directory or .gguf file inside the trainer's "
         "--models-dir (relative to it, or an absolute path under it)",
     )
-    algorithm: Literal["grpo", "ppo"]
+    algorithm: Literal[ALGORITHM_NAMES] = Field(..., description="an algorithm of the trainer's registry")
     lora: LoraSpec | None = None
     hyperparameters: Hyperparameters = Field(default_factory=Hyperparameters)
     seed: int = Field(0, ge=0, lt=2**31)

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .off_policy import applied_weights, raw_weights
-from .sampler_gap import sample_gaps
-from .schemas import Hyperparameters, Sample
+from attune_trainer.service.schemas import Hyperparameters, Sample
+from attune_trainer.update.off_policy import applied_weights, raw_weights
+from attune_trainer.update.sampler_gap import sample_gaps
 
 DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 

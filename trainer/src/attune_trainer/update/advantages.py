@@ -11,12 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
-from . import losses
-from .encoding import Encoded
-from .schemas import Hyperparameters, Sample
-
-# the estimator each algorithm uses
-ESTIMATOR_OF_ALGORITHM = {"grpo": "grpo", "ppo": "gae"}
+from attune_trainer.service.schemas import Hyperparameters, Sample
+from attune_trainer.serving.encoding import Encoded
+from attune_trainer.update import losses
+from attune_trainer.update.algorithms import ALGORITHMS
 
 
 @dataclass
@@ -52,7 +50,7 @@ def register_advantage_estimator(name: str) -> Callable[[AdvantageEstimator], Ad
 
 
 def estimator_for(algorithm: str) -> AdvantageEstimator:
-    return ADVANTAGE_ESTIMATORS[ESTIMATOR_OF_ALGORITHM[algorithm]]
+    return ADVANTAGE_ESTIMATORS[ALGORITHMS[algorithm].advantage_estimator]
 
 
 @register_advantage_estimator("grpo")

@@ -11,15 +11,16 @@ from typing import Any
 
 import torch
 
-from .checkpoints import CheckpointWriter
-from .compute import Compute
-from .engine_lock import EngineLock
-from .errors import ConfigConflict, InvalidRequest, RunNotFound
-from .log import log
-from .models import ModelError, build_tiny_random, check_base, load_tokenizer, resolve_base
-from .run_loading import LoadedRun, load_run
-from .schemas import RunCreate, valid_run_id
-from .store import RunStore, now, write_json_atomic
+from attune_trainer.compute import Compute
+from attune_trainer.log import log
+from attune_trainer.models import ModelError, build_tiny_random, check_base, load_tokenizer, resolve_base
+from attune_trainer.service.errors import ConfigConflict, InvalidRequest, RunNotFound
+from attune_trainer.service.schemas import RunCreate, valid_run_id
+from attune_trainer.serving.engine_lock import EngineLock
+from attune_trainer.state.checkpoints import CheckpointWriter
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.run_loading import load_run
+from attune_trainer.state.store import RunStore, now, write_json_atomic
 
 
 def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -91,8 +92,19 @@ class RunRegistry:
             if self.compute.is_main:
                 self._write_new_run(spec, config, store)
             self.compute.barrier()
-            self.ensure_loaded(spec.run_id)
+            try:
+                self.ensure_loaded(spec.run_id)
+            except Exception:
+                # a run that cannot load would stay on disk answering 500 for good: it was never created
+                self._remove_new_run(store)
+                raise
             return True, self.run_state(spec.run_id)
+
+    def _remove_new_run(self, store: RunStore) -> None:
+        if self.compute.is_main:
+            shutil.rmtree(store.dir, ignore_errors=True)
+            log("warning", "run removed: its first load failed", run_id=store.run_id)
+        self.compute.barrier()
 
     def _write_new_run(self, spec: RunCreate, config: dict, store: RunStore) -> None:
         tmp = self.runs_dir / f".tmp-{spec.run_id}-{os.getpid()}"

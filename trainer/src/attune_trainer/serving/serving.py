@@ -12,15 +12,15 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from .compute import Compute
-from .encoding import prompt_ids
-from .errors import InvalidRequest, NotFound
-from .log import log
-from .models import load_causal_lm
-from .run_loading import LoadedRun
-from .runs import RunRegistry
-from .sampling import Forward, Generated, forward_pass, generate
-from .schemas import valid_run_id
+from attune_trainer.compute import Compute
+from attune_trainer.log import log
+from attune_trainer.models import load_causal_lm
+from attune_trainer.service.errors import InvalidRequest, NotFound
+from attune_trainer.service.schemas import valid_run_id
+from attune_trainer.serving.encoding import prompt_ids
+from attune_trainer.serving.sampling import Forward, Generated, forward_pass, generate
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.runs import RunRegistry
 
 CHECKPOINTS_KEPT_FOR_INFERENCE = 2
 DEFAULT_MAX_TOKENS = 512
@@ -113,7 +113,7 @@ class Sampler:
         return prompt, context, _max_tokens(request, run.hp.max_length), self._forward_on(run, step, live)
 
     def chat(self, req: dict) -> dict:
-        from .schemas import ChatCompletionRequest
+        from attune_trainer.service.schemas import ChatCompletionRequest
 
         request = ChatCompletionRequest.model_validate(req)
         if request.stream:

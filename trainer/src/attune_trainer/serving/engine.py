@@ -12,18 +12,18 @@ from pathlib import Path
 
 import torch
 
-from .checkpoints import CheckpointWriter
-from .compute import Compute
-from .faults import FaultInjection
-from .log import log
-from .prometheus import TrainerMetrics
-from .run_loading import LoadedRun
-from .runs import RunRegistry
-from .serving import Sampler
-from .state_lock import StateDirLock
-from .step_pad import StepPad
-from .steps import StepApplier
-from .store import RunStore
+from attune_trainer.compute import Compute
+from attune_trainer.faults import FaultInjection
+from attune_trainer.log import log
+from attune_trainer.service.prometheus import TrainerMetrics
+from attune_trainer.service.steps import StepApplier
+from attune_trainer.serving.serving import Sampler
+from attune_trainer.state.checkpoints import CheckpointWriter
+from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.runs import RunRegistry
+from attune_trainer.state.state_lock import StateDirLock
+from attune_trainer.state.store import RunStore
+from attune_trainer.update.step_pad import StepPad
 
 
 class Engine:
