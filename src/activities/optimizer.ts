@@ -1,3 +1,4 @@
+import type { Algorithm } from '../core/training/algorithms.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
@@ -6,14 +7,14 @@ import type { Hyperparameters } from '../core/training/trainingSettingsSchema.js
 import { samplesFromTranscript } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
-import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from './trainerClient.js';
+import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from '../trainer/trainerClient.js';
 
 const log = createLogger({ component: 'optimizer' });
 
 export interface EnsureRunInput {
   trainer: TrainerEndpoint;
   runName: string;
-  algorithm: 'grpo' | 'ppo';
+  algorithm: Algorithm;
   baseModel: string;
   lora: unknown;
   hyperparameters: Hyperparameters;

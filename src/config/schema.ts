@@ -9,12 +9,8 @@ import {
   retryPolicySchema,
   structuredOutputModes,
 } from '../core/rolloutSettingsSchema.js';
-import {
-  ALGORITHMS,
-  hyperparametersSchema,
-  loraSchema,
-  trainingSettingsSchema,
-} from '../core/training/trainingSettingsSchema.js';
+import { ALGORITHM_TRAITS, ALGORITHMS, type Algorithm } from '../core/training/algorithms.js';
+import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
 const trainingBounds = trainingSettingsSchema.shape;
@@ -105,9 +101,22 @@ type ConfigShape = {
   policy: { maxTokens: number };
   simulator: { maxTokens: number };
   rollout: { maxTurns: number };
-  training: { maxTurns: number; scenariosPerStep: number; samplesPerScenario?: number | undefined; algorithm: string };
+  training: {
+    maxTurns: number;
+    scenariosPerStep: number;
+    samplesPerScenario?: number | undefined;
+    algorithm: Algorithm;
+  };
   evaluation: { maxTurns: number };
 };
+
+/** The samples per scenario of a run: the config's, else the algorithm's default. */
+export function samplesPerScenarioOf(training: {
+  algorithm: Algorithm;
+  samplesPerScenario?: number | undefined;
+}): number {
+  return training.samplesPerScenario ?? ALGORITHM_TRAITS[training.algorithm].defaultSamplesPerScenario;
+}
 
 /** Sizes that Temporal could not carry are rejected here, with the limit they would pass. */
 function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): void {
@@ -121,7 +130,7 @@ function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): void {
     const problem = dialogueSizeProblem({ ...size, ...tokens });
     if (problem) ctx.addIssue({ code: 'custom', path, message: problem });
   }
-  const samples = config.training.samplesPerScenario ?? (config.training.algorithm === 'grpo' ? 4 : 1);
+  const samples = samplesPerScenarioOf(config.training);
   const step = stepSizeProblem(config.training.scenariosPerStep, samples);
   if (step) ctx.addIssue({ code: 'custom', path: ['training', 'scenariosPerStep'], message: step });
 }
@@ -255,7 +264,7 @@ export const configSchema = z
         steps: trainingBounds.steps.default(100),
         /** Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues). */
         scenariosPerStep: trainingBounds.scenariosPerStep.default(8),
-        /** Default: 4 for GRPO, 1 for PPO. */
+        /** Default: the algorithm's (ALGORITHM_TRAITS: 4 for GRPO, 1 for PPO). */
         samplesPerScenario: trainingBounds.samplesPerScenario.optional(),
         seed: trainingBounds.seed.default(1),
         /** Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow). */
