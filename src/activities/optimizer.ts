@@ -3,7 +3,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { TrainerStepMetrics } from '../core/runMetrics.js';
-import type { Hyperparameters } from '../core/training/trainingSettingsSchema.js';
+import type { Hyperparameters, LoraSpec } from '../core/training/trainingSettingsSchema.js';
 import { samplesFromTranscript } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
@@ -16,7 +16,7 @@ export interface EnsureRunInput {
   runName: string;
   algorithm: Algorithm;
   baseModel: string;
-  lora: unknown;
+  lora: LoraSpec | null;
   hyperparameters: Hyperparameters;
   seed: number;
 }

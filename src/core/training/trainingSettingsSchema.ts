@@ -6,8 +6,6 @@ import { trackingSettingsSchema } from '../tracking/trackingSettings.js';
 import { ALGORITHMS } from './algorithms.js';
 import { trainerHyperparametersSchema, trainerLoraSchema } from './trainerSettings.generated.js';
 
-export { ALGORITHMS };
-
 const TRAINER_MAX_SEED = 2 ** 31 - 1;
 
 /** Trainer hyperparameters (the trainer's own names), generated from the trainer's models. */
@@ -18,6 +16,7 @@ export type Hyperparameters = z.infer<typeof hyperparametersSchema>;
 export const loraSchema = trainerLoraSchema.extend({
   target_modules: z.union([z.array(z.string()).min(1), z.literal('all-linear')]).default('all-linear'),
 });
+export type LoraSpec = z.infer<typeof loraSchema>;
 
 /** Everything the training workflow needs, without secrets. */
 export const trainingSettingsSchema = z.strictObject({
