@@ -69,6 +69,14 @@ const workflowImportRule = {
   ],
 };
 
+/** Layers: config is pure projection of the operator's file; the client talks to Temporal, not to activities. */
+const layerRule = (forbidden, message) => ({
+  '@typescript-eslint/no-restricted-imports': [
+    'error',
+    { patterns: [{ group: forbidden.flatMap((dir) => [`**/${dir}/*`, `**/${dir}`]), message }] },
+  ],
+});
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.venv/**', '.attune/**', 'trainer/**', 'test-output/**', 'bin/**', '**/*.mjs'] },
   ...tseslint.configs.recommended,
@@ -83,5 +91,19 @@ export default tseslint.config(
     // Test fixtures bundled into workflows (interceptor modules) run in the same sandbox.
     files: ['src/workflows/**/*.ts', 'src/core/**/*.ts', 'test/fixtures/workflowInterceptors/**/*.ts'],
     rules: workflowImportRule,
+  },
+  {
+    files: ['src/config/**/*.ts'],
+    rules: layerRule(
+      ['client', 'activities', 'cli'],
+      'src/config builds settings from the config alone: no client, activities or CLI.',
+    ),
+  },
+  {
+    files: ['src/client/**/*.ts'],
+    rules: layerRule(
+      ['activities'],
+      'src/client may not import activities: share the code through a neutral module (e.g. src/trainer).',
+    ),
   },
 );

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { generatePolicyTurn } from '../../src/activities/policy.js';
 import { analyzeAssistantReply, writeUserMessage } from '../../src/activities/simulator.js';
-import { trainerRequest } from '../../src/activities/trainerClient.js';
+import { trainerRequest } from '../../src/trainer/trainerClient.js';
 import { emotionAfterTurn } from '../../src/core/emotion.js';
 import { defaultPolicySystemPrompt, policyMessages } from '../../src/core/prompts/policy.js';
 import { analysisMessages, openingMessages, replyMessages } from '../../src/core/prompts/simulator.js';

@@ -7,7 +7,7 @@ import { heartbeating } from './heartbeating.js';
 import { generatePolicyTurn } from './policy.js';
 import { loadScenario } from './scenarios.js';
 import { analyzeAssistantReply, writeUserMessage } from './simulator.js';
-import { latestPolicyVersion } from './trainerClient.js';
+import { latestPolicyVersion } from '../trainer/trainerClient.js';
 import { createRunBookkeepingActivities } from './runBookkeeping.js';
 import { createOptimizerActivities } from './optimizer.js';
 import { createTrackingActivities } from './tracking/trackStep.js';

@@ -1,21 +1,22 @@
+import type { Algorithm } from '../core/training/algorithms.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { TrainerStepMetrics } from '../core/runMetrics.js';
-import type { Hyperparameters } from '../core/training/trainingSettingsSchema.js';
+import type { Hyperparameters, LoraSpec } from '../core/training/trainingSettingsSchema.js';
 import { samplesFromTranscript } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
-import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from './trainerClient.js';
+import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from '../trainer/trainerClient.js';
 
 const log = createLogger({ component: 'optimizer' });
 
 export interface EnsureRunInput {
   trainer: TrainerEndpoint;
   runName: string;
-  algorithm: 'grpo' | 'ppo';
+  algorithm: Algorithm;
   baseModel: string;
-  lora: unknown;
+  lora: LoraSpec | null;
   hyperparameters: Hyperparameters;
   seed: number;
 }

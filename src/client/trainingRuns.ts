@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
-import { getTrainerRun } from '../activities/trainerClient.js';
+import { getTrainerRun } from '../trainer/trainerClient.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
 import { trainingSettingsFromConfig } from '../config/trainingSettingsFromConfig.js';

@@ -1,4 +1,5 @@
-import { rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
+import type { z } from 'zod';
+import { endpointCallSchema, rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
 import { LIMITS } from './limits.js';
 import { endpointKeyEnv } from './localLlmEndpoint.js';
@@ -30,6 +31,19 @@ export function policyLogprobs(config: AttuneConfig): boolean {
   return config.policy.baseURL.replace(/\/$/, '') === trainerV1 || config.training.publish === 'vllm';
 }
 
+const simulatorCallSchema = rolloutSettingsSchema.shape.simulator;
+
+/**
+ * The fields of a config endpoint that its call carries as they are: the ones both schemas name,
+ * less those the config words differently (the call's value is derived below), unset ones left out.
+ */
+function callFields(endpoint: object, call: z.ZodObject): Record<string, unknown> {
+  const derived = new Set(['apiKeyEnv', 'taskQueue', 'logprobs', 'analysisMaxChars']);
+  return Object.fromEntries(
+    Object.entries(endpoint).filter(([key, value]) => key in call.shape && !derived.has(key) && value !== undefined),
+  );
+}
+
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
 export function rolloutSettingsFromConfig(
   config: AttuneConfig,
@@ -55,29 +69,16 @@ export function rolloutSettingsFromConfig(
     think: overrides.think ?? rollout.think,
     ...(rollout.policySystemPrompt !== undefined ? { policySystemPrompt: rollout.policySystemPrompt } : {}),
     policy: {
-      baseURL: policy.baseURL,
+      ...callFields(policy, endpointCallSchema),
       model: overrides.policyModel ?? policy.model,
       apiKeyEnv: policyApiKeyEnv(config),
-      timeoutMs: policy.timeoutMs,
-      temperature: policy.temperature,
-      ...(policy.topP !== undefined ? { topP: policy.topP } : {}),
-      maxTokens: policy.maxTokens,
       taskQueue: queues.policy,
-      retry: policy.retry,
       ...(policyLogprobs(config) ? { logprobs: true } : {}),
     },
     simulator: {
-      baseURL: simulator.baseURL,
-      model: simulator.model,
+      ...callFields(simulator, simulatorCallSchema),
       apiKeyEnv: endpointKeyEnv(config, simulator.baseURL, simulator.apiKeyEnv),
-      timeoutMs: simulator.timeoutMs,
-      temperature: simulator.temperature,
-      ...(simulator.topP !== undefined ? { topP: simulator.topP } : {}),
-      maxTokens: simulator.maxTokens,
       taskQueue: queues.simulator,
-      retry: simulator.retry,
-      structuredOutput: simulator.structuredOutput,
-      parseRetries: simulator.parseRetries,
       ...(analysisMaxChars !== undefined ? { analysisMaxChars } : {}),
     },
   });

@@ -5,25 +5,21 @@ import { dialogueSizeProblem, stepSizeProblem } from '../core/temporalLimits.js'
 import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/emotion.js';
 import {
   activityScopes,
+  dialogueBounds,
+  endpointCallSchema,
   llmCallModes,
   retryPolicySchema,
-  structuredOutputModes,
+  simulatorOptionsSchema,
 } from '../core/rolloutSettingsSchema.js';
-import {
-  ALGORITHMS,
-  hyperparametersSchema,
-  loraSchema,
-  trainingSettingsSchema,
-} from '../core/training/trainingSettingsSchema.js';
+import { ALGORITHM_TRAITS, ALGORITHMS, type Algorithm } from '../core/training/algorithms.js';
+import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
 const trainingBounds = trainingSettingsSchema.shape;
 
+/** The endpoint fields a call carries come from the call's schema; the config adds its limits and defaults. */
 const endpointFields = {
-  baseURL: z.string().url(),
-  model: z.string().min(1),
-  /** Name of the environment variable holding the key; the key itself never enters config, workflows or logs. */
-  apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name'),
+  ...endpointCallSchema.pick({ baseURL: true, model: true, apiKeyEnv: true, temperature: true, topP: true }).shape,
   /** Activities of this endpoint running at once on one worker. */
   maxConcurrency: z.number().int().positive().default(16),
   /** Task-queue-wide rate limit (all workers together); absent = none. */
@@ -34,12 +30,10 @@ const endpointFields = {
    * waits while the budget is spent, and is settled with the usage its response reports.
    */
   tokensPerMinute: z.number().positive().optional(),
-  timeoutMs: z.number().int().positive().default(120_000),
+  timeoutMs: endpointCallSchema.shape.timeoutMs.default(120_000),
   retry: retryPolicySchema.prefault({}),
-  temperature: z.number().min(0).max(2),
-  topP: z.number().gt(0).max(1).optional(),
   /** One completion stays far below Temporal's 2 MB payload limit. */
-  maxTokens: z.number().int().positive().max(MAX_COMPLETION_TOKENS),
+  maxTokens: endpointCallSchema.shape.maxTokens.max(MAX_COMPLETION_TOKENS),
 };
 
 /**
@@ -90,24 +84,35 @@ export const simulatorEndpointSchema = z.strictObject({
   apiKeyEnv: endpointFields.apiKeyEnv.default('SIMULATOR_API_KEY'),
   temperature: endpointFields.temperature.default(0),
   maxTokens: endpointFields.maxTokens.default(400),
-  structuredOutput: z.enum(structuredOutputModes).default('json_schema'),
-  parseRetries: z.number().int().min(0).max(10).default(2),
   /**
-   * maxLength on the analysis text fields. Not every hosted API accepts maxLength in strict
-   * schemas, so it is off unless set, except for the embedded local model server (see rolloutSettings).
-   * When set, analysis calls ask for at least the tokens a complete object can take
-   * (core/analysisTokenBudget.ts), whatever `maxTokens` says.
+   * analysisMaxChars: maxLength on the analysis text fields. Not every hosted API accepts maxLength
+   * in strict schemas, so it is off unless set, except for the embedded local model server (see
+   * rolloutSettings). When set, analysis calls ask for at least the tokens a complete object can
+   * take (core/analysisTokenBudget.ts), whatever `maxTokens` says.
    */
-  analysisMaxChars: z.number().int().positive().optional(),
+  ...simulatorOptionsSchema.shape,
 });
 
 type ConfigShape = {
   policy: { maxTokens: number };
   simulator: { maxTokens: number };
   rollout: { maxTurns: number };
-  training: { maxTurns: number; scenariosPerStep: number; samplesPerScenario?: number | undefined; algorithm: string };
+  training: {
+    maxTurns: number;
+    scenariosPerStep: number;
+    samplesPerScenario?: number | undefined;
+    algorithm: Algorithm;
+  };
   evaluation: { maxTurns: number };
 };
+
+/** The samples per scenario of a run: the config's, else the algorithm's default. */
+export function samplesPerScenarioOf(training: {
+  algorithm: Algorithm;
+  samplesPerScenario?: number | undefined;
+}): number {
+  return training.samplesPerScenario ?? ALGORITHM_TRAITS[training.algorithm].defaultSamplesPerScenario;
+}
 
 /** Sizes that Temporal could not carry are rejected here, with the limit they would pass. */
 function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): void {
@@ -121,7 +126,7 @@ function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): void {
     const problem = dialogueSizeProblem({ ...size, ...tokens });
     if (problem) ctx.addIssue({ code: 'custom', path, message: problem });
   }
-  const samples = config.training.samplesPerScenario ?? (config.training.algorithm === 'grpo' ? 4 : 1);
+  const samples = samplesPerScenarioOf(config.training);
   const step = stepSizeProblem(config.training.scenariosPerStep, samples);
   if (step) ctx.addIssue({ code: 'custom', path: ['training', 'scenariosPerStep'], message: step });
 }
@@ -177,8 +182,8 @@ export const configSchema = z
     simulator: simulatorEndpointSchema.prefault({}),
     rollout: z
       .strictObject({
-        initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
-        maxTurns: z.number().int().min(1).max(50).default(8),
+        initialEmotion: dialogueBounds.initialEmotion.default(SAGE_INITIAL_EMOTION),
+        maxTurns: dialogueBounds.maxTurns.default(8),
         think: z.boolean().default(false),
         policySystemPrompt: z.string().min(1).optional(),
         /** `activity`: each LLM call on its endpoint's queue; `local`: local activities (see src/workflows/rollout.ts). */
@@ -189,7 +194,7 @@ export const configSchema = z
          * Workflow-task timeout of rollout workflows. Default: 10 s (Temporal's) with `llmCalls:
          * activity`, 60 s with `local`, where a workflow task stays open while its local calls run.
          */
-        workflowTaskTimeoutMs: z.number().int().min(1000).max(120_000).optional(),
+        workflowTaskTimeoutMs: dialogueBounds.workflowTaskTimeoutMs.optional(),
       })
       .prefault({}),
     scenarios: z
@@ -207,8 +212,8 @@ export const configSchema = z
     /** The SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0. */
     evaluation: z
       .strictObject({
-        initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
-        maxTurns: z.number().int().min(1).max(50).default(10),
+        initialEmotion: dialogueBounds.initialEmotion.default(SAGE_INITIAL_EMOTION),
+        maxTurns: dialogueBounds.maxTurns.default(10),
         simulatorTemperature: z.number().min(0).max(2).default(0),
         /** Think-then-say for the evaluated policy; default: rollout.think. */
         think: z.boolean().optional(),
@@ -255,7 +260,7 @@ export const configSchema = z
         steps: trainingBounds.steps.default(100),
         /** Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues). */
         scenariosPerStep: trainingBounds.scenariosPerStep.default(8),
-        /** Default: 4 for GRPO, 1 for PPO. */
+        /** Default: the algorithm's (ALGORITHM_TRAITS: 4 for GRPO, 1 for PPO). */
         samplesPerScenario: trainingBounds.samplesPerScenario.optional(),
         seed: trainingBounds.seed.default(1),
         /** Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow). */
@@ -267,8 +272,8 @@ export const configSchema = z
          * step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.
          */
         maxStaleness: trainingBounds.maxStaleness.unwrap().default(0),
-        initialEmotion: z.number().int().min(0).max(100).default(RLVER_TRAINING_INITIAL_EMOTION),
-        maxTurns: z.number().int().min(1).max(50).default(8),
+        initialEmotion: dialogueBounds.initialEmotion.default(RLVER_TRAINING_INITIAL_EMOTION),
+        maxTurns: dialogueBounds.maxTurns.default(8),
         think: z.boolean().default(false),
         /** Evaluate every k steps with the evaluation workflow (0 = never). */
         evalEvery: trainingBounds.evalEvery.default(0),

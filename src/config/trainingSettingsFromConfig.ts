@@ -2,10 +2,10 @@ import { join, resolve } from 'node:path';
 import type { TrackingSettings } from '../core/tracking/trackingSettings.js';
 import { REPO_ROOT } from '../paths.js';
 import { trainingSettingsSchema, type TrainingSettings } from '../core/training/trainingSettingsSchema.js';
-import { buildEvaluationInput } from '../client/evaluations.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
+import { buildEvaluationInput } from './evaluationInputFromConfig.js';
 import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
-import type { AttuneConfig } from './schema.js';
+import { samplesPerScenarioOf, type AttuneConfig } from './schema.js';
 import { taskQueuesFor } from './taskQueues.js';
 
 /** The training workflow's input, built and checked on the client (scenarios, endpoints, evaluation set). */
@@ -38,7 +38,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     algorithm: t.algorithm,
     steps: t.steps,
     scenariosPerStep: t.scenariosPerStep,
-    samplesPerScenario: t.samplesPerScenario ?? (t.algorithm === 'grpo' ? 4 : 1),
+    samplesPerScenario: samplesPerScenarioOf(t),
     seed: t.seed,
     maxInFlight: t.maxInFlight,
     maxFailedShare: t.maxFailedShare,

@@ -33,15 +33,31 @@ export const llmCallModes = ['activity', 'local'] as const;
 /** One activity per LLM call, or one per dialogue turn (the policy's reply and the simulator's two calls). */
 export const activityScopes = ['call', 'turn'] as const;
 
+/** A dialogue's bounds, written once for the rollout settings and every config section that sets them. */
+export const dialogueBounds = {
+  initialEmotion: z.number().int().min(0).max(100),
+  maxTurns: z.number().int().min(1).max(50),
+  workflowTaskTimeoutMs: z.number().int().min(1000).max(120_000),
+};
+
+/** The simulator's own options, beside the endpoint call (config and rollout settings alike). */
+export const simulatorOptionsSchema = z.strictObject({
+  structuredOutput: z.enum(structuredOutputModes).default('json_schema'),
+  /** New LLM calls allowed after an unparseable analysis before the rollout fails. */
+  parseRetries: z.number().int().min(0).max(10).default(2),
+  /** Bound on each text field of the analysis (JSON-schema maxLength); absent = unbounded. */
+  analysisMaxChars: z.number().int().positive().optional(),
+});
+
 export const rolloutSettingsSchema = z.strictObject({
   /** How the workflow runs its LLM calls; see src/workflows/rollout.ts. Absent (older inputs) = activity. */
   llmCalls: z.enum(llmCallModes).default('activity'),
   /** What one activity covers; see src/workflows/rollout.ts. Absent (older inputs) = call. */
   activityPer: z.enum(activityScopes).default('call'),
   /** The rollout workflow's workflow-task timeout, set by whoever starts it; absent = Temporal's 10 s. */
-  workflowTaskTimeoutMs: z.number().int().min(1000).max(120_000).optional(),
-  initialEmotion: z.number().int().min(0).max(100).default(SAGE_INITIAL_EMOTION),
-  maxTurns: z.number().int().min(1).max(50).default(8),
+  workflowTaskTimeoutMs: dialogueBounds.workflowTaskTimeoutMs.optional(),
+  initialEmotion: dialogueBounds.initialEmotion.default(SAGE_INITIAL_EMOTION),
+  maxTurns: dialogueBounds.maxTurns.default(8),
   think: z.boolean().default(false),
   /** Replaces the default policy system prompt when set. */
   policySystemPrompt: z.string().optional(),
@@ -50,13 +66,7 @@ export const rolloutSettingsSchema = z.strictObject({
   /** Queue of turn activities (`activityPer: turn` with `llmCalls: activity`); absent in older inputs. */
   turnsTaskQueue: z.string().min(1).optional(),
   policy: endpointCallSchema,
-  simulator: endpointCallSchema.extend({
-    structuredOutput: z.enum(structuredOutputModes).default('json_schema'),
-    /** New LLM calls allowed after an unparseable analysis before the rollout fails. */
-    parseRetries: z.number().int().min(0).max(10).default(2),
-    /** Bound on each text field of the analysis (JSON-schema maxLength); absent = unbounded. */
-    analysisMaxChars: z.number().int().positive().optional(),
-  }),
+  simulator: endpointCallSchema.extend(simulatorOptionsSchema.shape),
 });
 export type RolloutSettings = z.infer<typeof rolloutSettingsSchema>;
 export type SimulatorCall = RolloutSettings['simulator'];

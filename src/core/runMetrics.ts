@@ -1,3 +1,5 @@
+import type { Algorithm } from './training/algorithms.js';
+
 /** The trainer's per-step metrics (POST /v1/runs/{run}/steps response). */
 export interface TrainerStepMetrics {
   loss: number;
@@ -36,7 +38,7 @@ export interface StepMetricsRecord {
   kind: 'attune.step';
   run: string;
   step: number;
-  algorithm: 'grpo' | 'ppo';
+  algorithm: Algorithm;
   time: string;
   /** The policy version the step's rollouts sampled from (e.g. run@step-1). */
   policyVersion: string;

@@ -1,6 +1,6 @@
 import { executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { RolloutQueueActivities } from '../activities/index.js';
-import type { TrainerEndpoint } from '../activities/trainerClient.js';
+import type { TrainerEndpoint } from '../trainer/trainerClient.js';
 import { evaluation, type EvaluationInput, type EvaluationSummary } from './evaluation.js';
 
 export interface ScheduledEvaluationInput {

@@ -59,7 +59,7 @@ export class TrainingControl {
         state.live = applyLiveSet(state.live, pairs);
         return state.live;
       },
-      { validator: (pairs) => checkLiveSet(pairs, state.step - 1) },
+      { validator: (pairs) => checkLiveSet(pairs, state.step - 1, settings.algorithm) },
     );
   }
 

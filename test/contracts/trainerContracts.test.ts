@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { isValidName, NAME_PATTERN } from '../../src/core/names.js';
 import { LIVE_HYPERPARAMETERS } from '../../src/core/training/liveSet.js';
-import {
-  hyperparametersSchema,
-  loraSchema,
-  trainingSettingsSchema,
-} from '../../src/core/training/trainingSettingsSchema.js';
+import { ALGORITHMS } from '../../src/core/training/algorithms.js';
+import { hyperparametersSchema, trainingSettingsSchema } from '../../src/core/training/trainingSettingsSchema.js';
 import { REPO_ROOT } from '../../src/paths.js';
+import { SCHEMA_FILE } from '../../scripts/trainer-settings/render.js';
 import { boundsOf, propertiesOf } from '../support/jsonSchemaBounds.js';
 
 /** Names and whether they are valid: run names, for the CLI and the trainer alike. */
@@ -44,6 +43,7 @@ interface TrainerFacts {
   runIdMatches: boolean[];
   runCreateAccepts: boolean[];
   schemas: Record<'Hyperparameters' | 'StepOverrides' | 'LoraSpec' | 'RunCreate', unknown>;
+  settingsSchemaText: string;
 }
 
 /** Asks the trainer's own code (this checkout's, not an installed copy) for its rules. */
@@ -52,6 +52,7 @@ function trainerFacts(names: string[]): TrainerFacts {
 import json, sys
 from pydantic import ValidationError
 from attune_trainer.service.schemas import RUN_ID_RE, Hyperparameters, LoraSpec, RunCreate, StepOverrides
+from attune_trainer.service.settings_schema import settings_schema_text
 
 def accepted(name):
     try:
@@ -66,6 +67,7 @@ print(json.dumps({
     "runIdMatches": [RUN_ID_RE.match(n) is not None for n in names],
     "runCreateAccepts": [accepted(n) for n in names],
     "schemas": {m.__name__: m.model_json_schema() for m in (Hyperparameters, StepOverrides, LoraSpec, RunCreate)},
+    "settingsSchemaText": settings_schema_text(),
 }))
 `;
   const pythonPath = [join(REPO_ROOT, 'trainer', 'src'), process.env.PYTHONPATH].filter(Boolean).join(':');
@@ -103,29 +105,24 @@ describe('contracts with the trainer', () => {
     });
   });
 
-  describe('bounds: the zod schema is the source, the trainer must match it', () => {
-    const zodHyper = propertiesOf(z.toJSONSchema(hyperparametersSchema));
-
-    it('every hyperparameter the config accepts is one the trainer knows, with the same bounds', () => {
-      const py = propertiesOf(trainer.schemas.Hyperparameters);
-      for (const [name, property] of Object.entries(zodHyper)) {
-        assert.ok(py[name], `${name}: accepted by the config, unknown to the trainer (it forbids extra keys)`);
-        assert.deepEqual(boundsOf(py[name]), boundsOf(property), `Hyperparameters.${name}`);
-      }
+  describe("settings: the trainer's models are the source, the orchestrator derives from them", () => {
+    it("the checked-in settings schema is what the trainer's models produce now", () => {
+      assert.equal(
+        readFileSync(join(REPO_ROOT, SCHEMA_FILE), 'utf8'),
+        trainer.settingsSchemaText,
+        `${SCHEMA_FILE} is stale: run npm run generate:settings`,
+      );
+    });
+    it("the algorithms are the ones the trainer's RunCreate accepts", () => {
+      const algorithm = propertiesOf(trainer.schemas.RunCreate).algorithm as { enum?: string[] };
+      assert.deepEqual([...ALGORITHMS], algorithm.enum);
     });
     it('live changes (StepOverrides) are the live hyperparameters, with the same bounds', () => {
       const py = propertiesOf(trainer.schemas.StepOverrides);
+      const zodHyper = propertiesOf(z.toJSONSchema(hyperparametersSchema));
       assert.deepEqual(Object.keys(py).sort(), [...LIVE_HYPERPARAMETERS].sort());
       for (const name of LIVE_HYPERPARAMETERS) {
         assert.deepEqual(boundsOf(py[name]!), boundsOf(zodHyper[name]!), `StepOverrides.${name}`);
-      }
-    });
-    it('LoRA settings have the same bounds', () => {
-      const py = propertiesOf(trainer.schemas.LoraSpec);
-      for (const [name, property] of Object.entries(propertiesOf(z.toJSONSchema(loraSchema)))) {
-        if (name === 'target_modules') continue;
-        assert.ok(py[name], `lora.${name}: unknown to the trainer`);
-        assert.deepEqual(boundsOf(py[name]), boundsOf(property), `LoraSpec.${name}`);
       }
     });
     it('the run seed has the same bounds', () => {

@@ -25,9 +25,17 @@ describe('live overrides of a running training run', () => {
   });
 
   it('rejects bad values and a step count below the steps already applied', () => {
-    assert.doesNotThrow(() => checkLiveSet({ steps: 3 }, 3));
-    assert.throws(() => checkLiveSet({ steps: 2 }, 3), /steps: 2 is below the 3 steps already applied/);
-    assert.throws(() => checkLiveSet({ maxInFlight: 0 }, 0), /maxInFlight: /);
+    assert.doesNotThrow(() => checkLiveSet({ steps: 3 }, 3, 'grpo'));
+    assert.throws(() => checkLiveSet({ steps: 2 }, 3, 'grpo'), /steps: 2 is below the 3 steps already applied/);
+    assert.throws(() => checkLiveSet({ maxInFlight: 0 }, 0, 'grpo'), /maxInFlight: /);
+  });
+
+  it('refuses a critic setting on a run without a critic, naming the setting and why', () => {
+    assert.throws(() => checkLiveSet({ value_learning_rate: 1e-5, learning_rate: 2e-6 }, 0, 'grpo'), {
+      message: 'value_learning_rate: tunes the critic, and grpo trains none',
+    });
+    assert.doesNotThrow(() => checkLiveSet({ value_learning_rate: 1e-5 }, 0, 'ppo'));
+    assert.doesNotThrow(() => checkLiveSet({ kl_coef: 0.05 }, 0, 'grpo'));
   });
 
   it('sends only hyperparameters to the optimizer, and nothing when none was set', () => {

@@ -1,21 +1,21 @@
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { endpointCallSchema } from '../../src/core/rolloutSettingsSchema.js';
-import { LIVE_HYPERPARAMETERS, LIVE_SETTINGS_RULES, type LiveSettingName } from '../../src/core/training/liveSet.js';
-import { hyperparametersSchema, trainingSettingsSchema } from '../../src/core/training/trainingSettingsSchema.js';
+import { LIVE_HYPERPARAMETER_RULES } from '../../src/core/training/liveHyperparameters.generated.js';
+import {
+  LIVE_SETTINGS_RULES,
+  type LiveHyperparameterName,
+  type LiveSettingName,
+} from '../../src/core/training/liveSet.js';
+import { trainingSettingsSchema } from '../../src/core/training/trainingSettingsSchema.js';
 import { boundsOf, type Bounds } from '../support/jsonSchemaBounds.js';
 
-const hyper = hyperparametersSchema.shape;
 const training = trainingSettingsSchema.shape;
 
-/** The zod field each live setting changes: the source of its bounds. */
-const SOURCES: Record<LiveSettingName, z.ZodType> = {
-  learning_rate: hyper.learning_rate,
-  clip_ratio: hyper.clip_ratio,
-  kl_coef: hyper.kl_coef,
-  entropy_coef: hyper.entropy_coef,
-  value_learning_rate: hyper.value_learning_rate,
-  max_grad_norm: hyper.max_grad_norm,
+type OrchestratorSetting = Exclude<LiveSettingName, LiveHyperparameterName>;
+
+/** The zod field each orchestrator-side live setting changes: the source of its bounds. */
+const SOURCES: Record<OrchestratorSetting, z.ZodType> = {
   maxInFlight: training.maxInFlight,
   maxFailedShare: training.maxFailedShare,
   evalEvery: training.evalEvery,
@@ -35,13 +35,13 @@ function boundsOfRule(rule: { int?: boolean; min?: number; max?: number; gt?: nu
 }
 
 describe('live settings table', () => {
-  it('has the bounds of the zod field each setting changes', () => {
-    for (const [name, rule] of Object.entries(LIVE_SETTINGS_RULES) as [LiveSettingName, object][]) {
-      const fromZod = boundsOf(z.toJSONSchema(SOURCES[name]));
-      assert.deepEqual(boundsOfRule(rule), fromZod, name);
+  it('has the bounds of the zod field each orchestrator setting changes', () => {
+    for (const [name, source] of Object.entries(SOURCES) as [OrchestratorSetting, z.ZodType][]) {
+      assert.deepEqual(boundsOfRule(LIVE_SETTINGS_RULES[name]), boundsOf(z.toJSONSchema(source)), name);
     }
   });
-  it('covers every live hyperparameter, from the hyperparameters schema', () => {
-    for (const name of LIVE_HYPERPARAMETERS) assert.equal(SOURCES[name], hyper[name], name);
+  it('takes every hyperparameter rule from the generated table', () => {
+    for (const [name, rule] of Object.entries(LIVE_HYPERPARAMETER_RULES))
+      assert.equal(LIVE_SETTINGS_RULES[name as LiveHyperparameterName], rule, name);
   });
 });

@@ -91,6 +91,11 @@ describe('operating a training run: pause, resume, stop, set', function () {
         assert.match(String(error.cause?.message), /base_model: cannot be changed on a live run/);
         return true;
       });
+      await assert.rejects(handle.executeUpdate('set', { args: [{ value_learning_rate: 1e-5 }] }), (error: unknown) => {
+        assert.ok(error instanceof WorkflowUpdateFailedError);
+        assert.equal(error.cause?.message, 'value_learning_rate: tunes the critic, and grpo trains none');
+        return true;
+      });
       await assert.rejects(handle.executeUpdate('set', { args: [{ steps: 0 }] }), WorkflowUpdateFailedError);
       const result = await handle.result();
       assert.equal(result.stepsApplied, 3, 'steps raised from 2 to 3 on the live run');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { chatCompletion } from '../../src/activities/chatCompletion.js';
 import { createRunBookkeepingActivities } from '../../src/activities/runBookkeeping.js';
-import { trainerRequest } from '../../src/activities/trainerClient.js';
+import { trainerRequest } from '../../src/trainer/trainerClient.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { ensureLocalTrainer } from '../../src/cli/localTrainer.js';
 import { buildEvaluationInput } from '../../src/client/evaluations.js';

@@ -1,5 +1,12 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { LIVE_HYPERPARAMETERS, parseLiveSet, type LiveSettings } from './liveSet.js';
+import type { Algorithm } from './algorithms.js';
+import {
+  checkRequirements,
+  LIVE_HYPERPARAMETERS,
+  parseLiveSet,
+  type LiveHyperparameterName,
+  type LiveSettings,
+} from './liveSet.js';
 
 /** The run settings an operator may override while it runs (`attune set`). */
 export interface AdjustableSettings {
@@ -20,11 +27,12 @@ export function settingsInForce(settings: AdjustableSettings, live: LiveSettings
 }
 
 /**
- * Rejects an `attune set` change before it is applied: bad values (with the reason) and a step
- * count below the steps already applied.
+ * Rejects an `attune set` change before it is applied: bad values (with the reason), settings the
+ * run's algorithm has no use for, and a step count below the steps already applied.
  */
-export function checkLiveSet(pairs: Record<string, unknown>, stepsApplied: number): void {
+export function checkLiveSet(pairs: Record<string, unknown>, stepsApplied: number, algorithm: Algorithm): void {
   const change = parseLiveSet(pairs);
+  checkRequirements(change, algorithm);
   if (change.steps !== undefined && change.steps < stepsApplied)
     throw ApplicationFailure.nonRetryable(
       `steps: ${change.steps} is below the ${stepsApplied} steps already applied`,
@@ -37,7 +45,7 @@ export function applyLiveSet(live: LiveSettings, pairs: Record<string, unknown>)
   return { ...live, ...parseLiveSet(pairs) };
 }
 
-export type LiveHyperparameters = Partial<Record<(typeof LIVE_HYPERPARAMETERS)[number], number>>;
+export type LiveHyperparameters = Partial<Record<LiveHyperparameterName, number>>;
 
 /** The operator's hyperparameters for the next optimizer step, or undefined when none was set. */
 export function liveHyperparameters(live: LiveSettings): LiveHyperparameters | undefined {

@@ -4,21 +4,20 @@
  *
  * Why not zod here: everything the workflow bundle imports is evaluated again for each new workflow
  * execution in the worker's sandbox, rollouts included, so zod in the bundle would delay every
- * rollout's first LLM call. The bundle stays free of zod, and this small table carries the bounds;
- * the zod schemas stay their source: test/training/liveSet.test.ts checks the table against them.
+ * rollout's first LLM call. The bundle stays free of zod, and this small table carries the bounds:
+ * the hyperparameters' rules are generated from the trainer's models (liveHyperparameters.generated.ts),
+ * the orchestrator's own settings are declared here, with test/training/liveSet.test.ts checking
+ * them against their zod fields.
  */
 
 import { ApplicationFailure } from '@temporalio/common';
+import { meets, type Algorithm, type Requirement } from './algorithms.js';
+import { LIVE_HYPERPARAMETER_RULES } from './liveHyperparameters.generated.js';
+
+export type LiveHyperparameterName = keyof typeof LIVE_HYPERPARAMETER_RULES;
 
 /** Hyperparameters an operator may change on a live run (applied from the next step). */
-export const LIVE_HYPERPARAMETERS = [
-  'learning_rate',
-  'clip_ratio',
-  'kl_coef',
-  'entropy_coef',
-  'value_learning_rate',
-  'max_grad_norm',
-] as const;
+export const LIVE_HYPERPARAMETERS = Object.keys(LIVE_HYPERPARAMETER_RULES) as LiveHyperparameterName[];
 
 interface NumberRule {
   int?: boolean;
@@ -28,15 +27,16 @@ interface NumberRule {
   /** Exclusive bounds. */
   gt?: number;
   lt?: number;
+  /** What the run must have for the setting to mean anything. */
+  needs?: Requirement;
 }
 
+const REASONS: Record<Requirement, (algorithm: Algorithm) => string> = {
+  critic: (algorithm) => `tunes the critic, and ${algorithm} trains none`,
+};
+
 export const LIVE_SETTINGS_RULES = {
-  learning_rate: { gt: 0, max: 1 },
-  clip_ratio: { gt: 0, lt: 1 },
-  kl_coef: { min: 0 },
-  entropy_coef: { min: 0 },
-  value_learning_rate: { gt: 0, max: 1 },
-  max_grad_norm: { gt: 0 },
+  ...LIVE_HYPERPARAMETER_RULES,
   maxInFlight: { int: true, min: 1, max: 1000 },
   maxFailedShare: { min: 0, max: 1 },
   evalEvery: { int: true, min: 0 },
@@ -74,4 +74,14 @@ export function parseLiveSet(pairs: Record<string, unknown>): LiveSettings {
   }
   if (problems.length > 0) throw ApplicationFailure.nonRetryable(problems.join('; '), 'InvalidLiveSetting');
   return change;
+}
+
+/** Throws, naming each setting and why, when the change sets something the run's algorithm cannot use. */
+export function checkRequirements(change: LiveSettings, algorithm: Algorithm): void {
+  const problems: string[] = [];
+  for (const key of Object.keys(change) as LiveSettingName[]) {
+    const needs = (LIVE_SETTINGS_RULES[key] as NumberRule).needs;
+    if (needs !== undefined && !meets(algorithm, needs)) problems.push(`${key}: ${REASONS[needs](algorithm)}`);
+  }
+  if (problems.length > 0) throw ApplicationFailure.nonRetryable(problems.join('; '), 'InvalidLiveSetting');
 }

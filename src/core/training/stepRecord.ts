@@ -1,3 +1,4 @@
+import type { Algorithm } from './algorithms.js';
 import type { StepMetricsRecord, TrainerStepMetrics } from '../runMetrics.js';
 import { sumRateLimitWaits, type EndpointWaits, type RolloutSummary } from '../transcript.js';
 
@@ -18,7 +19,7 @@ export type StepEvalSummary = NonNullable<StepMetricsRecord['eval']>;
 export interface StepRecordInput {
   runName: string;
   step: number;
-  algorithm: 'grpo' | 'ppo';
+  algorithm: Algorithm;
   /** ISO time the step was recorded. */
   time: string;
   /** The version the step's dialogues sampled from. */

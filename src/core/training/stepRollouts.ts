@@ -1,15 +1,13 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { ALGORITHM_TRAITS, type Algorithm } from './algorithms.js';
 import type { Outcome } from '../termination.js';
 import type { EndpointWaits, RolloutSummary } from '../transcript.js';
 import { keepGroups, type GroupDecision } from './groups.js';
 import type { PlannedRollout } from './stepPlan.js';
 
-/**
- * GRPO compares a dialogue with the others of its group, so a group needs two survivors; PPO and
- * GRPO with one sample per scenario train on every finished dialogue.
- */
-export function minGroupSize(algorithm: 'grpo' | 'ppo', samplesPerScenario: number): number {
-  return algorithm === 'grpo' && samplesPerScenario > 1 ? 2 : 1;
+/** Survivors a scenario's group needs to be trained on (see ALGORITHM_TRAITS). */
+export function minGroupSize(algorithm: Algorithm, samplesPerScenario: number): number {
+  return ALGORITHM_TRAITS[algorithm].minGroupSize(samplesPerScenario);
 }
 
 /** What a step keeps of a finished dialogue: what its metrics and the optimizer need, no more. */

@@ -3,43 +3,20 @@ import { NAME_PATTERN, NAME_RULE } from '../names.js';
 import { rolloutSettingsSchema } from '../rolloutSettingsSchema.js';
 import { goalTypeSchema, personalitySchema } from '../scenario.js';
 import { trackingSettingsSchema } from '../tracking/trackingSettings.js';
-
-export const ALGORITHMS = ['grpo', 'ppo'] as const;
+import { ALGORITHMS } from './algorithms.js';
+import { trainerHyperparametersSchema, trainerLoraSchema } from './trainerSettings.generated.js';
 
 const TRAINER_MAX_SEED = 2 ** 31 - 1;
 
-/**
- * Trainer hyperparameters (the trainer's own names). The source of their bounds: the trainer's
- * models and the live-settings table are tested against this schema (test/contracts, test/training).
- */
-export const hyperparametersSchema = z.strictObject({
-  learning_rate: z.number().gt(0).max(1).optional(),
-  warmup_steps: z.number().int().min(0).optional(),
-  clip_ratio: z.number().gt(0).lt(1).optional(),
-  kl_coef: z.number().min(0).optional(),
-  entropy_coef: z.number().min(0).optional(),
-  value_learning_rate: z.number().gt(0).max(1).optional(),
-  value_clip: z.number().gt(0).optional(),
-  gamma: z.number().min(0).max(1).optional(),
-  lam: z.number().min(0).max(1).optional(),
-  max_grad_norm: z.number().gt(0).optional(),
-  micro_batch_size: z.number().int().min(1).optional(),
-  mini_batch_size: z.number().int().min(1).optional(),
-  ppo_epochs: z.number().int().min(1).max(16).optional(),
-  weight_decay: z.number().min(0).optional(),
-  temperature: z.number().gt(0).optional(),
-  max_length: z.number().int().min(8).optional(),
-  keep_checkpoints: z.number().int().min(0).optional(),
-  gradient_checkpointing: z.boolean().optional(),
-});
+/** Trainer hyperparameters (the trainer's own names), generated from the trainer's models. */
+export const hyperparametersSchema = trainerHyperparametersSchema;
 export type Hyperparameters = z.infer<typeof hyperparametersSchema>;
 
-export const loraSchema = z.strictObject({
-  r: z.number().int().min(1).max(512).default(16),
-  alpha: z.number().gt(0).default(32),
-  dropout: z.number().min(0).lt(1).default(0),
+/** The trainer's LoRA spec; the config's default targets every linear layer. */
+export const loraSchema = trainerLoraSchema.extend({
   target_modules: z.union([z.array(z.string()).min(1), z.literal('all-linear')]).default('all-linear'),
 });
+export type LoraSpec = z.infer<typeof loraSchema>;
 
 /** Everything the training workflow needs, without secrets. */
 export const trainingSettingsSchema = z.strictObject({

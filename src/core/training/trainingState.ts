@@ -1,3 +1,4 @@
+import type { Algorithm } from './algorithms.js';
 import type { RolloutSettings } from '../rolloutSettingsSchema.js';
 import type { StepMetricsRecord } from '../runMetrics.js';
 import type { StepOutcomesSnapshot } from './stepRollouts.js';
@@ -84,7 +85,7 @@ export interface RolloutProgressCounts {
 
 export interface TrainingStatus {
   runName: string;
-  algorithm: 'grpo' | 'ppo';
+  algorithm: Algorithm;
   step: number;
   steps: number;
   phase: TrainingPhase;
@@ -144,7 +145,7 @@ export function runIsOver(state: TrainingState, steps: number): boolean {
 /** What `attune status` shows, the ETA from the mean of recent step durations. */
 export function trainingStatus(view: {
   runName: string;
-  algorithm: 'grpo' | 'ppo';
+  algorithm: Algorithm;
   steps: number;
   state: TrainingState;
   phase: TrainingPhase;

@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from attune_trainer.service.limits import (
     CHOICES,
@@ -47,17 +56,29 @@ class LoraSpec(Strict):
     )
 
 
+# Marks a hyperparameter an operator may change on a live run (`attune set`), and what the run must
+# have for it to mean anything. The orchestrator generates its live-settings table from these marks.
+LIVE: dict[str, Any] = {"x-live": True}
+LIVE_WITH_CRITIC: dict[str, Any] = {"x-live": True, "x-needs": "critic"}
+
+
 class Hyperparameters(Strict):
-    learning_rate: float = Field(1e-6, gt=0, le=1, description="policy learning rate (paper: 1e-6)")
+    learning_rate: float = Field(
+        1e-6, gt=0, le=1, description="policy learning rate (paper: 1e-6)", json_schema_extra=LIVE
+    )
     warmup_steps: int = Field(0, ge=0, description="linear LR warm-up over this many run steps")
-    clip_ratio: float = Field(0.2, gt=0, lt=1, description="PPO/GRPO surrogate clip epsilon")
-    kl_coef: float = Field(0.0, ge=0, description="weight of the k3 KL to the frozen reference")
-    entropy_coef: float = Field(0.0, ge=0, description="entropy bonus weight")
-    value_learning_rate: float = Field(1e-5, gt=0, le=1, description="critic learning rate (PPO)")
-    value_clip: float = Field(0.5, gt=0, description="clip range of the value loss (PPO)")
+    clip_ratio: float = Field(0.2, gt=0, lt=1, description="PPO/GRPO surrogate clip epsilon", json_schema_extra=LIVE)
+    kl_coef: float = Field(0.0, ge=0, description="weight of the k3 KL to the frozen reference", json_schema_extra=LIVE)
+    entropy_coef: float = Field(0.0, ge=0, description="entropy bonus weight", json_schema_extra=LIVE)
+    value_learning_rate: float = Field(
+        1e-5, gt=0, le=1, description="critic learning rate (PPO)", json_schema_extra=LIVE_WITH_CRITIC
+    )
+    value_clip: float = Field(
+        0.5, gt=0, description="clip range of the value loss (PPO)", json_schema_extra={"x-needs": "critic"}
+    )
     gamma: float = Field(1.0, ge=0, le=1)
     lam: float = Field(1.0, ge=0, le=1)
-    max_grad_norm: float = Field(1.0, gt=0)
+    max_grad_norm: float = Field(1.0, gt=0, json_schema_extra=LIVE)
     micro_batch_size: int = Field(4, ge=1, description="samples per forward/backward (grad accumulation)")
     mini_batch_size: int | None = Field(
         None, ge=1, description="samples per optimizer update; null = the whole step (one update)"
@@ -219,18 +240,23 @@ class Sample(Strict):
         return out
 
 
-class StepOverrides(Strict):
-    """Hyperparameters an operator changed on a live run.
+def _live_fields() -> dict[str, Any]:
+    """The live-marked hyperparameters, each optional with the bounds it has in Hyperparameters."""
+    fields: dict[str, Any] = {}
+    for name, info in Hyperparameters.model_fields.items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and extra.get("x-live"):
+            fields[name] = (Annotated[(info.annotation, *info.metadata)] | None, None)
+    return fields
 
-    Applied to this step only: the orchestrator sends them each step.
-    """
 
-    learning_rate: float | None = Field(None, gt=0, le=1)
-    clip_ratio: float | None = Field(None, gt=0, lt=1)
-    kl_coef: float | None = Field(None, ge=0)
-    entropy_coef: float | None = Field(None, ge=0)
-    value_learning_rate: float | None = Field(None, gt=0, le=1)
-    max_grad_norm: float | None = Field(None, gt=0)
+# Applied to one step only: the orchestrator sends the operator's values with each step.
+StepOverrides = create_model(
+    "StepOverrides",
+    __base__=Strict,
+    __doc__="Hyperparameters an operator changed on a live run.",
+    **_live_fields(),
+)
 
 
 class StepRequest(Strict):

@@ -1,3 +1,4 @@
+/** The trainer's HTTP client: the optimizer activities and the operator's client (run status) both call it. */
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 
