@@ -10,7 +10,15 @@ import {
 import { OPTIMIZER_SERVER_ERROR_ATTEMPTS } from '../../src/activities/optimizer.js';
 import { attune } from '../cli/attuneProcess.js';
 import { OutageProxy } from '../support/outageProxy.js';
-import { fillWithBallast, mountTmpfs, removeBallast, tmpfsMountable, unmountTmpfs } from '../support/tmpfs.js';
+import {
+  fillWithBallast,
+  mountTmpfs,
+  removeBallast,
+  resizeTmpfs,
+  shrinkTmpfsToUse,
+  tmpfsMountable,
+  unmountTmpfs,
+} from '../support/tmpfs.js';
 import { essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 
@@ -232,6 +240,40 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     assert.match(shown.blockedReason ?? '', diskFull);
 
     if (ballast) await removeBallast(ballast);
+    await handle.executeUpdate('resume');
+    await expectSameAsBaseline(SAMPLED, run);
+  });
+
+  it('the trainer state directory tmpfs is shrunk to 64 KB above its use after step 1: the run waits for the operator within a minute, resume after enlarging completes it', async () => {
+    assert.ok(tmpfsMountable(), 'this test mounts a size-limited tmpfs: run the suite as root, with mount(8)');
+    const run = 'fault-trainer-disk-shrunk';
+    await baseline(SAMPLED);
+    rig = await createTrainingRig({ set: SAMPLED, behaviour: BEHAVIOUR });
+    const stateDir = rig.trainer.stateDir;
+    await rig.trainer.kill();
+    mountTmpfs(stateDir, TMPFS_MIB);
+    mounted.push(stateDir);
+    await rig.trainer.start();
+    await rig.startWorkers();
+    const { handle } = await rig.start(run);
+    await pausedBefore(rig, handle, run, 2);
+    shrinkTmpfsToUse(stateDir, 64 * 1024);
+    await handle.executeUpdate('resume');
+
+    const blocked = await waitingForOperator(rig, run, 60_000);
+    assert.equal(blocked.step, 2);
+    const diskFull = new RegExp(`HTTP 507: disk full: no space left in the state directory ${stateDir}`);
+    assert.match(blocked.blockedReason ?? '', diskFull);
+    assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied');
+    const cli = await attune(['status', run, '--json', ...rig.configSet.flatMap((s) => ['--set', s])], {
+      TEMPORAL_ADDRESS: rig.address,
+    });
+    assert.equal(cli.code, 0, cli.stderr);
+    const shown = JSON.parse(cli.stdout) as TrainingStatus;
+    assert.equal(shown.phase, 'waiting-for-operator');
+    assert.match(shown.blockedReason ?? '', diskFull);
+
+    resizeTmpfs(stateDir, TMPFS_MIB);
     await handle.executeUpdate('resume');
     await expectSameAsBaseline(SAMPLED, run);
   });
