@@ -11,6 +11,12 @@ import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from '../train
 
 const log = createLogger({ component: 'optimizer' });
 
+/**
+ * Attempts at one step that the trainer answers with a server error before the run waits for the
+ * operator with that error (`attune resume` tries again): retrying a broken trainer forever hides it.
+ */
+export const OPTIMIZER_SERVER_ERROR_ATTEMPTS = 5;
+
 export interface EnsureRunInput {
   trainer: TrainerEndpoint;
   runName: string;
@@ -181,6 +187,15 @@ export function createOptimizerActivities(store: ArtifactStore) {
             'TrainerStepConflict',
           );
         }
+        if (
+          error instanceof TrainerHttpError &&
+          error.status >= 500 &&
+          ctx.info.attempt >= OPTIMIZER_SERVER_ERROR_ATTEMPTS
+        )
+          throw ApplicationFailure.nonRetryable(
+            `trainer failed step ${input.step} on ${ctx.info.attempt} attempts: ${error.message}`,
+            'TrainerKeepsFailing',
+          );
         throw asFailure(error);
       } finally {
         clearInterval(beat);

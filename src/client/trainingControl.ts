@@ -14,8 +14,22 @@ export type TrainingAction = 'pause' | 'resume' | 'stop';
 
 const ACTION_UPDATES = { pause: pauseUpdate, resume: resumeUpdate, stop: stopUpdate } as const;
 
-export function trainingStatus(client: Client, runName: string): Promise<TrainingStatus> {
-  return trainingHandle(client, runName).query(trainingStatusQuery);
+/**
+ * The run's status; while the optimizer step is being retried, the trainer's last error is its
+ * blocked reason (the workflow only learns of it once the attempts run out).
+ */
+export async function trainingStatus(client: Client, runName: string): Promise<TrainingStatus> {
+  const handle = trainingHandle(client, runName);
+  const status = await handle.query(trainingStatusQuery);
+  if (status.blockedReason) return status;
+  const retrying = (await handle.describe()).raw.pendingActivities?.find(
+    (a) => a.activityType?.name === 'applyOptimizerStep' && a.lastFailure?.message,
+  );
+  if (!retrying) return status;
+  return {
+    ...status,
+    blockedReason: `optimizer step retrying (attempt ${retrying.attempt ?? '?'}): ${retrying.lastFailure?.message ?? ''}`,
+  };
 }
 
 /** Pauses, resumes or stops a live run; returns its status once the run has taken the request. */

@@ -46,8 +46,11 @@ export function optimizerActivities(settings: TrainingSettings) {
   });
 }
 
-/** The optimizer activity's non-retryable failure when the trainer's state directory is full (HTTP 507). */
-const TRAINER_DISK_FULL = 'TrainerDiskFull';
+/**
+ * The optimizer activity's failures that wait for the operator: the trainer's state directory is
+ * full (HTTP 507), or the trainer answered the same step with server errors attempt after attempt.
+ */
+const OPERATOR_FAILURES: readonly string[] = ['TrainerDiskFull', 'TrainerKeepsFailing'];
 
 export type Bookkeeping = ReturnType<typeof bookkeepingActivities>;
 export type Optimizer = ReturnType<typeof optimizerActivities>;
@@ -119,8 +122,8 @@ export async function ensureTrainerRun(optimizer: Optimizer, settings: TrainingS
 }
 
 /**
- * The step's optimizer call; a full trainer disk waits for the operator (free space, then
- * `attune resume`) and posts the same step again, which the trainer applies at most once.
+ * The step's optimizer call; a full trainer disk, or a trainer failing the step again and again,
+ * waits for the operator (free space or fix it, then `attune resume`) and posts the same step again, which the trainer applies at most once.
  * Null when the operator stopped the run instead.
  */
 async function optimizeStepWithOperator(ctx: StepContext, done: StepToApply): Promise<OptimizerStepResult | null> {
@@ -128,20 +131,20 @@ async function optimizeStepWithOperator(ctx: StepContext, done: StepToApply): Pr
     try {
       return await optimizeStep(ctx, done);
     } catch (error) {
-      const diskFull = trainerDiskFull(error);
-      if (diskFull === null) throw error;
-      if (!(await ctx.control.resumedByOperator(`step ${done.step}: optimizer step not applied: ${diskFull}`)))
+      const reason = operatorFailure(error);
+      if (reason === null) throw error;
+      if (!(await ctx.control.resumedByOperator(`step ${done.step}: optimizer step not applied: ${reason}`)))
         return null;
       ctx.control.setPhase('optimizing');
     }
   }
 }
 
-/** The trainer's message (it names the state directory) when the step failed on a full disk. */
-function trainerDiskFull(error: unknown): string | null {
+/** The trainer's message (a full disk's names the state directory) when the operator must act. */
+function operatorFailure(error: unknown): string | null {
   return error instanceof ActivityFailure &&
     error.cause instanceof ApplicationFailure &&
-    error.cause.type === TRAINER_DISK_FULL
+    OPERATOR_FAILURES.includes(error.cause.type ?? '')
     ? error.cause.message
     : null;
 }

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmdirSync, statfsSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,4 +69,15 @@ export async function fillWithBallast(dir: string): Promise<string> {
 
 export async function removeBallast(path: string): Promise<void> {
   await rm(path, { force: true });
+}
+
+/** Resizes a mounted tmpfs to what it uses now plus `headroomBytes` (a remount keeps its files). */
+export function shrinkTmpfsToUse(dir: string, headroomBytes: number): void {
+  const fs = statfsSync(dir);
+  const used = (fs.blocks - fs.bfree) * fs.bsize;
+  execFileSync('mount', ['-o', `remount,size=${used + headroomBytes}`, dir], { stdio: 'pipe' });
+}
+
+export function resizeTmpfs(dir: string, sizeMiB: number): void {
+  execFileSync('mount', ['-o', `remount,size=${sizeMiB}M`, dir], { stdio: 'pipe' });
 }

@@ -7,9 +7,18 @@ import {
   type training,
   type TrainingStatus,
 } from '../../src/workflows/training.js';
+import { OPTIMIZER_SERVER_ERROR_ATTEMPTS } from '../../src/activities/optimizer.js';
 import { attune } from '../cli/attuneProcess.js';
 import { OutageProxy } from '../support/outageProxy.js';
-import { fillWithBallast, mountTmpfs, removeBallast, tmpfsMountable, unmountTmpfs } from '../support/tmpfs.js';
+import {
+  fillWithBallast,
+  mountTmpfs,
+  removeBallast,
+  resizeTmpfs,
+  shrinkTmpfsToUse,
+  tmpfsMountable,
+  unmountTmpfs,
+} from '../support/tmpfs.js';
 import { essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 
@@ -152,6 +161,47 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     });
   }
 
+  it('the trainer answers 500 on every attempt at a step: status shows its error while retrying, then the run waits for the operator, resume completes it', async () => {
+    const run = 'fault-trainer-500';
+    await baseline(SAMPLED);
+    rig = await createTrainingRig({
+      set: SAMPLED,
+      behaviour: BEHAVIOUR,
+      trainerEnv: { ATTUNE_TRAINER_FAULT_INJECTION: `after_update@2:${OPTIMIZER_SERVER_ERROR_ATTEMPTS}` },
+    });
+    await rig.startWorkers();
+    const { handle } = await rig.start(run);
+    const statusArgs = ['status', run, '--json', ...rig.configSet.flatMap((s) => ['--set', s])];
+    const env = { TEMPORAL_ADDRESS: rig.address };
+    const injected = /HTTP 500.*injected fault/;
+
+    // While the activity retries, `attune status` shows the trainer's error.
+    const deadline = Date.now() + 120_000;
+    let retrying: TrainingStatus | null = null;
+    while (retrying === null) {
+      const cli = await attune(statusArgs, env);
+      assert.equal(cli.code, 0, cli.stderr);
+      const shown = JSON.parse(cli.stdout) as TrainingStatus;
+      if (shown.phase !== 'waiting-for-operator' && /optimizer step retrying/.test(shown.blockedReason ?? ''))
+        retrying = shown;
+      else if (Date.now() > deadline) throw new Error(`no retrying status shown; last ${cli.stdout}`);
+    }
+    assert.match(retrying.blockedReason ?? '', injected);
+
+    const blocked = await waitingForOperator(rig, run, 180_000);
+    assert.equal(blocked.step, 2);
+    assert.match(blocked.blockedReason ?? '', new RegExp(`on ${OPTIMIZER_SERVER_ERROR_ATTEMPTS} attempts: .*HTTP 500`));
+    assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied');
+    const cli = await attune(statusArgs, env);
+    const shown = JSON.parse(cli.stdout) as TrainingStatus;
+    assert.equal(shown.phase, 'waiting-for-operator');
+    assert.match(shown.blockedReason ?? '', injected);
+
+    // The fault has fired its count: the next attempt succeeds.
+    await handle.executeUpdate('resume');
+    await expectSameAsBaseline(SAMPLED, run);
+  });
+
   it('the trainer state directory fills up during a commit: the run waits for the operator, resume completes it', async () => {
     const run = 'fault-trainer-disk';
     await baseline(SAMPLED);
@@ -190,6 +240,40 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     assert.match(shown.blockedReason ?? '', diskFull);
 
     if (ballast) await removeBallast(ballast);
+    await handle.executeUpdate('resume');
+    await expectSameAsBaseline(SAMPLED, run);
+  });
+
+  it('the trainer state directory tmpfs is shrunk to 64 KB above its use after step 1: the run waits for the operator within a minute, resume after enlarging completes it', async () => {
+    assert.ok(tmpfsMountable(), 'this test mounts a size-limited tmpfs: run the suite as root, with mount(8)');
+    const run = 'fault-trainer-disk-shrunk';
+    await baseline(SAMPLED);
+    rig = await createTrainingRig({ set: SAMPLED, behaviour: BEHAVIOUR });
+    const stateDir = rig.trainer.stateDir;
+    await rig.trainer.kill();
+    mountTmpfs(stateDir, TMPFS_MIB);
+    mounted.push(stateDir);
+    await rig.trainer.start();
+    await rig.startWorkers();
+    const { handle } = await rig.start(run);
+    await pausedBefore(rig, handle, run, 2);
+    shrinkTmpfsToUse(stateDir, 64 * 1024);
+    await handle.executeUpdate('resume');
+
+    const blocked = await waitingForOperator(rig, run, 60_000);
+    assert.equal(blocked.step, 2);
+    const diskFull = new RegExp(`HTTP 507: disk full: no space left in the state directory ${stateDir}`);
+    assert.match(blocked.blockedReason ?? '', diskFull);
+    assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied');
+    const cli = await attune(['status', run, '--json', ...rig.configSet.flatMap((s) => ['--set', s])], {
+      TEMPORAL_ADDRESS: rig.address,
+    });
+    assert.equal(cli.code, 0, cli.stderr);
+    const shown = JSON.parse(cli.stdout) as TrainingStatus;
+    assert.equal(shown.phase, 'waiting-for-operator');
+    assert.match(shown.blockedReason ?? '', diskFull);
+
+    resizeTmpfs(stateDir, TMPFS_MIB);
     await handle.executeUpdate('resume');
     await expectSameAsBaseline(SAMPLED, run);
   });

@@ -2,7 +2,13 @@
 operator), also when torch reports it as a short write without an errno."""
 
 import errno
+import subprocess
 from collections import namedtuple
+
+import pytest
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import save_file
 
 from attune_trainer.state import disk_full
 from attune_trainer.state.disk_full import out_of_space
@@ -36,3 +42,30 @@ def test_other_errors_are_not_a_full_disk_however_full_the_disk(tmp_path, monkey
     _free(monkeypatch, 0)
     assert not out_of_space(RuntimeError("CUDA out of memory"), tmp_path, None)
     assert not out_of_space(ValueError("unexpected pos"), tmp_path, None)
+
+
+def test_safetensors_error_naming_the_os_error_is_a_full_disk(tmp_path):
+    text = "Error while serializing: I/O error: No space left on device (os error 28)"
+    assert out_of_space(SafetensorError(text), tmp_path, None)
+    assert out_of_space(SafetensorError("I/O error: Disk quota exceeded (os error 122)"), tmp_path, None)
+
+
+def test_any_failed_write_with_less_room_than_the_last_checkpoint_is_a_full_disk(tmp_path, monkeypatch):
+    _free(monkeypatch, disk_full.MIN_FREE_BYTES - 1)
+    assert out_of_space(OSError(errno.EIO, "Input/output error"), tmp_path, None)
+    assert out_of_space(SafetensorError("Error while serializing: I/O error"), tmp_path, None)
+    _free(monkeypatch, disk_full.MIN_FREE_BYTES + 10**9)
+    assert not out_of_space(OSError(errno.EIO, "Input/output error"), tmp_path, None)
+
+
+def test_a_real_safetensors_write_on_a_full_tmpfs_is_a_full_disk(tmp_path):
+    mnt = tmp_path / "state"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)]).returncode != 0:
+        pytest.fail("mounting a tmpfs needs root")
+    try:
+        with pytest.raises(Exception) as raised:
+            save_file({"w": torch.zeros(256 * 1024)}, str(mnt / "model.safetensors"))
+        assert out_of_space(raised.value, mnt, None)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)

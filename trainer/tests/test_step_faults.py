@@ -139,3 +139,42 @@ def test_torchs_short_write_on_a_full_disk_answers_507_and_the_step_applies_once
     monkeypatch.setattr(disk_full.shutil, "disk_usage", real_usage)
     assert _post(client, 2).status_code == 200
     assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == 2
+
+
+def _allocated(path):
+    return path.stat().st_blocks * 512
+
+
+def test_each_file_of_a_commit_written_on_a_full_tmpfs_answers_507_and_rolls_back(tmp_path):
+    """The tmpfs is sized from step 1's files (in the order they were written) so that each one in
+    turn is the write that runs out of room in step 2's commit."""
+    import subprocess
+
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256M", "tmpfs", str(state_dir)]).returncode != 0:
+        pytest.fail("mounting a tmpfs needs root")
+    try:
+        _, client = _client(state_dir)
+        assert client.post("/v1/runs", json=RUN).status_code == 201
+        assert _post(client, 1).status_code == 200
+        ckpt = next(p for p in state_dir.rglob("*") if p.is_dir() and p.name.endswith("000001"))
+        files = sorted((p for p in ckpt.rglob("*") if p.is_file()), key=lambda p: p.stat().st_mtime_ns)
+        big = [f for f in files if _allocated(f) >= 3 * 4096]
+        assert len(big) >= 3, [f.name for f in files]
+        for target in big:
+            before = sum(_allocated(f) for f in files[: files.index(target)])
+            stat = subprocess.run(["df", "-B1", "--output=used", str(state_dir)], capture_output=True, text=True)
+            used = int(stat.stdout.split()[-1])
+            room = used + before + _allocated(target) // 2
+            subprocess.run(["mount", "-o", f"remount,size={room}", str(state_dir)], check=True)
+            failed = _post(client, 2)
+            assert failed.status_code == 507, (target.name, failed.text)
+            assert str(state_dir) in failed.json()["error"]["message"]
+            assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == 1, target.name
+            subprocess.run(["mount", "-o", "remount,size=256M", str(state_dir)], check=True)
+        assert _post(client, 2).status_code == 200
+        assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == 2
+    finally:
+        # lazily: the engine of this test still holds its state lock there
+        subprocess.run(["umount", "-l", str(state_dir)], check=True)
