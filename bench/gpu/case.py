@@ -82,6 +82,8 @@ def model_dir(spec: dict) -> Path:
     model.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     del model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the engine loads its own copy; this one must not count in its peak
     os.replace(tmp, out)
     return out
 

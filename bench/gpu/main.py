@@ -117,12 +117,11 @@ def command(case: dict) -> list[str]:
     script = [str(HERE / "case.py"), json.dumps(case)]
     if not case.get("fsdp"):
         return [sys.executable, *script]
-    accelerate = shutil.which("accelerate") or str(
-        Path(sys.executable).parent / "accelerate"
-    )
+    # the same interpreter (and PYTHONPATH) as this process, whether or not an `accelerate` script is on PATH
     launch = [
-        accelerate,
-        "launch",
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
         "--config_file",
         str(ROOT / "trainer" / "configs" / "fsdp.yaml"),
         "--num_processes",
