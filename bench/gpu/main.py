@@ -1,7 +1,8 @@
 """The trainer on a GPU, measured: the paper's step shapes, each case in its own process with a time limit.
 
     python3 bench/gpu/main.py                # on a lent GPU (bash bench/gpu/run-on-device.sh sets it up)
-    python3 bench/gpu/main.py --only qwen    # the cases whose name contains "qwen" (split over two calls)
+    python3 bench/gpu/main.py --only smollm2,sampler   # the cases whose name contains one of these
+    python3 bench/gpu/merge.py a.json b.json > gpu.json  # the rows of several calls in one report
     npm run bench:gpu -- --tiny              # CPU, few-layer models and short sequences (in the test suite)
 
 Writes bench/results/gpu.json (and $OUT/gpu.json when OUT is set) with one row per case. A case that fails,
@@ -207,7 +208,9 @@ def main() -> int:
         help="CPU: few-layer models, short sequences, fp32",
     )
     ap.add_argument(
-        "--only", default="", help="run only the cases whose name contains this text"
+        "--only",
+        default="",
+        help="comma-separated texts: run only the cases whose name contains one of them",
     )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "gpu.json"))
     ap.add_argument(
@@ -238,7 +241,9 @@ def main() -> int:
         flush=True,
     )
     for case in cases(a.tiny, device):
-        if a.only and a.only not in case["case"]:
+        if a.only and not any(
+            part in case["case"] for part in a.only.split(",") if part
+        ):
             continue
         left = a.budget - (time.perf_counter() - started)
         if left < 20:
