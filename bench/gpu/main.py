@@ -1,0 +1,322 @@
+"""The trainer on a GPU, measured: the paper's step shapes, each case in its own process with a time limit.
+
+    python3 bench/gpu/main.py                # on a lent GPU (bash bench/gpu/run-on-device.sh sets it up)
+    python3 bench/gpu/main.py --only smollm2,sampler   # the cases whose name contains one of these
+    python3 bench/gpu/merge.py a.json b.json > gpu.json  # the rows of several calls in one report
+    npm run bench:gpu -- --tiny              # CPU, few-layer models and short sequences (in the test suite)
+
+Writes bench/results/gpu.json (and $OUT/gpu.json when OUT is set) with one row per case. A case that fails,
+runs out of memory or out of time is a row with ok=false and the reason; the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from shapes import FLOPS_NOTE, ROOT, paper_shape
+
+# In --tiny mode on CPU the FSDP row may carry this reason instead of a figure (the test accepts only it):
+# the trainer's Accelerator(cpu=True) on a CPU device does not take accelerate's FSDP plugin (MULTI_CPU).
+FSDP_CPU_REASON = "FSDP under accelerate launch does not engage on CPU"
+
+
+def tiny_shape(shape: dict) -> dict:
+    return {
+        **shape,
+        "samples": 8,
+        "group_size": 4,
+        "micro_batch_size": 4,
+        "prompt_tokens": 24,
+        "completion_tokens": 16,
+    }
+
+
+def cases(tiny: bool, device: str) -> list[dict]:
+    grpo, ppo = paper_shape("grpo-think"), paper_shape("ppo-think")
+    smol_shape = {**grpo, "gradient_checkpointing": False}
+    out = []
+    for algo, shape in (
+        ("grpo", smol_shape),
+        ("ppo", {**ppo, "gradient_checkpointing": False}),
+    ):
+        for lora in (False, True):
+            out.append(
+                {
+                    "case": f"smollm2-135m-{'lora' if lora else 'full'}-{algo}",
+                    "kind": "step",
+                    "model": "smollm2-135m",
+                    "algorithm": algo,
+                    "lora": lora,
+                    "shape": shape,
+                    "timeout": 240,
+                }
+            )
+    for algo, shape in (("grpo", grpo), ("ppo", ppo)):
+        out.append(
+            {
+                "case": f"qwen2.5-7b-lora16-{algo}",
+                "kind": "step",
+                "model": "qwen2.5-7b",
+                "algorithm": algo,
+                "lora": True,
+                "shape": shape,
+                "timeout": 420,
+            }
+        )
+    out.append(
+        {
+            "case": "qwen2.5-7b-lora16-grpo-fsdp",
+            "kind": "step",
+            "model": "qwen2.5-7b",
+            "algorithm": "grpo",
+            "lora": True,
+            "shape": grpo,
+            "timeout": 480,
+            "fsdp": True,
+            "compare_with": "qwen2.5-7b-lora16-grpo",
+        }
+    )
+    for model in ("smollm2-135m", "qwen2.5-7b"):
+        out.append(
+            {
+                "case": f"{model}-sampler-32",
+                "kind": "sampler",
+                "model": model,
+                "concurrent": 32,
+                "max_tokens": 256,
+                "timeout": 240,
+            }
+        )
+    for case in out:
+        case.update(
+            tiny=tiny,
+            device=device,
+            dtype="fp32" if device == "cpu" else "bf16",
+            steps=2,
+        )
+        if tiny:
+            case.update(timeout=60, steps=1)
+            if "shape" in case:
+                case["shape"] = tiny_shape(case["shape"])
+            if case["kind"] == "sampler":
+                case["max_tokens"] = 8
+    return out
+
+
+def command(case: dict) -> list[str]:
+    script = [str(HERE / "case.py"), json.dumps(case)]
+    if not case.get("fsdp"):
+        return [sys.executable, *script]
+    # the same interpreter (and PYTHONPATH) as this process, whether or not an `accelerate` script is on PATH
+    launch = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(ROOT / "trainer" / "configs" / "fsdp.yaml"),
+        "--num_processes",
+        str(max(1, case["gpus"])),
+    ]
+    if case["device"] == "cpu":
+        launch += ["--mixed_precision", "no"]
+    return [*launch, *script]
+
+
+def run_case(case: dict) -> dict:
+    base = {
+        "case": case["case"],
+        "device": case["device"],
+        "dtype": case["dtype"],
+        "model": case["model"],
+        "algorithm": case.get("algorithm"),
+        "lora": case.get("lora"),
+        "seconds_per_step": None,
+        "tokens_per_second": None,
+        "peak_memory_bytes": None,
+    }
+    if case["kind"] == "step":
+        base["shape"] = case["shape"]
+    start = time.perf_counter()
+    try:
+        p = subprocess.run(
+            command(case),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=case["timeout"],
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    except subprocess.TimeoutExpired:
+        return {**base, "ok": False, "error": f"timed out after {case['timeout']} s"}
+    base["wall_seconds"] = round(time.perf_counter() - start, 1)
+    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (p.stderr or p.stdout)[-800:]
+        oom = "out of memory" in tail.lower() or p.returncode in (-9, 137)
+        return {
+            **base,
+            "ok": False,
+            "oom": oom,
+            "error": f"exit {p.returncode}: {tail}",
+        }
+    return {**base, **json.loads(lines[-1])}
+
+
+def check_fsdp(row: dict, rows: list[dict], case: dict, tiny: bool) -> None:
+    """The FSDP row must have run under FSDP, and its step's loss equals the plain run's (bf16 noise)."""
+    if row.get("ok") and row.get("distributed_type") != "FSDP":
+        row["ok"] = False
+        row["error"] = (
+            f"accelerate ran the step as {row.get('distributed_type')}, not FSDP"
+        )
+    plain = next(
+        (r for r in rows if r["case"] == case["compare_with"] and r.get("ok")), None
+    )
+    if plain is not None and row.get("ok"):
+        diff = abs(row["loss"] - plain["loss"])
+        tolerance = (0.02 if case["dtype"] == "bf16" else 1e-4) * max(
+            1.0, abs(plain["loss"])
+        )
+        row.update(loss_diff_vs_plain=diff, matches_plain=diff <= tolerance)
+        if not row["matches_plain"]:
+            row.update(
+                ok=False,
+                error=f"loss {row['loss']} differs from the plain run's {plain['loss']}",
+            )
+    if tiny and not row.get("ok"):
+        row["error"] = f"{FSDP_CPU_REASON}: {row.get('error', '')}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        help="CPU: few-layer models, short sequences, fp32",
+    )
+    ap.add_argument(
+        "--only",
+        default="",
+        help="comma-separated texts: run only the cases whose name contains one of them",
+    )
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "gpu.json"))
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=560.0,
+        help="seconds for all cases: a device call is killed at 600 s, so later cases become rows",
+    )
+    ap.add_argument(
+        "--workdir",
+        default="",
+        help="where the random models and run states go (default: a temp dir)",
+    )
+    a = ap.parse_args()
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() and not a.tiny else "cpu"
+    if not a.tiny and device == "cpu":
+        print("no CUDA device: run with --tiny on CPU", file=sys.stderr)
+        return 2
+    gpus = torch.cuda.device_count() if device == "cuda" else 1
+    workdir = Path(a.workdir or tempfile.mkdtemp(prefix="attune-gpu-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    started = time.perf_counter()
+    print(
+        f"{'case':<34}{'ok':<6}{'s/step':>10}{'tok/s':>12}{'peak MiB':>12}{'mfu':>8}  note",
+        flush=True,
+    )
+    for case in cases(a.tiny, device):
+        if a.only and not any(
+            part in case["case"] for part in a.only.split(",") if part
+        ):
+            continue
+        left = a.budget - (time.perf_counter() - started)
+        if left < 20:
+            rows.append(
+                {
+                    "case": case["case"],
+                    "device": device,
+                    "ok": False,
+                    "seconds_per_step": None,
+                    "tokens_per_second": None,
+                    "peak_memory_bytes": None,
+                    "error": f"not run: the --budget of {a.budget:.0f} s was spent (run it with --only)",
+                }
+            )
+            continue
+        case.update(
+            workdir=str(workdir), gpus=gpus, timeout=min(case["timeout"], int(left))
+        )
+        row = run_case(case)
+        if case.get("fsdp"):
+            check_fsdp(row, rows, case, a.tiny)
+        rows.append(row)
+        peak = (
+            row["peak_memory_bytes"] / 2**20
+            if row.get("peak_memory_bytes")
+            else float("nan")
+        )
+        sps = (
+            row["seconds_per_step"]
+            if row.get("seconds_per_step") is not None
+            else float("nan")
+        )
+        tps = (
+            row["tokens_per_second"]
+            if row.get("tokens_per_second") is not None
+            else float("nan")
+        )
+        mfu = f"{row['mfu']:.1%}" if row.get("mfu") else "-"
+        print(
+            f"{case['case']:<34}{row['ok']!s:<6}{sps:>10.3f}{tps:>12.1f}{peak:>12.1f}{mfu:>8}  "
+            f"{row.get('error', '')[:160]}",
+            flush=True,
+        )
+    if not a.workdir:
+        shutil.rmtree(workdir, ignore_errors=True)
+    import torch
+
+    report = {
+        "benchmark": "gpu",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "tiny": a.tiny,
+        "host": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "cpus": os.cpu_count(),
+            "gpu": torch.cuda.get_device_name() if device == "cuda" else None,
+            "gpus": gpus,
+        },
+        "flops": FLOPS_NOTE,
+        "notes": "seconds_per_step: mean of the timed steps after one warm-up step, the trainer's whole step "
+        "(update + checkpoint); tokens_per_second: completion tokens (sampler: generated tokens of 32 concurrent "
+        "choices of one request, one batch)",
+        "results": rows,
+    }
+    text = json.dumps(report, indent=2)
+    for path in [Path(a.out)] + (
+        [Path(os.environ["OUT"]) / "gpu.json"] if os.environ.get("OUT") else []
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

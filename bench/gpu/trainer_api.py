@@ -1,0 +1,39 @@
+"""The trainer internals the GPU benchmark uses, imported in one place (module paths move here only)."""
+
+from __future__ import annotations
+
+from attune_trainer import log as trainer_log
+from attune_trainer.engine import Engine
+from attune_trainer.tiny_tokenizer import build_tiny_tokenizer
+
+
+def quiet() -> None:
+    trainer_log.set_level("warning")
+
+
+def new_engine(state_dir, device: str, dtype: str, models_dir) -> Engine:
+    return Engine(state_dir, device=device, dtype=dtype, models_dir=models_dir)
+
+
+def live_policy(engine: Engine, run_id: str):
+    return engine.ensure_loaded(run_id).policy
+
+
+def checkpoint_policy(engine: Engine, run_id: str, step: int):
+    """The policy of checkpoint `step` as the trainer reloads it from disk (its sampler's path)."""
+    return engine.sampler._checkpoint_model(engine.ensure_loaded(run_id), step)
+
+
+def unwrap(engine: Engine, model):
+    return engine.compute.unwrap(model)
+
+
+__all__ = [
+    "Engine",
+    "build_tiny_tokenizer",
+    "checkpoint_policy",
+    "live_policy",
+    "new_engine",
+    "quiet",
+    "unwrap",
+]

@@ -1,0 +1,53 @@
+"""`bench/gpu/main.py --tiny` (what `npm run bench:gpu -- --tiny` runs) keeps working on CPU between GPU
+leases: every case runs its real trainer step, checks its result and becomes a row of gpu.json."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ROW_FIELDS = ("case", "device", "seconds_per_step", "tokens_per_second", "peak_memory_bytes", "ok")
+# The one reason the FSDP row may fail in tiny mode (bench/gpu/main.py FSDP_CPU_REASON)
+FSDP_CPU_REASON = "FSDP under accelerate launch does not engage on CPU"
+
+
+def test_tiny_gpu_benchmark_runs_every_case_on_cpu(tmp_path):
+    out = tmp_path / "gpu.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "trainer" / "src")}
+    env.pop("OUT", None)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gpu" / "main.py"), "--tiny", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=400,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["tiny"] is True and "k * N * T" in report["flops"]
+    rows = {row["case"]: row for row in report["results"]}
+    assert {
+        "smollm2-135m-full-grpo",
+        "smollm2-135m-lora-grpo",
+        "smollm2-135m-full-ppo",
+        "smollm2-135m-lora-ppo",
+        "qwen2.5-7b-lora16-grpo",
+        "qwen2.5-7b-lora16-ppo",
+        "qwen2.5-7b-lora16-grpo-fsdp",
+        "smollm2-135m-sampler-32",
+        "qwen2.5-7b-sampler-32",
+    } == set(rows)
+    for name, row in rows.items():
+        assert all(field in row for field in ROW_FIELDS), name
+        assert row["device"] == "cpu"
+        if name.endswith("-fsdp") and not row["ok"]:
+            assert row["error"].startswith(FSDP_CPU_REASON), row["error"]
+            continue
+        assert row["ok"] is True, (name, row.get("error"))
+        assert row["seconds_per_step"] > 0 and row["tokens_per_second"] > 0 and row["peak_memory_bytes"] > 0
+        if "sampler" not in name:
+            checks = row["checks"]
+            assert checks["loss_finite"] and checks["logits_changed"] and checks["checkpoint_reloads"], name
+    assert rows["qwen2.5-7b-sampler-32"]["checks"]["choices"] == 32
