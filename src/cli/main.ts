@@ -117,12 +117,12 @@ const COMMANDS: Record<string, CommandEntry> = {
     run: evalCommand,
     summary: 'run the Sentient benchmark (SAGE protocol); eval compare A B',
     subcommands: ['compare'],
-    flags: ['--policy', '--split', '--scenarios', '--only', '--name', '--json', ...CONFIG_FLAGS],
+    flags: ['--policy', '--split', '--scenarios', '--only', '--name', '--repeats', '--json', ...CONFIG_FLAGS],
   },
   'codec-server': {
     run: codecServerCommand,
     summary: 'decrypt payloads for the Temporal UI and CLI (codec server)',
-    flags: ['--host', '--port', '--cors-origin', '--codec-endpoint', '--codec-auth', ...CONFIG_FLAGS],
+    flags: ['--host', '--port', '--cors-origin', ...CONFIG_FLAGS],
   },
   completion: {
     run: (argv) => completionCommand(argv, completionEntries()),

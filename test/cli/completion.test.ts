@@ -41,6 +41,10 @@ describe('attune completion', function () {
     assert.deepEqual(bashCompletes(script, ['attune', 'schedule', 'un']), ['unpause']);
     assert.deepEqual(bashCompletes(script, ['attune', 'train', '--de']), ['--detach']);
     assert.deepEqual(bashCompletes(script, ['attune', 'status', '--log-format', '']), ['human', 'json']);
+    // Completion offers the flags each command accepts, and none it rejects.
+    assert.ok(bashCompletes(script, ['attune', 'eval', '--']).includes('--repeats'));
+    const codec = bashCompletes(script, ['attune', 'codec-server', '--']);
+    assert.ok(!codec.includes('--codec-endpoint') && !codec.includes('--codec-auth'), codec.join(' '));
     // Every command of the table completes from its first letters.
     for (const { name } of completionEntries())
       assert.ok(bashCompletes(script, ['attune', name.slice(0, 3)]).includes(name), name);
