@@ -227,7 +227,7 @@ describe('Dockerfiles', () => {
 
   it('installs the dependencies before copying the sources, so a source change reuses their layers', () => {
     for (const [file, install, sources] of [
-      ['Dockerfile', /npm install/, /^COPY src /],
+      ['Dockerfile', /npm ci /, /^COPY src /],
       ['trainer/Dockerfile', /pip install -c constraints\.txt/, /^COPY trainer\/src /],
     ] as const) {
       const lines = read(file).split('\n');
