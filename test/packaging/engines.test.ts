@@ -48,4 +48,22 @@ describe('package-lock.json', () => {
     });
     assert.deepEqual(missing, []);
   });
+
+  it('installs one protobufjs for every @temporalio package: history protos decoded by one copy are Types to the others', () => {
+    // Nested copies break `historyFromJSON` (replay) with "type must be a Type", an instanceof across copies.
+    const nested = Object.keys(lock.packages).filter((path) =>
+      /^node_modules\/@temporalio\/[^/]+\/node_modules\/protobufjs$/.test(path),
+    );
+    assert.deepEqual(nested, []);
+    const needed = Object.entries(lock.packages)
+      .filter(([path]) => path.startsWith('node_modules/@temporalio/'))
+      .flatMap(([, pkg]) => {
+        const wanted = (pkg as { dependencies?: Record<string, string> }).dependencies?.protobufjs;
+        return wanted ? [wanted] : [];
+      });
+    const hoisted = lock.packages['node_modules/protobufjs']?.version;
+    assert.ok(hoisted, 'protobufjs is installed at the top level');
+    for (const wanted of needed)
+      assert.ok(semver.satisfies(hoisted, wanted), `protobufjs ${hoisted} does not satisfy ${wanted}`);
+  });
 });
