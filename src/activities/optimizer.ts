@@ -7,15 +7,23 @@ import type { Hyperparameters, LoraSpec } from '../core/training/trainingSetting
 import { samplesFromTranscript } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
+import { DEFAULT_SAME_ERROR_ATTEMPTS, nextSameErrorRun, type SameErrorRun } from '../core/training/sameTrainerError.js';
 import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from '../trainer/trainerClient.js';
 
 const log = createLogger({ component: 'optimizer' });
 
 /**
- * Attempts at one step that the trainer answers with a server error before the run waits for the
- * operator with that error (`attune resume` tries again): retrying a broken trainer forever hides it.
+ * What an attempt leaves in its last heartbeat for the next one: the run of same server errors so
+ * far (sameTrainerError.ts). Temporal hands an attempt's last heartbeat details to the next attempt.
  */
-export const OPTIMIZER_SERVER_ERROR_ATTEMPTS = 5;
+const failedAttemptSchema = z.object({
+  sameErrors: z.object({ error: z.string(), attempts: z.number().int().min(1) }),
+});
+
+function sameErrorsBefore(heartbeatDetails: unknown): SameErrorRun | null {
+  const parsed = failedAttemptSchema.safeParse(heartbeatDetails);
+  return parsed.success ? parsed.data.sameErrors : null;
+}
 
 export interface EnsureRunInput {
   trainer: TrainerEndpoint;
@@ -40,6 +48,11 @@ export interface OptimizerStepInput {
   policyVersion?: number;
   /** Operator changes (`attune set`) applied from this step on. */
   hyperparameters?: Hyperparameters;
+  /**
+   * Attempts the trainer may answer with the same server error, in a row, before the run waits for
+   * the operator (absent: DEFAULT_SAME_ERROR_ATTEMPTS).
+   */
+  sameErrorAttempts?: number;
   heartbeatEveryMs?: number;
 }
 
@@ -126,6 +139,8 @@ export function createOptimizerActivities(store: ArtifactStore) {
      */
     async applyOptimizerStep(input: OptimizerStepInput): Promise<OptimizerStepResult> {
       const ctx = Context.current();
+      // read before this attempt's own heartbeats replace them
+      const sameErrors = sameErrorsBefore(ctx.info.heartbeatDetails);
       const samples = [];
       for (const rollout of input.rollouts) {
         const transcript = await store.getJson<Transcript>(rollout.artifact);
@@ -187,15 +202,16 @@ export function createOptimizerActivities(store: ArtifactStore) {
             'TrainerStepConflict',
           );
         }
-        if (
-          error instanceof TrainerHttpError &&
-          error.status >= 500 &&
-          ctx.info.attempt >= OPTIMIZER_SERVER_ERROR_ATTEMPTS
-        )
-          throw ApplicationFailure.nonRetryable(
-            `trainer failed step ${input.step} on ${ctx.info.attempt} attempts: ${error.message}`,
-            'TrainerKeepsFailing',
-          );
+        if (error instanceof TrainerHttpError && error.status >= 500) {
+          const run = nextSameErrorRun(sameErrors, error.message);
+          if (run.attempts >= (input.sameErrorAttempts ?? DEFAULT_SAME_ERROR_ATTEMPTS))
+            throw ApplicationFailure.nonRetryable(
+              `trainer answered step ${input.step} with the same error on ${run.attempts} attempts in a row: ${error.message}`,
+              'TrainerKeepsFailing',
+            );
+          // flushed with the failure: the next attempt starts from it
+          ctx.heartbeat({ phase: 'failed', sameErrors: run });
+        }
         throw asFailure(error);
       } finally {
         clearInterval(beat);

@@ -12,6 +12,7 @@ import {
   simulatorOptionsSchema,
 } from '../core/rolloutSettingsSchema.js';
 import { ALGORITHM_TRAITS, ALGORITHMS, type Algorithm } from '../core/training/algorithms.js';
+import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
@@ -290,6 +291,11 @@ export const configSchema = z
           .positive()
           .default(6 * 3600 * 1000),
         heartbeatTimeoutMs: z.number().int().positive().default(20_000),
+        /**
+         * Attempts at one optimizer step that the trainer answers with the same server error, in a
+         * row, before the run waits for the operator with that error; a different error starts the count again.
+         */
+        sameErrorAttempts: trainingBounds.trainer.shape.sameErrorAttempts.unwrap().default(DEFAULT_SAME_ERROR_ATTEMPTS),
       })
       .prefault({}),
     /** Experiment trackers each training run logs its params, step metrics and report to. */

@@ -54,6 +54,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       optimizerTaskQueue: queues.optimizer,
       stepTimeoutMs: t.stepTimeoutMs,
       heartbeatTimeoutMs: t.heartbeatTimeoutMs,
+      sameErrorAttempts: t.sameErrorAttempts,
     },
     publish: { mode: t.publish, policyBaseURL, baseVersion },
     evalEvery: t.evalEvery,

@@ -48,7 +48,7 @@ export function optimizerActivities(settings: TrainingSettings) {
 
 /**
  * The optimizer activity's failures that wait for the operator: the trainer's state directory is
- * full (HTTP 507), or the trainer answered the same step with server errors attempt after attempt.
+ * full (HTTP 507), or the trainer answered the step with the same server error attempt after attempt.
  */
 const OPERATOR_FAILURES: readonly string[] = ['TrainerDiskFull', 'TrainerKeepsFailing'];
 
@@ -122,7 +122,7 @@ export async function ensureTrainerRun(optimizer: Optimizer, settings: TrainingS
 }
 
 /**
- * The step's optimizer call; a full trainer disk, or a trainer failing the step again and again,
+ * The step's optimizer call; a full trainer disk, or a trainer failing the step with the same error again and again,
  * waits for the operator (free space or fix it, then `attune resume`) and posts the same step again, which the trainer applies at most once.
  * Null when the operator stopped the run instead.
  */
@@ -159,6 +159,9 @@ function optimizeStep({ optimizer, settings, state }: StepContext, done: StepToA
     rollouts: done.survivors.optimizerRollouts,
     policyVersion: done.sampledFrom,
     ...(hyperparameters ? { hyperparameters } : {}),
+    ...(settings.trainer.sameErrorAttempts !== undefined
+      ? { sameErrorAttempts: settings.trainer.sameErrorAttempts }
+      : {}),
     // Several beats per timeout, so one late beat does not fail a healthy step.
     heartbeatEveryMs: Math.max(500, Math.min(10_000, Math.floor(settings.trainer.heartbeatTimeoutMs / 4))),
   });

@@ -5,9 +5,14 @@ import type { AddressInfo } from 'node:net';
  * A pass-through HTTP proxy whose chat-completion route can be taken down: while `down` is set it
  * answers 500 there, like a policy server in an outage, and forwards every other route (a
  * trainer's steps and runs go on). Put it in front of the trainer to take its policy endpoint down.
+ * It can also fail a trainer's step posts: each takes the next of `stepErrors` as its 500's message.
  */
 export class OutageProxy {
   down = false;
+  /** Messages of the 500s the next step posts (`POST /v1/runs/<run>/steps`) are answered with, in order. */
+  stepErrors: string[] = [];
+  /** Step posts answered from `stepErrors`. */
+  failedSteps = 0;
   /** Where requests go; set it once the target is known. */
   target = '';
   /** Chat completions answered 500 while down. */
@@ -34,6 +39,14 @@ export class OutageProxy {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    const stepError = req.method === 'POST' && /\/steps$/.test(req.url ?? '') ? this.stepErrors.shift() : undefined;
+    if (stepError !== undefined) {
+      this.failedSteps++;
+      req.resume();
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: stepError, type: 'server_error' } }));
+      return;
+    }
     if (this.down && req.method === 'POST' && req.url?.endsWith('/chat/completions')) {
       this.refused++;
       req.resume();

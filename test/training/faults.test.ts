@@ -7,7 +7,8 @@ import {
   type training,
   type TrainingStatus,
 } from '../../src/workflows/training.js';
-import { OPTIMIZER_SERVER_ERROR_ATTEMPTS } from '../../src/activities/optimizer.js';
+import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../../src/core/training/sameTrainerError.js';
+import { trainingStatus } from '../../src/client/trainingControl.js';
 import { attune } from '../cli/attuneProcess.js';
 import { OutageProxy } from '../support/outageProxy.js';
 import {
@@ -167,7 +168,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     rig = await createTrainingRig({
       set: SAMPLED,
       behaviour: BEHAVIOUR,
-      trainerEnv: { ATTUNE_TRAINER_FAULT_INJECTION: `after_update@2:${OPTIMIZER_SERVER_ERROR_ATTEMPTS}` },
+      trainerEnv: { ATTUNE_TRAINER_FAULT_INJECTION: `after_update@2:${DEFAULT_SAME_ERROR_ATTEMPTS}` },
     });
     await rig.startWorkers();
     const { handle } = await rig.start(run);
@@ -190,7 +191,10 @@ describe('training under faults: each disturbed run matches an undisturbed run o
 
     const blocked = await waitingForOperator(rig, run, 180_000);
     assert.equal(blocked.step, 2);
-    assert.match(blocked.blockedReason ?? '', new RegExp(`on ${OPTIMIZER_SERVER_ERROR_ATTEMPTS} attempts: .*HTTP 500`));
+    assert.match(
+      blocked.blockedReason ?? '',
+      new RegExp(`same error on ${DEFAULT_SAME_ERROR_ATTEMPTS} attempts in a row: .*HTTP 500`),
+    );
     assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied');
     const cli = await attune(statusArgs, env);
     const shown = JSON.parse(cli.stdout) as TrainingStatus;
@@ -200,6 +204,55 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     // The fault has fired its count: the next attempt succeeds.
     await handle.executeUpdate('resume');
     await expectSameAsBaseline(SAMPLED, run);
+  });
+
+  it('the trainer alternates two server errors, then repeats one: the run retries while they differ, and waits for the operator once one comes sameErrorAttempts times in a row', async () => {
+    const run = 'fault-trainer-errors';
+    await baseline(SAMPLED);
+    const bound = 3;
+    proxy = await OutageProxy.start();
+    rig = await createTrainingRig({
+      set: [...SAMPLED, `trainer.url=${proxy.url}`, `training.sameErrorAttempts=${bound}`],
+      behaviour: BEHAVIOUR,
+    });
+    proxy.target = rig.trainer.url;
+    await rig.startWorkers();
+    const { handle } = await rig.start(run);
+    await pausedBefore(rig, handle, run, 2);
+    const a = 'CUDA error: an illegal memory access was encountered (test fault A)';
+    const b = 'NCCL watchdog: collective 41 timed out after 600000 ms (test fault B)';
+    // Five attempts alternate, more than the bound; then A comes `bound` times in a row.
+    proxy.stepErrors = [a, b, a, b, a, a, a];
+    await handle.executeUpdate('resume');
+
+    // After five failed attempts, three of them A's, the sixth is scheduled: the run still retries.
+    const deadline = Date.now() + 300_000;
+    for (;;) {
+      const status = await trainingStatus(rig.client, run);
+      assert.notEqual(status.phase, 'waiting-for-operator', `waited before the 6th attempt: ${status.blockedReason}`);
+      if (/optimizer step retrying \(attempt 6\): .*HTTP 500: CUDA error/.test(status.blockedReason ?? '')) break;
+      if (Date.now() > deadline) throw new Error(`no 6th attempt; last status ${JSON.stringify(status)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+
+    const blocked = await waitingForOperator(rig, run, 300_000);
+    assert.equal(proxy.failedSteps, 7, 'the run waited for the operator at the third A in a row, not before');
+    assert.equal(blocked.step, 2);
+    const sameError = new RegExp(`same error on ${bound} attempts in a row: .*HTTP 500: CUDA error.*test fault A`);
+    assert.match(blocked.blockedReason ?? '', sameError);
+    const cli = await attune(['status', run, '--json', ...rig.configSet.flatMap((s) => ['--set', s])], {
+      TEMPORAL_ADDRESS: rig.address,
+    });
+    assert.equal(cli.code, 0, cli.stderr);
+    const shown = JSON.parse(cli.stdout) as TrainingStatus;
+    assert.equal(shown.phase, 'waiting-for-operator');
+    assert.match(shown.blockedReason ?? '', sameError);
+    assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied');
+
+    // The proxy has no errors left: the next attempt reaches the trainer.
+    await handle.executeUpdate('resume');
+    await expectSameAsBaseline(SAMPLED, run);
+    assert.equal(proxy.failedSteps, 7);
   });
 
   it('the trainer state directory fills up during a commit: the run waits for the operator, resume completes it', async () => {

@@ -48,6 +48,8 @@ def test_safetensors_error_naming_the_os_error_is_a_full_disk(tmp_path):
     text = "Error while serializing: I/O error: No space left on device (os error 28)"
     assert out_of_space(SafetensorError(text), tmp_path, None)
     assert out_of_space(SafetensorError("I/O error: Disk quota exceeded (os error 122)"), tmp_path, None)
+    # the tokenizers library saving tokenizer.json: a plain Exception with the Rust io::Error's text
+    assert out_of_space(Exception("No space left on device (os error 28)"), tmp_path, None)
 
 
 def test_any_failed_write_with_less_room_than_the_last_checkpoint_is_a_full_disk(tmp_path, monkeypatch):

@@ -141,40 +141,131 @@ def test_torchs_short_write_on_a_full_disk_answers_507_and_the_step_applies_once
     assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == 2
 
 
-def _allocated(path):
-    return path.stat().st_blocks * 512
+PAGE = 4096
+# Every file a step's commit writes, in the order it writes them: the policy (full weights with the
+# tokenizer, or the LoRA adapter), the critic, the optimizer states, the checkpoint's metadata,
+# then (after the rename that commits the step) the step's stored result.
+COMMIT_FILES = {
+    "full": [
+        "policy/config.json",
+        "policy/generation_config.json",
+        "policy/model.safetensors",
+        "policy/chat_template.jinja",
+        "policy/tokenizer_config.json",
+        "policy/tokenizer.json",
+        "critic.safetensors",
+        "optimizer.pt",
+        "state.json",
+        "result",
+    ],
+    "lora": [
+        "policy/README.md",
+        "policy/adapter_model.safetensors",
+        "policy/adapter_config.json",
+        "critic.safetensors",
+        "optimizer.pt",
+        "state.json",
+        "result",
+    ],
+}
 
 
-def test_each_file_of_a_commit_written_on_a_full_tmpfs_answers_507_and_rolls_back(tmp_path):
-    """The tmpfs is sized from step 1's files (in the order they were written) so that each one in
-    turn is the write that runs out of room in step 2's commit."""
+def _pages(path):
+    return path.stat().st_blocks * 512 // PAGE
+
+
+def _files_written(state_dir, run_id, step):
+    """The files of `step`'s commit in the order they were written: a tmpfs numbers the inodes of a
+    mount in creation order, and each of these files is written whole before the next is created
+    (state.json and the result through a temporary file renamed into place, which keeps its inode)."""
+    run_dir = state_dir / "runs" / run_id
+    ckpt = run_dir / "checkpoints" / f"step-{step:06d}"
+    files = sorted((p for p in ckpt.rglob("*") if p.is_file()), key=lambda p: p.stat().st_ino)
+    named = {p.relative_to(ckpt).as_posix(): p for p in files}
+    named["result"] = run_dir / "results" / f"step-{step:06d}.json"
+    return named
+
+
+def _left_behind(store):
+    """What a failed commit left in its temporary files when the trainer cleans them up: name to size."""
+    out = {}
+    for tmp in store.ckpt_dir.glob(".tmp-*"):
+        for p in (p for p in tmp.rglob("*") if p.is_file()):
+            name = p.relative_to(tmp).as_posix()
+            out["state.json" if name.startswith(".tmp-state.json") else name] = p.stat().st_size
+    for p in store.results_dir.glob(".tmp-*"):
+        out["result"] = p.stat().st_size
+    return out
+
+
+@pytest.mark.parametrize("kind", ["full", "lora"])
+def test_each_file_of_a_commit_written_on_a_full_tmpfs_answers_507_and_rolls_back(kind, tmp_path, monkeypatch):
+    """Each file of a commit in turn is the write that runs out of room: the tmpfs is resized to what
+    is used now plus the pages of the files written before it in the previous step's commit, plus
+    half of its own (none for a one-page file). The step answers 507 naming the state directory and
+    the run stays at its last committed step; once there is room again the same step applies."""
+    import os
     import subprocess
 
+    from attune_trainer.state.store import RunStore
+
+    cleaned = []
+    cleanup_tmp = RunStore.cleanup_tmp
+
+    def recording_cleanup(store):
+        cleaned.append(_left_behind(store))
+        return cleanup_tmp(store)
+
+    monkeypatch.setattr(RunStore, "cleanup_tmp", recording_cleanup)
+    run = dict(RUN, run_id=f"disk-{kind}", lora={"r": 4} if kind == "lora" else None)
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256M", "tmpfs", str(state_dir)]).returncode != 0:
         pytest.fail("mounting a tmpfs needs root")
+
+    def post(step):
+        return client.post(f"/v1/runs/{run['run_id']}/steps", json={"step": step, "samples": fixed_samples(step)})
+
+    def run_step():
+        return client.get(f"/v1/runs/{run['run_id']}").json()["step"]
+
     try:
         _, client = _client(state_dir)
-        assert client.post("/v1/runs", json=RUN).status_code == 201
-        assert _post(client, 1).status_code == 200
-        ckpt = next(p for p in state_dir.rglob("*") if p.is_dir() and p.name.endswith("000001"))
-        files = sorted((p for p in ckpt.rglob("*") if p.is_file()), key=lambda p: p.stat().st_mtime_ns)
-        big = [f for f in files if _allocated(f) >= 3 * 4096]
-        assert len(big) >= 3, [f.name for f in files]
-        for target in big:
-            before = sum(_allocated(f) for f in files[: files.index(target)])
-            stat = subprocess.run(["df", "-B1", "--output=used", str(state_dir)], capture_output=True, text=True)
-            used = int(stat.stdout.split()[-1])
-            room = used + before + _allocated(target) // 2
+        assert client.post("/v1/runs", json=run).status_code == 201
+        assert post(1).status_code == 200
+        for step, target in enumerate(COMMIT_FILES[kind], start=2):
+            previous = _files_written(state_dir, run["run_id"], step - 1)
+            assert list(previous) == COMMIT_FILES[kind]
+            disk = os.statvfs(state_dir)
+            used = (disk.f_blocks - disk.f_bfree) * disk.f_frsize
+            before = sum(_pages(p) for p in list(previous.values())[: COMMIT_FILES[kind].index(target)])
+            room = used + (before + _pages(previous[target]) // 2) * PAGE
             subprocess.run(["mount", "-o", f"remount,size={room}", str(state_dir)], check=True)
-            failed = _post(client, 2)
-            assert failed.status_code == 507, (target.name, failed.text)
-            assert str(state_dir) in failed.json()["error"]["message"]
-            assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == 1, target.name
+
+            cleaned.clear()
+            failed = post(step)
+            assert failed.status_code == 507, (target, failed.text)
+            # it was this write that ran out of room: the ones before it are whole, none after it began
+            written = cleaned[0]
+            order = COMMIT_FILES[kind]
+            assert written.get(target, 0) < previous[target].stat().st_size, (target, written)
+            whole = {} if target == "result" else {n: previous[n].stat().st_size for n in order[: order.index(target)]}
+            assert {n: size for n, size in written.items() if n != target} == whole, (target, written)
+            error = failed.json()["error"]
+            assert error["type"] == "storage_error" and error["state_dir"] == str(state_dir), (target, error)
+            assert error["message"].startswith(f"disk full: no space left in the state directory {state_dir} ")
+            ckpts = state_dir / "runs" / run["run_id"] / "checkpoints"
+            assert not [p.name for p in ckpts.iterdir() if p.name.startswith(".tmp-")], target
+            # the result is written after the commit: that step stays applied, its retry replays it
+            committed = target == "result"
+            assert run_step() == (step if committed else step - 1), target
+
             subprocess.run(["mount", "-o", "remount,size=256M", str(state_dir)], check=True)
-        assert _post(client, 2).status_code == 200
-        assert client.get(f"/v1/runs/{RUN['run_id']}").json()["step"] == 2
+            retried = post(step)
+            assert retried.status_code == 200, (target, retried.text)
+            assert retried.json()["replayed"] is committed, target
+            assert run_step() == step, target
+            assert list(_files_written(state_dir, run["run_id"], step)) == COMMIT_FILES[kind]
     finally:
         # lazily: the engine of this test still holds its state lock there
         subprocess.run(["umount", "-l", str(state_dir)], check=True)

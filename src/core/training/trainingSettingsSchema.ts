@@ -60,6 +60,12 @@ export const trainingSettingsSchema = z.strictObject({
     /** How long one optimizer step may take (hours-long steps on big models). */
     stepTimeoutMs: z.number().int().positive(),
     heartbeatTimeoutMs: z.number().int().positive(),
+    /**
+     * Attempts at one step that the trainer answers with the same server error, in a row, before
+     * the run waits for the operator with that error (sameTrainerError.ts). Absent in runs started
+     * before it existed (DEFAULT_SAME_ERROR_ATTEMPTS).
+     */
+    sameErrorAttempts: z.number().int().min(1).max(1000).optional(),
   }),
   publish: z.strictObject({
     /** `trainer`: sample `run@step` from the trainer's OpenAI endpoint; `vllm`: load each step's LoRA adapter into vLLM. */

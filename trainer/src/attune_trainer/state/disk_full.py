@@ -1,6 +1,7 @@
 """Whether a failed checkpoint write ran out of space: an `OSError` says so by its errno, but
-`torch.save` reports a short write as a `RuntimeError` from its zip writer, and safetensors raises
-its own `SafetensorError`, both carrying the OS error (if at all) only in their text."""
+`torch.save` reports a short write as a `RuntimeError` from its zip writer, safetensors raises its
+own `SafetensorError` and the tokenizers library (tokenizer.json) a plain `Exception`, all of them
+carrying the OS error (if at all) only in their text."""
 
 from __future__ import annotations
 
