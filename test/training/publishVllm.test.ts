@@ -97,19 +97,33 @@ describe('training.publish: vllm against the fake vLLM (real dev server, real tr
     });
   }
 
-  it('a 503 and a dropped connection are retried with backoff; the run completes when vLLM answers', async () => {
+  it('a dropped connection and 503s are retried with backoff, status shows the last error, and the run completes when vLLM answers', async () => {
     const run = 'vllm-unavailable';
     const version = `${run}@1`;
-    rig.fake.lora.refuse = null;
-    rig.fake.lora.next.push('unavailable', 'drop');
+    rig.fake.lora.next.push('drop');
+    rig.fake.lora.refuse = 'unavailable';
     const { handle } = await rig.start(run);
+    const env = { TEMPORAL_ADDRESS: rig.address };
+    // `attune status` shows the publish retrying with vLLM's answer, in the phase it is in.
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const cli = await attune(statusArgs(run, true), env);
+      assert.equal(cli.code, 0, cli.stderr);
+      const shown = JSON.parse(cli.stdout) as TrainingStatus;
+      if (/^publishing retrying \(attempt \d+\): .*HTTP 503.*Service Unavailable/.test(shown.blockedReason ?? '')) {
+        assert.equal(shown.phase, 'publishing');
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`no retrying publish shown; last ${cli.stdout}`);
+    }
+    rig.fake.lora.refuse = null;
     const result = await handle.result();
     assert.equal(result.stepsApplied, 1);
     assert.equal(result.version, version);
-    assert.deepEqual(
-      rig.fake.lora.loads.filter((l) => l.name === version).map((l) => l.status),
-      [503, 0, 200],
-    );
+    const statuses = rig.fake.lora.loads.filter((l) => l.name === version).map((l) => l.status);
+    assert.deepEqual(statuses.slice(0, 2), [0, 503]);
+    assert.deepEqual(statuses.slice(2, -1), Array<number>(statuses.length - 3).fill(503));
+    assert.equal(statuses.at(-1), 200);
     assert.match(rig.fake.lora.loads.at(-1)?.path ?? '', /checkpoints\/step-000001\/policy$/);
   });
 });
