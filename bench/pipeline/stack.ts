@@ -18,6 +18,7 @@ export function runSettings(options: Options, steps: number, facade: VllmFacade)
     `training.maxTurns=${options.turns}`,
     `training.maxInFlight=${options.scenarios * options.samples}`,
     'training.publish=vllm',
+    'training.lora.r=8', // vLLM loads LoRA adapters only
     `policy.baseURL=${facade.url}`,
     'policy.logprobs=off',
   ];

@@ -3,6 +3,7 @@ import { runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { parseStepRecords, withStepRecord, type StepMetricsRecord } from '../core/runMetrics.js';
 import { loadScenarioLibrary } from '../scenarios/library.js';
+import { loadLoraAdapter } from './vllmLoad.js';
 
 export interface PublishInput {
   mode: 'trainer' | 'vllm';
@@ -32,7 +33,8 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
 
     /**
      * Makes a new version samplable. The trainer serves `run@step` itself; a vLLM server loads the
-     * step's LoRA adapter through its runtime API under that name. Loading twice is not an error.
+     * step's LoRA adapter through its runtime API under that name (vllmLoad.ts: a refused load is
+     * not retried). Loading twice is not an error.
      */
     async publishPolicyVersion(input: PublishInput): Promise<string> {
       const base = input.policyBaseURL.replace(/\/$/, '');
@@ -44,19 +46,13 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
             `no adapter exported for ${input.version}: vLLM publishing needs a LoRA run`,
             'NothingToPublish',
           );
-        const response = await fetch(`${base}/load_lora_adapter`, {
-          method: 'POST',
+        await loadLoraAdapter({
+          base,
           headers,
-          body: JSON.stringify({ lora_name: input.version, lora_path: input.exportPath }),
-          signal: AbortSignal.timeout(600_000),
+          version: input.version,
+          adapterPath: input.exportPath,
+          apiKeyEnv: input.apiKeyEnv,
         });
-        const text = await response.text();
-        if (!response.ok && !/already (been )?loaded/i.test(text)) {
-          throw ApplicationFailure.retryable(
-            `vLLM ${base}/load_lora_adapter for ${input.version}: HTTP ${response.status}: ${text.slice(0, 300)}`,
-            'PublishFailed',
-          );
-        }
       }
       const models = await fetch(`${base}/models`, { headers, signal: AbortSignal.timeout(60_000) });
       // A refused key never starts working by itself: fail now, naming the variable, instead of waiting.

@@ -14,21 +14,28 @@ export type TrainingAction = 'pause' | 'resume' | 'stop';
 
 const ACTION_UPDATES = { pause: pauseUpdate, resume: resumeUpdate, stop: stopUpdate } as const;
 
+/** Activities whose retries status shows: the workflow only learns of their failure once retries end. */
+const RETRIED_ACTIVITIES: Record<string, string> = {
+  applyOptimizerStep: 'optimizer step retrying',
+  publishPolicyVersion: 'publishing retrying',
+};
+
 /**
- * The run's status; while the optimizer step is being retried, the trainer's last error is its
- * blocked reason (the workflow only learns of it once the attempts run out).
+ * The run's status; while the optimizer step or the publishing is being retried, its last error is
+ * the blocked reason (the workflow only learns of it once the attempts run out).
  */
 export async function trainingStatus(client: Client, runName: string): Promise<TrainingStatus> {
   const handle = trainingHandle(client, runName);
   const status = await handle.query(trainingStatusQuery);
   if (status.blockedReason) return status;
   const retrying = (await handle.describe()).raw.pendingActivities?.find(
-    (a) => a.activityType?.name === 'applyOptimizerStep' && a.lastFailure?.message,
+    (a) => Object.hasOwn(RETRIED_ACTIVITIES, a.activityType?.name ?? '') && a.lastFailure?.message,
   );
   if (!retrying) return status;
+  const what = RETRIED_ACTIVITIES[retrying.activityType?.name ?? ''] ?? 'retrying';
   return {
     ...status,
-    blockedReason: `optimizer step retrying (attempt ${retrying.attempt ?? '?'}): ${retrying.lastFailure?.message ?? ''}`,
+    blockedReason: `${what} (attempt ${retrying.attempt ?? '?'}): ${retrying.lastFailure?.message ?? ''}`,
   };
 }
 

@@ -76,6 +76,11 @@ export const policyEndpointSchema = z.strictObject({
    * endpoint that refuses or ignores them is re-tokenised, and its samples are marked so.
    */
   logprobs: z.enum(['auto', 'on', 'off']).default('auto'),
+  /**
+   * The vLLM policy server's `--max-lora-rank` (vLLM's default: 16). With `training.publish: vllm`
+   * the config check rejects a `training.lora.r` above it: vLLM would refuse every adapter.
+   */
+  maxLoraRank: z.number().int().min(1).max(512).default(16),
 });
 
 export const simulatorEndpointSchema = z.strictObject({
@@ -144,6 +149,35 @@ function checkKeptCheckpoints(
       code: 'custom',
       path: ['training', 'hyperparameters', 'keep_checkpoints'],
       message: `${kept} is too few for training.maxStaleness ${staleness}: keep at least ${staleness + 1} (or 0, all)`,
+    });
+}
+
+/**
+ * vLLM loads LoRA adapters only: publishing to it needs a LoRA run whose rank the server accepts.
+ * A full fine-tuning run exports a whole model directory, which `load_lora_adapter` refuses.
+ */
+function checkVllmPublish(
+  config: { policy: { maxLoraRank: number }; training: { publish: string; lora: { r: number } | null } },
+  ctx: z.RefinementCtx,
+): void {
+  const { publish, lora } = config.training;
+  if (publish !== 'vllm') return;
+  if (lora === null)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['training', 'lora'],
+      message:
+        "training.publish: vllm loads each step's LoRA adapter into vLLM, so it needs training.lora " +
+        '(e.g. training.lora.r=16); for full fine-tuning set training.publish: trainer',
+    });
+  else if (lora.r > config.policy.maxLoraRank)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['training', 'lora', 'r'],
+      message:
+        `training.lora.r ${lora.r} is above policy.maxLoraRank ${config.policy.maxLoraRank} (the vLLM server's ` +
+        `--max-lora-rank), so vLLM would refuse every adapter: lower training.lora.r, or start vLLM with ` +
+        `--max-lora-rank ${lora.r} and set policy.maxLoraRank to match`,
     });
 }
 
@@ -362,7 +396,8 @@ export const configSchema = z
       .prefault({}),
   })
   .superRefine(checkTemporalLimits)
-  .superRefine(checkKeptCheckpoints);
+  .superRefine(checkKeptCheckpoints)
+  .superRefine(checkVllmPublish);
 
 export type AttuneConfig = z.infer<typeof configSchema>;
 export type PolicyEndpointConfig = AttuneConfig['policy'];

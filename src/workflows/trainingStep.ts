@@ -52,6 +52,12 @@ export function optimizerActivities(settings: TrainingSettings) {
  */
 const OPERATOR_FAILURES: readonly string[] = ['TrainerDiskFull', 'TrainerKeepsFailing'];
 
+/**
+ * The publishing activity's failures that wait for the operator: the policy server refused the
+ * load (vLLM: rank above --max-lora-rank, no adapter at the path, wrong key) or the key.
+ */
+const PUBLISH_OPERATOR_FAILURES: readonly string[] = ['PublishRefused', 'PublishRejected'];
+
 export type Bookkeeping = ReturnType<typeof bookkeepingActivities>;
 export type Optimizer = ReturnType<typeof optimizerActivities>;
 
@@ -98,7 +104,9 @@ export async function applyStep(ctx: StepContext, done: StepToApply): Promise<bo
   if (applied === null) return false;
 
   control.setPhase('publishing');
-  state.version = await publishStep(bookkeeping, settings, step, applied);
+  const version = await publishStepWithOperator(ctx, step, applied);
+  if (version === null) return false;
+  state.version = version;
 
   const evalSummary = await evaluateStep(settings, control, step, state.version);
 
@@ -131,7 +139,7 @@ async function optimizeStepWithOperator(ctx: StepContext, done: StepToApply): Pr
     try {
       return await optimizeStep(ctx, done);
     } catch (error) {
-      const reason = operatorFailure(error);
+      const reason = operatorFailure(error, OPERATOR_FAILURES);
       if (reason === null) throw error;
       if (!(await ctx.control.resumedByOperator(`step ${done.step}: optimizer step not applied: ${reason}`)))
         return null;
@@ -140,11 +148,32 @@ async function optimizeStepWithOperator(ctx: StepContext, done: StepToApply): Pr
   }
 }
 
-/** The trainer's message (a full disk's names the state directory) when the operator must act. */
-function operatorFailure(error: unknown): string | null {
+/**
+ * Publishes the step's weights; a load the policy server refuses waits for the operator (fix the
+ * server or the key, then `attune resume` loads it again). Null when the operator stopped the run instead.
+ */
+async function publishStepWithOperator(
+  { bookkeeping, settings, control }: StepContext,
+  step: number,
+  applied: OptimizerStepResult,
+): Promise<string | null> {
+  for (;;) {
+    try {
+      return await publishStep(bookkeeping, settings, step, applied);
+    } catch (error) {
+      const reason = operatorFailure(error, PUBLISH_OPERATOR_FAILURES);
+      if (reason === null) throw error;
+      if (!(await control.resumedByOperator(`step ${step}: weights not published: ${reason}`))) return null;
+      control.setPhase('publishing');
+    }
+  }
+}
+
+/** The activity's message (a full disk's names the state directory, a refused load the endpoint) when the operator must act. */
+function operatorFailure(error: unknown, types: readonly string[]): string | null {
   return error instanceof ActivityFailure &&
     error.cause instanceof ApplicationFailure &&
-    OPERATOR_FAILURES.includes(error.cause.type ?? '')
+    types.includes(error.cause.type ?? '')
     ? error.cause.message
     : null;
 }

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
+import { REPO_ROOT } from '../../src/paths.js';
 
 function yamlFile(text: string): string {
   const file = join(mkdtempSync(join(tmpdir(), 'attune-cfg-')), 'config.yaml');
@@ -32,6 +33,41 @@ describe('configuration', () => {
     );
     loadConfig({ env: {}, set: ['training.maxStaleness=1', 'training.hyperparameters.keep_checkpoints=2'] });
   });
+  it('training.publish: vllm needs training.lora, at a rank within policy.maxLoraRank (vLLM: 16 by default)', () => {
+    assert.throws(
+      () => loadConfig({ env: {}, set: ['training.publish=vllm'] }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        /training\.lora\b/.test(error.message) &&
+        /training\.publish: vllm/.test(error.message),
+    );
+    assert.equal(loadConfig({ env: {}, set: [] }).policy.maxLoraRank, 16);
+    assert.throws(
+      () => loadConfig({ env: {}, set: ['training.publish=vllm', 'training.lora.r=64'] }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        /training\.lora\.r 64 is above policy\.maxLoraRank 16/.test(error.message) &&
+        /--max-lora-rank/.test(error.message),
+    );
+    const accepted = loadConfig({
+      env: {},
+      set: ['training.publish=vllm', 'training.lora.r=64', 'policy.maxLoraRank=64'],
+    });
+    assert.equal(accepted.training.lora?.r, 64);
+    assert.equal(accepted.policy.maxLoraRank, 64);
+    assert.equal(loadConfig({ env: {}, set: ['training.publish=vllm', 'training.lora.r=16'] }).training.lora?.r, 16);
+    // the trainer serves any rank and full fine-tuning itself
+    loadConfig({ env: {}, set: ['training.publish=trainer', 'training.lora.r=64'] });
+    loadConfig({ env: {}, set: ['training.publish=trainer'] });
+  });
+
+  it('every config in configs/ loads', () => {
+    const dir = join(REPO_ROOT, 'configs');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+    assert.ok(files.length >= 5, files.join(', '));
+    for (const file of files) loadConfig({ file: join(dir, file), env: {} });
+  });
+
   it('layers file < environment < --set', () => {
     const file = yamlFile('policy:\n  baseURL: http://file:1/v1\n  model: from-file\nrollout:\n  maxTurns: 5\n');
     const config = loadConfig({

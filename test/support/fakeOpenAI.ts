@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { SIMULATOR_TAGS } from '../../src/core/prompts/simulator.js';
+import { FakeLoraAdapters } from './fakeLora.js';
 
 export type CallRole = 'policy' | 'analysis' | 'reply' | 'opening';
 export type Fault = '429' | '500' | '401' | '404' | 'timeout' | 'malformed' | 'hold' | 'labelled' | 'plain-json';
@@ -87,6 +88,8 @@ export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs' | 'faul
 /** An OpenAI-compatible chat server for tests: deterministic, with injectable faults and call accounting. */
 export class FakeOpenAIServer {
   readonly calls: RecordedCall[] = [];
+  /** vLLM's runtime LoRA loading (`training.publish: vllm`), with injectable refusals. */
+  readonly lora = new FakeLoraAdapters();
   private readonly counters: Record<CallRole, number> = { policy: 0, analysis: 0, reply: 0, opening: 0 };
   private readonly faults = new Map<string, Fault>();
   private readonly waiters: { role: CallRole; nth: number; resolve: () => void }[] = [];
@@ -163,8 +166,18 @@ export class FakeOpenAIServer {
     if (req.method === 'GET' && req.url === '/v1/models') {
       return this.send(res, 200, {
         object: 'list',
-        data: [{ id: 'fake-model', object: 'model', created: 0, owned_by: 'attune-test' }],
+        data: ['fake-model', ...this.lora.names()].map((id) => ({
+          id,
+          object: 'model',
+          created: 0,
+          owned_by: 'attune-test',
+        })),
       });
+    }
+    if (req.method === 'POST' && req.url === '/v1/load_lora_adapter') {
+      return this.lora.load(Buffer.concat(chunks).toString('utf8'), res, (r, status, body) =>
+        this.send(r, status, body),
+      );
     }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return this.send(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'not_found' } });
@@ -277,7 +290,7 @@ export class FakeOpenAIServer {
 
   private send(res: ServerResponse, status: number, body: unknown): void {
     if (res.destroyed) return;
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(body));
+    res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' });
+    res.end(typeof body === 'string' ? body : JSON.stringify(body));
   }
 }

@@ -107,6 +107,7 @@ describe('a trainer started with a token (TRAINER_TOKEN), end to end', function 
         set: [
           `trainer.url=${trainer.url}`,
           'training.publish=vllm',
+          'training.lora.r=8',
           'policy.baseURL=http://vllm-host:8000/v1',
           `scenarios.train=${FIXTURE_SCENARIOS}`,
         ],

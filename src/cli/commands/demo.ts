@@ -5,6 +5,7 @@ import { loadEvaluationReport } from '../../client/evaluationReports.js';
 import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
 import { followTraining } from '../../client/trainingProgress.js';
 import { startOrAttachTraining } from '../../client/trainingRuns.js';
+import { loadConfig } from '../../config/load.js';
 import { REPO_ROOT } from '../../paths.js';
 import { writeReport } from '../../report/index.js';
 import { trainingWorkflowId } from '../../workflows/training.js';
@@ -46,6 +47,18 @@ function say(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
+/**
+ * An external policy server (POLICY_BASE_URL, a vLLM) gets each step's LoRA adapter; without one
+ * the trainer serves the policy. vLLM loads adapters only, so the demo then trains LoRA at the
+ * server's rank limit (`policy.maxLoraRank`, vLLM's default 16) unless the config already sets
+ * `training.lora`. Returned before the command's own `--set`s, which win.
+ */
+export function demoPublishing(configFile: string, set: string[], env: NodeJS.ProcessEnv = process.env): string[] {
+  if (!env.POLICY_BASE_URL) return [];
+  const config = loadConfig({ file: configFile, set: [...set, 'training.publish=trainer'], env });
+  return ['training.publish=vllm', ...(config.training.lora ? [] : [`training.lora.r=${config.policy.maxLoraRank}`])];
+}
+
 export async function demoCommand(argv: string[]): Promise<number> {
   const { values } = parseCommand(argv, OPTIONS, false);
   if (values.help) {
@@ -63,12 +76,9 @@ export async function demoCommand(argv: string[]): Promise<number> {
   if (samples !== undefined) sizes.push(`training.samplesPerScenario=${samples}`);
   if (turns !== undefined) sizes.push(`training.maxTurns=${turns}`, `evaluation.maxTurns=${turns}`);
   if (evalCount < 1) throw new UsageError('--eval-scenarios must be at least 1');
-  // An external policy server (vLLM) gets each step's adapter; without one the trainer serves the policy.
-  if (process.env.POLICY_BASE_URL) sizes.push('training.publish=vllm');
-  const ctx = commandContext(
-    { config: values.config ?? resolve(REPO_ROOT, 'configs', 'demo.yaml'), set: [...sizes, ...(values.set ?? [])] },
-    'demo',
-  );
+  const configFile = values.config ?? resolve(REPO_ROOT, 'configs', 'demo.yaml');
+  const set = [...sizes, ...(values.set ?? [])];
+  const ctx = commandContext({ config: configFile, set: [...demoPublishing(configFile, set), ...set] }, 'demo');
   const { config, log } = ctx;
   const runName = values.resume ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}`;
   const started = Date.now();

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from attune_trainer.state.store import RunStore, fsync_tree
+from attune_trainer.state.store import RunStore, fsync_tree, readable_like_others
 
 # Files of a model directory that make up the weights and the model's own settings.
 _MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json")
@@ -63,6 +63,7 @@ def export_checkpoint(state_dir: Path, run_id: str, step: int, out: Path, merge_
         _save_tokenizer(store.tokenizer_dir, tmp)
         summary = {"run_id": run_id, "step": step, "format": kind, "path": str(out)}
         (tmp / PROVENANCE).write_text(json.dumps(summary, indent=2, sort_keys=True))
+        readable_like_others(tmp)
         fsync_tree(tmp)
         if out.exists():
             out.rmdir()

@@ -20,7 +20,7 @@ from attune_trainer.serving.engine_lock import EngineLock
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.run_loading import load_run
-from attune_trainer.state.store import RunStore, now, write_json_atomic
+from attune_trainer.state.store import RunStore, now, readable_like_others, write_json_atomic
 
 
 def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -117,6 +117,7 @@ class RunRegistry:
             base_path = resolve_base(spec.base_model, self.state_dir, models_dir=self.models_dir)
         load_tokenizer(base_path).save_pretrained(tmp / "tokenizer")
         write_json_atomic(tmp / "run.json", {"config": config, "created": now(), "format": 1})
+        readable_like_others(tmp)
         os.replace(tmp, store.dir)
         log(
             "info",

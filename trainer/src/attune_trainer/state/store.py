@@ -43,6 +43,33 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux); else briefly set and restored."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def readable_like_others(path: Path) -> None:
+    """Give every file under `path` the mode a plain open() gives (0o666 less the umask: 0644 by default).
+
+    safetensors writes its files 0600, so a vLLM running as another user could read an adapter's
+    config but not its weights. Directories are left as they are (mkdir already honours the umask).
+    """
+    mode = 0o666 & ~_umask()
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            p = os.path.join(root, f)
+            if not os.path.islink(p):
+                os.chmod(p, mode)
+
+
 def fsync_tree(path: Path) -> None:
     for root, _dirs, files in os.walk(path):
         for f in files:
@@ -126,6 +153,7 @@ class RunStore:
     def commit_ckpt(self, tmp: Path, step: int, state: dict) -> Path:
         """Write state.json last, fsync everything, then rename into place (the commit point)."""
         write_json_atomic(tmp / "state.json", state)
+        readable_like_others(tmp)
         fsync_tree(tmp)
         final = self.ckpt(step)
         if final.exists():  # cannot happen through the API (steps are sequential); be safe

@@ -1,0 +1,77 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { z } from 'zod';
+
+/**
+ * vLLM's error bodies: `{"error": {"message", "type", "code"}}` (0.32), `{"object": "error",
+ * "message", ...}` (older servers), and `{"error": "Unauthorized"}` from its API-key check.
+ */
+const vllmErrorSchema = z.union([
+  z.object({ error: z.object({ message: z.string() }) }),
+  z.object({ error: z.string() }),
+  z.object({ message: z.string() }),
+]);
+
+/** The server's own message in an error body, else the body itself (shortened). */
+export function vllmErrorMessage(body: string): string {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    json = null;
+  }
+  const parsed = vllmErrorSchema.safeParse(json);
+  if (!parsed.success) return body.trim().slice(0, 500) || '(empty body)';
+  const error = parsed.data;
+  if ('error' in error) return typeof error.error === 'string' ? error.error : error.error.message;
+  return error.message;
+}
+
+/**
+ * A load vLLM refuses again however often it is retried: a 4xx (no adapter at the path, wrong key,
+ * bad request) other than a timeout or rate limit, or a 500 from its LoRA loader (a rank above
+ * --max-lora-rank). Other 5xx (503 while starting or overloaded) pass.
+ */
+export function isRefusedLoad(status: number, message: string): boolean {
+  if (status === 408 || status === 429) return false;
+  if (status >= 400 && status < 500) return true;
+  return status === 500 && /lora|adapter|rank/i.test(message);
+}
+
+export interface LoraLoad {
+  /** The policy server's OpenAI base URL (…/v1), without a trailing slash. */
+  base: string;
+  headers: Record<string, string>;
+  version: string;
+  adapterPath: string;
+  apiKeyEnv: string;
+}
+
+/**
+ * Loads `version`'s adapter into vLLM (`POST /v1/load_lora_adapter`); an adapter already loaded
+ * under that name counts as loaded. A refusal fails for good (`PublishRefused`, naming the
+ * endpoint, version, adapter path and vLLM's message: the run waits for the operator); anything
+ * else that fails (503, a refused connection) is retried.
+ */
+export async function loadLoraAdapter(load: LoraLoad): Promise<void> {
+  const endpoint = `${load.base}/load_lora_adapter`;
+  const response = await fetch(endpoint, {
+    method: 'POST',
+    headers: load.headers,
+    body: JSON.stringify({ lora_name: load.version, lora_path: load.adapterPath }),
+    signal: AbortSignal.timeout(600_000),
+  });
+  const body = await response.text();
+  if (response.ok) return;
+  const message = vllmErrorMessage(body);
+  if (/already (been )?loaded/i.test(message)) return;
+  const keyHint = response.status === 401 || response.status === 403 ? ` (check $${load.apiKeyEnv})` : '';
+  const what = `vLLM ${endpoint}: HTTP ${response.status}${keyHint} loading version ${load.version} from adapter ${load.adapterPath}: ${message}`;
+  if (isRefusedLoad(response.status, message))
+    throw ApplicationFailure.create({
+      message: `refused: ${what}`,
+      type: 'PublishRefused',
+      nonRetryable: true,
+      details: [{ endpoint, version: load.version, adapterPath: load.adapterPath, status: response.status, message }],
+    });
+  throw ApplicationFailure.retryable(what, 'PublishFailed');
+}
