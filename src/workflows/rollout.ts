@@ -4,6 +4,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  setCurrentDetails,
   setHandler,
   setWorkflowOptions,
   upsertSearchAttributes,
@@ -17,14 +18,17 @@ import type {
 } from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
 import { Dialogue } from '../core/dialogue.js';
+import { emotionAfterTurn } from '../core/emotion.js';
 import { playTurn, type DialogueCalls, type TurnPhase } from '../core/dialogueTurn.js';
 import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import type { Scenario } from '../core/scenario.js';
 import type { Outcome } from '../core/termination.js';
 import type { RolloutSummary } from '../core/transcript.js';
 import { TranscriptPartition } from '../core/transcriptParts.js';
+import * as timeline from '../core/rolloutTimeline.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
+import { summarisedCall } from './summarisedCall.js';
 
 export interface RolloutInput {
   rolloutId: string;
@@ -101,6 +105,8 @@ function turnActivityProxy(settings: RolloutSettings, local: boolean) {
 export const LOCAL_ARTIFACT_ACTIVITIES_PATCH = 'local-artifact-activities';
 /** Rollouts started after this patch write a long transcript in parts as it grows. */
 export const TRANSCRIPT_PARTS_PATCH = 'transcript-parts';
+/** Rollouts started after this patch give each activity a summary for the UI's timeline. */
+export const ACTIVITY_SUMMARIES_PATCH = 'activity-summaries';
 
 /**
  * One dialogue between the policy and the simulated user; the transcript goes to the artifact store
@@ -125,6 +131,8 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const startedAt = new Date().toISOString();
 
   const local = settings.llmCalls === 'local';
+  // Asked first, so the marker leads the history; recorded histories without it schedule as before.
+  const summaries = patched(ACTIVITY_SUMMARIES_PATCH);
   const policyOptions = {
     startToCloseTimeout: activityTimeoutFor(settings.policy.timeoutMs),
     retry: retryOptions(settings.policy.retry),
@@ -167,10 +175,18 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
       ? proxyLocalActivities<ArtifactActivities>(artifactOptions)
       : proxyActivities<ArtifactActivities>({ ...artifactOptions, taskQueue: settings.artifactsTaskQueue });
 
+  /** The summary when this rollout gives summaries (see ACTIVITY_SUMMARIES_PATCH). */
+  const say = (text: () => string) => () => (summaries ? text() : undefined);
+
   let scenario: Scenario;
   if (input.scenario) scenario = input.scenario;
-  else if (input.scenarioRef) scenario = await artifacts.loadScenario(input.scenarioRef);
-  else throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
+  else if (input.scenarioRef) {
+    const ref = input.scenarioRef;
+    scenario = await summarisedCall(
+      artifacts.loadScenario,
+      say(() => timeline.scenarioLoadSummary(ref.id)),
+    )(ref);
+  } else throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
 
   const dialogue = new Dialogue({ settings, scenario, seed });
   const progress: RolloutProgress = {
@@ -181,6 +197,11 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     phase: 'opening',
   };
   setHandler(rolloutProgressQuery, () => progress);
+  const showDetails = () => {
+    if (summaries)
+      setCurrentDetails(timeline.rolloutDetails({ scenarioId: scenario.id, maxTurns: settings.maxTurns, ...progress }));
+  };
+  showDetails();
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.kind, value: 'rollout' },
     { key: SEARCH_ATTRIBUTES.scenarioId, value: scenario.id },
@@ -188,16 +209,32 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     ...(step !== null ? [{ key: SEARCH_ATTRIBUTES.step, value: step }] : []),
   ]);
 
-  await dialogue.open(simulator.writeUserMessage);
+  await dialogue.open(summarisedCall(simulator.writeUserMessage, say(timeline.openingSummary)));
   // Per call, the workflow plays the turn itself and each call is an activity; per turn, one activity plays it.
   // (Activity proxies have no own keys to spread: each function is looked up by name.)
+  let emotionAfterAnalysis = progress.emotion;
+  const analyse = summarisedCall(
+    simulator.analyzeAssistantReply,
+    say(() => timeline.analysisSummary(progress.turn, progress.emotion)),
+  );
   const callsOfTurn: DialogueCalls = {
-    generatePolicyTurn: policy.generatePolicyTurn,
-    analyzeAssistantReply: simulator.analyzeAssistantReply,
-    writeUserMessage: simulator.writeUserMessage,
+    generatePolicyTurn: summarisedCall(
+      policy.generatePolicyTurn,
+      say(() => timeline.policyReplySummary(progress.turn)),
+    ),
+    analyzeAssistantReply: async (callInput) => {
+      const analysed = await analyse(callInput);
+      emotionAfterAnalysis = emotionAfterTurn(progress.emotion, analysed.analysis.emotionChange);
+      return analysed;
+    },
+    writeUserMessage: summarisedCall(
+      simulator.writeUserMessage,
+      say(() => timeline.userReplySummary(progress.turn, progress.emotion, emotionAfterAnalysis)),
+    ),
   };
   const onPhase = (phase: TurnPhase) => {
     progress.phase = phase;
+    showDetails();
   };
   const rolloutId = input.rolloutId;
   // A transcript is written in parts as it grows, so no payload ever carries all of it.
@@ -207,10 +244,17 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
       let played;
       if (turnActivity) {
         progress.phase = 'turn';
-        played = await turnActivity.playDialogueTurn(turnInput);
+        showDetails();
+        played = await summarisedCall(
+          turnActivity.playDialogueTurn,
+          say(() => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion)),
+        )(turnInput);
       } else played = await playTurn(callsOfTurn, turnInput, onPhase);
       if (partition.add(played.record) && patched(TRANSCRIPT_PARTS_PATCH))
-        await artifacts.saveTranscriptPart(partition.takePart());
+        await summarisedCall(
+          artifacts.saveTranscriptPart,
+          say(() => timeline.transcriptPartSummary(played.record.turn)),
+        )(partition.takePart());
       return played;
     },
     {
@@ -219,6 +263,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
       },
       afterTurn: () => {
         progress.emotion = dialogue.emotion;
+        showDetails();
       },
     },
   );
@@ -226,17 +271,20 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const { outcome, emotion: finalEmotion } = ended;
   progress.outcome = outcome;
   progress.phase = 'saving';
+  showDetails();
   const transcript = ended.transcript({ rolloutId, runName, step, startedAt, finishedAt: new Date().toISOString() });
   const { reward, tokens } = transcript;
+  const saved = say(() => timeline.transcriptSummary(transcript.turns.length, outcome, finalEmotion));
   const artifact =
     partition.parts === 0
-      ? await artifacts.saveTranscript(transcript)
-      : await artifacts.saveTranscriptFromParts(partition.tail(transcript));
+      ? await summarisedCall(artifacts.saveTranscript, saved)(transcript)
+      : await summarisedCall(artifacts.saveTranscriptFromParts, saved)(partition.tail(transcript));
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.outcome, value: outcome },
     { key: SEARCH_ATTRIBUTES.finalEmotion, value: finalEmotion },
   ]);
   progress.phase = 'done';
+  showDetails();
   return {
     rolloutId,
     runName,
