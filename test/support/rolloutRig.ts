@@ -89,9 +89,11 @@ export async function createRolloutRig(
     set?: string[];
     /** For the rig's client and workers (default: the configured one, as the CLI's). */
     dataConverter?: DataConverter;
+    /** Another Temporal server than the suite's shared dev server (e.g. one serving the UI). */
+    env?: TestWorkflowEnvironment;
   } = {},
 ): Promise<RolloutRig> {
-  const env = await sharedTestEnv();
+  const env = options.env ?? (await sharedTestEnv());
   const client = options.dataConverter
     ? temporalClient(env.connection, env.namespace ?? 'default', options.dataConverter)
     : env.client;
