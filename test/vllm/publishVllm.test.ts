@@ -69,6 +69,28 @@ async function loadAdapter(name: string, path: string): Promise<void> {
   assert.equal(response.status, 200, await response.text());
 }
 
+const eventMs = (e: temporal.api.history.v1.IHistoryEvent) =>
+  Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+
+/** Per step, ms from the trainer's commit (the optimizer step activity done) to vLLM having the adapter (publish done). */
+function publishLatencies(history: temporal.api.history.v1.IHistory): number[] {
+  const events = history.events ?? [];
+  const typeOf = new Map<string, string>();
+  for (const e of events)
+    if (e.activityTaskScheduledEventAttributes)
+      typeOf.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+  const latencies: number[] = [];
+  let committed: number | null = null;
+  for (const e of events) {
+    const done = e.activityTaskCompletedEventAttributes;
+    if (!done) continue;
+    const type = typeOf.get(String(done.scheduledEventId));
+    if (type === 'applyOptimizerStep') committed = eventMs(e);
+    if (type === 'publishPolicyVersion' && committed !== null) latencies.push(Math.round(eventMs(e) - committed));
+  }
+  return latencies;
+}
+
 const maxDiff = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]!)));
 
 async function statusWhen(
@@ -152,6 +174,14 @@ describe('training.publish: vllm against a real vLLM (SmolLM2-135M on CPU, real 
     assert.ok(diff > 1e-4, `max |base - ${run}@1| log-prob difference ${diff}`);
     const gaps = metrics.map((m) => m.trainer.logprob_gap_max!.toExponential(1)).join(', ');
     console.log(`      logprob_gap_max per step ${gaps}; base vs ${run}@1 max log-prob difference ${diff.toFixed(4)}`);
+    // The run continues as new after each step: every execution's history has its own publishes.
+    const latencies: number[] = [];
+    for await (const execution of rig.client.workflow.list({ query: `WorkflowId = '${trainingWorkflowId(run)}'` }))
+      latencies.push(
+        ...publishLatencies(await rig.client.workflow.getHandle(execution.workflowId, execution.runId).fetchHistory()),
+      );
+    assert.ok(latencies.length > 0, 'the last execution publishes the last step');
+    console.log(`      trainer commit to adapter loaded in vLLM: ${latencies.sort((a, b) => a - b).join(', ')} ms`);
   });
 
   it('vLLM refuses a rank-64 adapter (--max-lora-rank 16): one attempt, PublishRefused and non-retryable, the run waits for the operator with the reason in attune status', async () => {
