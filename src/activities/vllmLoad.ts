@@ -47,8 +47,11 @@ export interface LoraLoad {
 }
 
 /**
- * Loads `version`'s adapter into vLLM (`POST /v1/load_lora_adapter`); an adapter already loaded
- * under that name counts as loaded. A refusal fails for good (`PublishRefused`, naming the
+ * Loads `version`'s adapter into vLLM (`POST /v1/load_lora_adapter`), in place (`load_inplace`):
+ * a name vLLM already has is loaded again from this adapter, so it never keeps serving other
+ * weights under the name (a run deleted and re-created under its old name while vLLM stays up, a
+ * checkpoint the trainer rewrote after a crash). A server too old for `load_inplace` answers that
+ * the name is already loaded: that counts as loaded. A refusal fails for good (`PublishRefused`, naming the
  * endpoint, version, adapter path and vLLM's message: the run waits for the operator); anything
  * else that fails (503, a refused connection) is retried.
  */
@@ -57,7 +60,7 @@ export async function loadLoraAdapter(load: LoraLoad): Promise<void> {
   const response = await fetch(endpoint, {
     method: 'POST',
     headers: load.headers,
-    body: JSON.stringify({ lora_name: load.version, lora_path: load.adapterPath }),
+    body: JSON.stringify({ lora_name: load.version, lora_path: load.adapterPath, load_inplace: true }),
     signal: AbortSignal.timeout(600_000),
   });
   const body = await response.text();

@@ -18,7 +18,8 @@ export interface LoraLoadRecord {
 
 /**
  * vLLM's runtime LoRA API on the fake server: `POST /v1/load_lora_adapter` loads a name (its
- * request log in `loads`), and `GET /v1/models` lists the loaded names. Error bodies take each shape
+ * request log in `loads`; a name already loaded is refused unless the request says `load_inplace`,
+ * as vLLM does), and `GET /v1/models` lists the loaded names. Error bodies take each shape
  * vLLM writes, so the client is checked against all of them.
  */
 export class FakeLoraAdapters {
@@ -36,7 +37,7 @@ export class FakeLoraAdapters {
   }
 
   load(body: string, res: ServerResponse, send: (res: ServerResponse, status: number, body: unknown) => void): void {
-    const request = JSON.parse(body) as { lora_name?: unknown; lora_path?: unknown };
+    const request = JSON.parse(body) as { lora_name?: unknown; lora_path?: unknown; load_inplace?: unknown };
     const name = typeof request.lora_name === 'string' ? request.lora_name : '';
     const path = typeof request.lora_path === 'string' ? request.lora_path : '';
     const answer = this.next.shift() ?? this.refuse;
@@ -69,7 +70,7 @@ export class FakeLoraAdapters {
           code: 500,
         },
       });
-    if (this.loaded.has(name))
+    if (this.loaded.has(name) && request.load_inplace !== true)
       return answered(400, {
         error: {
           message: `The lora adapter '${name}' has already been loaded.`,

@@ -64,6 +64,8 @@ export async function createTrainingRig(
     set?: string[];
     server?: DevServer;
     trainerEnv?: NodeJS.ProcessEnv;
+    /** The trainer's state directory (default: a new temp dir), e.g. one with a converted model in place. */
+    trainerStateDir?: string;
     /** For the rig's own client and workers (default: the configured one, as the CLI's). */
     dataConverter?: DataConverter;
   } = {},
@@ -88,7 +90,7 @@ export async function createTrainingRig(
     nativeConnection = env.nativeConnection;
   }
   const fake = await FakeOpenAIServer.start(options.behaviour ?? {});
-  const stateDir = mkdtempSync(join(tmpdir(), 'attune-trainer-'));
+  const stateDir = options.trainerStateDir ?? mkdtempSync(join(tmpdir(), 'attune-trainer-'));
   const trainer = await TrainerProcess.start(stateDir, options.trainerEnv);
   const configSet = testConfigSet(fake.url, [
     `trainer.url=${trainer.url}`,

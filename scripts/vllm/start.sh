@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Starts a local vLLM (CPU build, scripts/vllm/setup.sh) serving SmolLM2-135M-Instruct with
+# runtime LoRA loading, for `training.publish: vllm` (configs/vllm-local.yaml). Runs in the
+# foreground until stopped (Ctrl-C / SIGTERM) and prints a line when it answers:
+#   bash scripts/vllm/start.sh [--port 8000] [--state-dir .attune/trainer] [-- extra vLLM options]
+# The model is the trainer's own fp32 conversion of the SmolLM2 GGUF (<state-dir>/models/
+# smollm2-135m, made here when missing), so vLLM and the trainer tokenise and score alike.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+
+port=8000
+state_dir=.attune/trainer
+max_lora_rank=16
+max_loras=4
+max_model_len=2048
+name=smollm2-135m-instruct
+while [ $# -gt 0 ]; do
+  case $1 in
+    --port) port=$2; shift 2 ;;
+    --state-dir) state_dir=$2; shift 2 ;;
+    --max-lora-rank) max_lora_rank=$2; shift 2 ;;
+    --max-loras) max_loras=$2; shift 2 ;;
+    --max-model-len) max_model_len=$2; shift 2 ;;
+    --served-model-name) name=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "start.sh: unknown option $1 (extra vLLM options go after --)" >&2; exit 2 ;;
+  esac
+done
+say() { printf '[vllm] %s\n' "$*" >&2; }
+
+bash "$repo/scripts/vllm/setup.sh"
+mkdir -p "$state_dir"
+model=$(PYTHONPATH="$repo/trainer/src" "$repo/.venv/bin/python" -c '
+import sys
+from pathlib import Path
+from attune_trainer.models import resolve_base
+print(resolve_base("smollm2-135m", Path(sys.argv[1]).resolve()))
+' "$state_dir" | tail -1)
+
+# CPU settings: a 1 GiB KV cache is plenty for short dialogues; one OpenMP thread per process
+# keeps it from fighting the trainer for cores. Runtime LoRA loading is off unless asked for.
+export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+export VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
+export VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1
+
+say "starting vLLM on 127.0.0.1:$port serving $model as $name"
+"$repo/.venv-vllm/bin/python" -m vllm.entrypoints.openai.api_server \
+  --model "$model" --served-model-name "$name" --dtype float32 \
+  --host 127.0.0.1 --port "$port" --max-model-len "$max_model_len" \
+  --enable-lora --max-lora-rank "$max_lora_rank" --max-loras "$max_loras" "$@" &
+server=$!
+trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' INT TERM
+trap 'kill -TERM $server 2>/dev/null' EXIT
+until curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; do
+  if ! kill -0 "$server" 2>/dev/null; then wait "$server"; exit $?; fi
+  sleep 1
+done
+echo "vLLM ready: http://127.0.0.1:$port/v1 (model $name, LoRA rank <= $max_lora_rank)"
+wait "$server"
