@@ -33,15 +33,17 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
   });
   afterEach(() => fake.close());
 
-  it('loads the adapter under the version name; loading it again is not an error', async () => {
+  it('loads the adapter under the version name; loading the name again replaces its weights in place', async () => {
     const path = adapterDir(8);
+    const other = adapterDir(8);
     assert.equal(await publish('run@1', path), 'run@1');
-    assert.equal(await publish('run@1', path), 'run@1');
+    // A run re-created under its old name: the same version name, other weights.
+    assert.equal(await publish('run@1', other), 'run@1');
     assert.deepEqual(
       fake.lora.loads.map((l) => [l.name, l.path, l.status]),
       [
         ['run@1', path, 200],
-        ['run@1', path, 400],
+        ['run@1', other, 200],
       ],
     );
   });
