@@ -5,7 +5,8 @@ import { trainingSettingsSchema, type TrainingSettings } from '../core/training/
 import { requireScenarioLibrary } from '../scenarios/library.js';
 import { buildEvaluationInput } from './evaluationInputFromConfig.js';
 import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
-import { samplesPerScenarioOf, type AttuneConfig } from './schema.js';
+import { samplesPerScenarioOf } from './crossFieldChecks.js';
+import type { AttuneConfig } from './schema.js';
 import { taskQueuesFor } from './taskQueues.js';
 
 /** The training workflow's input, built and checked on the client (scenarios, endpoints, evaluation set). */
