@@ -1,12 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import type { WorkflowHandle } from '@temporalio/client';
-import {
-  trainingStatusQuery,
-  trainingWorkflowId,
-  type training,
-  type TrainingStatus,
-} from '../../src/workflows/training.js';
+import { trainingWorkflowId, type training, type TrainingStatus } from '../../src/workflows/training.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../../src/core/training/sameTrainerError.js';
 import { trainingStatus } from '../../src/client/trainingControl.js';
 import { attune } from '../cli/attuneProcess.js';
@@ -22,6 +17,7 @@ import {
 } from '../support/tmpfs.js';
 import { essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
+import { statusWhen } from '../support/statusWhen.js';
 
 // Simulator answers depend only on the request, so every run of the same seed sees the same dialogues.
 const BEHAVIOUR = { analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }) };
@@ -40,23 +36,6 @@ const GREEDY = [...TINY_TRAINING('ppo', STEPS), 'policy.temperature=0'];
 const TMPFS_MIB = 16;
 
 type Essentials = ReturnType<typeof essentials>;
-
-async function statusWhen(
-  rig: TrainingRig,
-  run: string,
-  predicate: (s: TrainingStatus) => boolean,
-  what: string,
-  timeoutMs: number,
-): Promise<TrainingStatus> {
-  const handle = rig.client.workflow.getHandle(trainingWorkflowId(run));
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const status = await handle.query(trainingStatusQuery);
-    if (predicate(status)) return status;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last status ${JSON.stringify(status)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** The run's status once it waits for the operator. */
 function waitingForOperator(rig: TrainingRig, run: string, timeoutMs: number): Promise<TrainingStatus> {

@@ -2,23 +2,7 @@ import assert from 'node:assert/strict';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '../../src/workflows/training.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
-
-/** Asks the run's status until `predicate` holds: the condition is the run's own report, not elapsed time. */
-async function statusWhen(
-  rig: TrainingRig,
-  run: string,
-  predicate: (s: TrainingStatus) => boolean,
-  what: string,
-): Promise<TrainingStatus> {
-  const handle = rig.client.workflow.getHandle(trainingWorkflowId(run));
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const status = await handle.query(trainingStatusQuery);
-    if (predicate(status)) return status;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last status ${JSON.stringify(status)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { statusWhen } from '../support/statusWhen.js';
 
 describe('operating a training run: pause, resume, stop, set', function () {
   this.timeout(300_000);

@@ -1,27 +1,12 @@
 import assert from 'node:assert/strict';
-import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '../../src/workflows/training.js';
+import type { TrainingStatus } from '../../src/workflows/training.js';
 import { attune } from '../cli/attuneProcess.js';
 import type { LoraAnswer } from '../support/fakeLora.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
+import { statusWhen } from '../support/statusWhen.js';
 
 /** One GRPO step with a LoRA adapter published to the fake vLLM (policy.baseURL). */
 const VLLM = [...TINY_TRAINING('grpo', 1), 'training.publish=vllm', 'training.lora.r=8'];
-
-async function statusWhen(
-  rig: TrainingRig,
-  run: string,
-  predicate: (s: TrainingStatus) => boolean,
-  what: string,
-): Promise<TrainingStatus> {
-  const handle = rig.client.workflow.getHandle(trainingWorkflowId(run));
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const status = await handle.query(trainingStatusQuery);
-    if (predicate(status)) return status;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last status ${JSON.stringify(status)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('training.publish: vllm against the fake vLLM (real dev server, real trainer)', function () {
   this.timeout(600_000);

@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import type { temporal } from '@temporalio/proto';
 import { DevServer } from '../../src/temporal/devServer.js';
 import type { AttuneConfig } from '../../src/config/schema.js';
-import { trainingStatusQuery, trainingWorkflowId, type TrainingStatus } from '../../src/workflows/training.js';
+import { trainingWorkflowId } from '../../src/workflows/training.js';
 import { attune } from '../cli/attuneProcess.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
+import { statusWhen as statusWithin } from '../support/statusWhen.js';
 
 /**
  * `training.publish: vllm` against a real vLLM (CPU build) serving SmolLM2-135M-Instruct with
@@ -93,21 +94,9 @@ function publishLatencies(history: temporal.api.history.v1.IHistory): number[] {
 
 const maxDiff = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]!)));
 
-async function statusWhen(
-  rig: TrainingRig,
-  run: string,
-  predicate: (s: TrainingStatus) => boolean,
-  what: string,
-): Promise<TrainingStatus> {
-  const handle = rig.client.workflow.getHandle(trainingWorkflowId(run));
-  const deadline = Date.now() + 300_000;
-  for (;;) {
-    const status = await handle.query(trainingStatusQuery);
-    if (predicate(status)) return status;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last status ${JSON.stringify(status)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/** vLLM on CPU is slow: a longer bound than the support's default. */
+const statusWhen = (...[rig, run, predicate, what]: Parameters<typeof statusWithin>) =>
+  statusWithin(rig, run, predicate, what, 300_000);
 
 describe('training.publish: vllm against a real vLLM (SmolLM2-135M on CPU, real trainer, real dev server)', function () {
   this.timeout(900_000);
