@@ -1,5 +1,8 @@
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/common';
 
+/** `rollout.maxWaitMinutes` by default: a day, long enough for an operator to notice and fix an outage. */
+export const DEFAULT_MAX_WAIT_MINUTES = 24 * 60;
+
 /**
  * Failures of an LLM call that an operator can fix by bringing the endpoint back: timeouts, 429,
  * 5xx and an endpoint out of reach. A rejected request (4xx) or an unparseable reply is not one.

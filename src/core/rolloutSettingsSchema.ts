@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SAGE_INITIAL_EMOTION } from './emotion.js';
+import { DEFAULT_MAX_WAIT_MINUTES } from './outageWait.js';
 
 export const retryPolicySchema = z.strictObject({
   initialIntervalMs: z.number().int().positive().default(1000),
@@ -53,7 +54,6 @@ export const simulatorOptionsSchema = z.strictObject({
  * Minutes a dialogue waits at an LLM call whose endpoint stayed down past its retries (timeouts,
  * 429, 5xx, refused connections) for an operator to continue it; then it fails. 0: fail at once.
  */
-export const DEFAULT_MAX_WAIT_MINUTES = 24 * 60;
 export const maxWaitMinutesSchema = z.number().min(0).default(DEFAULT_MAX_WAIT_MINUTES);
 
 export const rolloutSettingsSchema = z.strictObject({

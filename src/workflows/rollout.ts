@@ -20,12 +20,8 @@ import type { ScenarioRef } from '../activities/scenarios.js';
 import { Dialogue } from '../core/dialogue.js';
 import { emotionAfterTurn } from '../core/emotion.js';
 import { playTurn, type DialogueCalls, type TurnPhase } from '../core/dialogueTurn.js';
-import {
-  DEFAULT_MAX_WAIT_MINUTES,
-  type RetryPolicySettings,
-  type RolloutSettings,
-} from '../core/rolloutSettingsSchema.js';
-import { waitingDetails } from '../core/outageWait.js';
+import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettingsSchema.js';
+import { DEFAULT_MAX_WAIT_MINUTES, waitingDetails } from '../core/outageWait.js';
 import type { Scenario } from '../core/scenario.js';
 import type { Outcome } from '../core/termination.js';
 import type { RolloutSummary } from '../core/transcript.js';

@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.js';
 import { continueSignal, WAIT_AT_OUTAGE_PATCH } from '../../src/workflows/outageWait.js';
 import type { RecordedCall } from '../support/fakeOpenAI.js';
 import { patchIds } from '../support/historyMarkers.js';
-import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
+import { sharedWorkflowBundle } from '../support/temporalEnv.js';
+import { createRolloutRig, FIXTURE_SCENARIOS, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
+import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluations.js';
+import { listWaitingRollouts } from '../../src/client/waitingRollouts.js';
+import { evaluationProgressQuery } from '../../src/workflows/evaluation.js';
 
 const SCENARIO = 'test-venting-negative-baker';
 const RETRIES = ['simulator.retry.maximumAttempts=2', 'policy.retry.maximumAttempts=2'];
@@ -81,8 +86,10 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
     assert.equal(resumed.reward, undisturbed.reward);
     assert.equal(resumed.turns, undisturbed.turns);
     assert.deepEqual(answeredTwice(rig.fake.calls.slice(before)), [], 'no finished call was made again');
-    const events = (await handle.fetchHistory()).events ?? [];
-    assert.ok(patchIds(events).includes(WAIT_AT_OUTAGE_PATCH));
+    const history = await handle.fetchHistory();
+    assert.ok(patchIds(history.events ?? []).includes(WAIT_AT_OUTAGE_PATCH));
+    // The wait and the signal replay with the same code (the determinism guard of recorded histories).
+    await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, handle.workflowId);
     const after = await handle.describe();
     assert.equal(after.typedSearchAttributes.get(SEARCH_ATTRIBUTES.outcome), resumed.outcome);
   });
@@ -109,5 +116,38 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
       events.some((e) => e.timerStartedEventAttributes),
       'it waited (a timer for the bound) before it failed',
     );
+  });
+
+  it('an evaluation: its dialogues wait too, counted in its progress, and go on to the undisturbed score', async () => {
+    rig = await createRolloutRig({ behaviour, set: RETRIES });
+    await rig.startWorkers();
+    const plain = buildEvaluationInput(rig.config, {
+      scenarios: FIXTURE_SCENARIOS,
+      evalId: `eval-plain-${Date.now()}`,
+    });
+    const undisturbed = await (await startEvaluation(rig.env.client, rig.config, plain)).result();
+    assert.equal(undisturbed.failed, 0);
+
+    down = true;
+    const input = buildEvaluationInput(rig.config, { scenarios: FIXTURE_SCENARIOS, evalId: `eval-wait-${Date.now()}` });
+    const handle = await startEvaluation(rig.env.client, rig.config, input);
+    const deadline = Date.now() + 60_000;
+    while ((await handle.query(evaluationProgressQuery)).waiting !== undisturbed.count) {
+      if (Date.now() > deadline) throw new Error('the evaluation never counted its dialogues waiting');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    let waiting = await listWaitingRollouts(rig.client, input.evalId);
+    while (waiting.length < undisturbed.count) {
+      if (Date.now() > deadline) throw new Error(`visibility lists ${waiting.length} waiting dialogues`);
+      await new Promise((r) => setTimeout(r, 200));
+      waiting = await listWaitingRollouts(rig.client, input.evalId);
+    }
+    down = false;
+    for (const w of waiting) await rig.client.workflow.getHandle(w.rolloutId).signal(continueSignal);
+    const summary = await handle.result();
+    assert.equal(summary.failed, 0);
+    assert.equal(summary.count, undisturbed.count);
+    assert.equal(summary.score, undisturbed.score);
+    assert.equal((await handle.query(evaluationProgressQuery)).waiting, 0);
   });
 });
