@@ -93,7 +93,7 @@ describe('a rollout in the real Temporal UI (dev server with its UI, headless Ch
     }
     const text = await frame.locator('body').innerText();
     assert.match(text, /waiting for an operator\s*at turn 2 · analysis of the reply \(emotion 43\)/);
-    assert.match(text, /endpoint\s*http:\/\/127\.0\.0\.1:\d+\/v1 \(model "fake-simulator"\)/);
+    assert.match(text, /endpoint\s*http:\/\/127\.0\.0\.1:\d+\/v1 \(model ["“]fake-simulator["”]\)/);
     assert.match(text, /last error\s*.*HTTP 500/);
     assert.match(text, /signal\s*continue/);
     mkdirSync(SHOTS, { recursive: true });
