@@ -7,6 +7,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import type { FinishedCalls } from '../activities/dialogueTurn.js';
 import { lastErrorOf, operatorFixable, type WaitingCall, type WaitingNotice } from '../core/outageWait.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
@@ -21,6 +23,13 @@ export const rolloutWaitingSignal = defineSignal<[WaitingNotice]>('rolloutWaitin
 /** Where a call goes, as the waiting details name it. */
 export function endpointName(endpoint: Pick<EndpointCall, 'baseURL' | 'model'>): string {
   return `${endpoint.baseURL} (model "${endpoint.model}")`;
+}
+
+/** The calls a failed turn activity had finished, as its failure carries them (see playDialogueTurn). */
+export function finishedCallsOf(error: unknown): FinishedCalls | undefined {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  const details = cause instanceof ApplicationFailure ? cause.details?.[0] : undefined;
+  return details && typeof details === 'object' ? (details as FinishedCalls) : undefined;
 }
 
 /** Tells the parent, if any; a parent that is gone has nobody to tell. */
@@ -60,16 +69,20 @@ export class OutageWait {
     });
   }
 
+  /** `again`: the arguments of the call made after the wait (default: the same). */
   guard<A extends unknown[], R>(
     call: (...args: A) => Promise<R>,
     where: () => { call: string; endpoint: string },
+    again: (error: unknown, args: A) => A = (_error, args) => args,
   ): (...args: A) => Promise<R> {
-    return async (...args: A) => {
+    return async (...first: A) => {
+      let args = first;
       for (;;) {
         try {
           return await call(...args);
         } catch (error) {
           if (!operatorFixable(error) || !(await this.waited(error, where()))) throw error;
+          args = again(error, args);
         }
       }
     };

@@ -10,6 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ResumedTurnInput } from '../activities/dialogueTurn.js';
 import type {
   ArtifactActivities,
   DialogueTurnActivities,
@@ -30,7 +31,7 @@ import * as timeline from '../core/rolloutTimeline.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { summarisedCall } from './summarisedCall.js';
-import { endpointName, OutageWait, WAIT_AT_OUTAGE_PATCH } from './outageWait.js';
+import { endpointName, finishedCallsOf, OutageWait, WAIT_AT_OUTAGE_PATCH } from './outageWait.js';
 
 export interface RolloutInput {
   rolloutId: string;
@@ -273,12 +274,14 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
       if (turnActivity) {
         progress.phase = 'turn';
         showDetails();
-        // A turn waits as a whole: going on plays the turn again (its finished calls with it).
+        // A turn waits as a whole; going on plays it again after the calls its failure says it finished.
         const turnSummary = () => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion);
-        played = await waitable(
+        played = await gate.guard(
           summarisedCall(turnActivity.playDialogueTurn, say(turnSummary)),
-          turnSummary,
-          `${policyAt}, ${simulatorAt}`,
+          () => ({ call: turnSummary(), endpoint: `${policyAt}, ${simulatorAt}` }),
+          (error, [playedFrom]): [ResumedTurnInput] => [
+            { ...playedFrom, finished: finishedCallsOf(error) ?? playedFrom.finished },
+          ],
         )(turnInput);
       } else played = await playTurn(callsOfTurn, turnInput, onPhase);
       if (partition.add(played.record) && patched(TRANSCRIPT_PARTS_PATCH))

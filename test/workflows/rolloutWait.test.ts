@@ -94,6 +94,24 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
     assert.equal(after.typedSearchAttributes.get(SEARCH_ATTRIBUTES.outcome), resumed.outcome);
   });
 
+  it('rollout.activityPer=turn: the turn waits, and going on does not make its finished policy call again', async () => {
+    rig = await createRolloutRig({ behaviour, set: [...RETRIES, 'rollout.activityPer=turn'] });
+    await rig.startWorkers();
+    const scenario = fixtureScenario(SCENARIO);
+    const undisturbed = await rig.runRollout(scenario, 13, { maxTurns: 4 });
+    const before = rig.fake.calls.length;
+    down = true;
+    const handle = await rig.startRollout(scenario, 13, { maxTurns: 4 });
+    assert.match(await waitingDetails(rig, handle.workflowId), /at turn 3 · policy reply, analysis, user reply/);
+    down = false;
+    await handle.signal(continueSignal);
+    const resumed = await handle.result();
+    assert.deepEqual(resumed.emotions, undisturbed.emotions);
+    const calls = rig.fake.calls.slice(before);
+    assert.deepEqual(answeredTwice(calls), [], 'no finished call was made again');
+    assert.equal(calls.filter((c) => c.role === 'policy' && c.status === 200).length, 4, 'one policy reply per turn');
+  });
+
   it('a wait past rollout.maxWaitMinutes fails the dialogue as before', async () => {
     rig = await createRolloutRig({ behaviour, set: [...RETRIES, 'rollout.maxWaitMinutes=0.01'] });
     await rig.startWorkers();
