@@ -30,11 +30,12 @@ Usage: npm run chaos [-- options]
 Fault kinds:
 ${ALL_FAULT_KINDS.map((k) => `  ${k.padEnd(22)} ${FAULT_KINDS[k].describe} (${FAULT_KINDS[k].phase})`).join('\n')}
 
-The run: PPO on the tiny random model served by the real trainer, greedy policy (a dialogue
-rolled out again after an outage is the same dialogue), 4 dialogues per step from scenarios/train,
+The run: PPO on the tiny random model served by the real trainer, sampling at temperature 1 (a
+dialogue met by an outage waits at its failed call and goes on from it after the resume, so the run
+still matches the undisturbed one), 4 dialogues per step from scenarios/train,
 2 turns, the fake OpenAI server as the simulated user, a real Temporal dev server (SQLite) and
-worker processes. Any step whose dialogues fail waits for the operator; the soak plays the operator
-(brings the endpoint back, then resumes). Checked at the end: every fault injected, all steps
+worker processes. A step whose dialogues wait at an outage (or fail) waits for the operator; the
+soak plays the operator (brings the endpoint back, then resumes: the waiting dialogues go on). Checked at the end: every fault injected, all steps
 completed, the trainer applied each step once, one metrics line per step, every dialogue trained on
 once, metrics identical to the undisturbed run. Recovery: from a killed process's return to the
 run's next successful LLM call (or the run's end).
@@ -54,7 +55,8 @@ function soakSet(steps: number, seed: number): string[] {
     `training.seed=${seed}`,
     `scenarios.train=${join(REPO_ROOT, 'scenarios', 'train')}`,
     `training.scenariosPerStep=${ROLLOUTS_PER_STEP}`,
-    'policy.temperature=0',
+    // Sampling as in training: outages are waited out at the failed call, never rolled out again.
+    'policy.temperature=1',
     // Two updates per step, so the trainer's during_update fault can fire.
     'training.hyperparameters.ppo_epochs=2',
     // Any failed dialogue stops the step for the operator instead of training on fewer.

@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { analysisSchema } from '../core/analysis.js';
 import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
@@ -36,14 +37,19 @@ const finishedCallsSchema = z.object({
   reply: z.looseObject({ text: z.string(), latencyMs: z.number(), usage: usageSchema }).optional(),
 });
 
-interface FinishedCalls {
+export interface FinishedCalls {
   policy?: PolicyTurnResult;
   analysis?: AnalysisResult;
   reply?: UserMessageResult;
 }
 
-function finishedCallsFrom(context: Context): FinishedCalls {
-  const details: unknown = context.info.heartbeatDetails;
+/** A turn played again after a wait at its failed call: the calls it had finished (see src/workflows/outageWait.ts). */
+export interface ResumedTurnInput extends TurnInput {
+  finished?: FinishedCalls;
+}
+
+function finishedCallsFrom(context: Context, given: FinishedCalls | undefined): FinishedCalls {
+  const details: unknown = context.info.heartbeatDetails ?? given;
   if (details === undefined || details === null) return {};
   const parsed = finishedCallsSchema.safeParse(details);
   if (parsed.success) return parsed.data as FinishedCalls;
@@ -62,10 +68,10 @@ function finishedCallsFrom(context: Context): FinishedCalls {
  */
 export function createDialogueTurnActivities(calls: DialogueCalls) {
   return {
-    async playDialogueTurn(input: TurnInput): Promise<PlayedTurn> {
+    async playDialogueTurn({ finished: given, ...input }: ResumedTurnInput): Promise<PlayedTurn> {
       const context = Context.current();
       const resumable = !context.info.isLocal;
-      const finished = resumable ? finishedCallsFrom(context) : {};
+      const finished = resumable ? finishedCallsFrom(context, given) : {};
       const record = () => {
         if (resumable) context.heartbeat(finished);
       };
@@ -89,6 +95,17 @@ export function createDialogueTurnActivities(calls: DialogueCalls) {
           },
           input,
         );
+      } catch (error) {
+        // The finished calls travel with the failure, so a turn that waited for an operator and is
+        // played again after its retries ran out does not make them again.
+        if (!resumable || !(error instanceof ApplicationFailure) || Object.keys(finished).length === 0) throw error;
+        throw ApplicationFailure.create({
+          message: error.message,
+          type: error.type ?? undefined,
+          nonRetryable: error.nonRetryable ?? undefined,
+          details: [finished],
+          cause: error.cause,
+        });
       } finally {
         if (keepAlive) clearInterval(keepAlive);
       }

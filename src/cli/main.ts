@@ -13,6 +13,7 @@ import { trainCommand } from './commands/train.js';
 import { demoCommand } from './commands/demo.js';
 import { runControlCommand } from './commands/runControl.js';
 import { rolloutCommand } from './commands/rollout.js';
+import { rolloutsCommand } from './commands/rollouts.js';
 import { scenariosCommand } from './commands/scenarios.js';
 import { workerCommand } from './commands/worker.js';
 import { terminalSafe } from '../core/terminalText.js';
@@ -84,7 +85,11 @@ const COMMANDS: Record<string, CommandEntry> = {
     flags: ['--json', ...CONFIG_FLAGS],
   },
   pause: { run: runControlCommand('pause'), summary: 'pause a run (in-flight rollouts finish)', flags: CONFIG_FLAGS },
-  resume: { run: runControlCommand('resume'), summary: 'resume a paused or blocked run', flags: CONFIG_FLAGS },
+  resume: {
+    run: runControlCommand('resume'),
+    summary: 'resume a paused or blocked run; waiting dialogues retry their failed call',
+    flags: CONFIG_FLAGS,
+  },
   stop: { run: runControlCommand('stop'), summary: 'stop a run after its current step', flags: CONFIG_FLAGS },
   set: {
     run: runControlCommand('set'),
@@ -96,6 +101,12 @@ const COMMANDS: Record<string, CommandEntry> = {
     summary: 'list training runs (runs list), or show one (runs show NAME)',
     subcommands: ['list', 'show'],
     flags: ['--json', ...CONFIG_FLAGS],
+  },
+  rollouts: {
+    run: rolloutsCommand,
+    summary: 'list the dialogues of a run that wait for an operator (rollouts list NAME --waiting)',
+    subcommands: ['list'],
+    flags: ['--waiting', '--json', ...CONFIG_FLAGS],
   },
   schedule: {
     run: scheduleCommand,

@@ -67,6 +67,7 @@ export function rolloutSettingsFromConfig(
     initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,
     maxTurns: overrides.maxTurns ?? rollout.maxTurns,
     think: overrides.think ?? rollout.think,
+    maxWaitMinutes: rollout.maxWaitMinutes,
     ...(rollout.policySystemPrompt !== undefined ? { policySystemPrompt: rollout.policySystemPrompt } : {}),
     policy: {
       ...callFields(policy, endpointCallSchema),

@@ -5,6 +5,7 @@ import { RLVER_TRAINING_INITIAL_EMOTION, SAGE_INITIAL_EMOTION } from '../core/em
 import {
   activityScopes,
   dialogueBounds,
+  maxWaitMinutesSchema,
   endpointCallSchema,
   llmCallModes,
   retryPolicySchema,
@@ -148,6 +149,7 @@ export const configSchema = z
          * activity`, 60 s with `local`, where a workflow task stays open while its local calls run.
          */
         workflowTaskTimeoutMs: dialogueBounds.workflowTaskTimeoutMs.optional(),
+        maxWaitMinutes: maxWaitMinutesSchema,
       })
       .prefault({}),
     scenarios: z

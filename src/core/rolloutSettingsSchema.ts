@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SAGE_INITIAL_EMOTION } from './emotion.js';
+import { DEFAULT_MAX_WAIT_MINUTES } from './outageWait.js';
 
 export const retryPolicySchema = z.strictObject({
   initialIntervalMs: z.number().int().positive().default(1000),
@@ -49,6 +50,12 @@ export const simulatorOptionsSchema = z.strictObject({
   analysisMaxChars: z.number().int().positive().optional(),
 });
 
+/**
+ * Minutes a dialogue waits at an LLM call whose endpoint stayed down past its retries (timeouts,
+ * 429, 5xx, refused connections) for an operator to continue it; then it fails. 0: fail at once.
+ */
+export const maxWaitMinutesSchema = z.number().min(0).default(DEFAULT_MAX_WAIT_MINUTES);
+
 export const rolloutSettingsSchema = z.strictObject({
   /** How the workflow runs its LLM calls; see src/workflows/rollout.ts. Absent (older inputs) = activity. */
   llmCalls: z.enum(llmCallModes).default('activity'),
@@ -59,6 +66,7 @@ export const rolloutSettingsSchema = z.strictObject({
   initialEmotion: dialogueBounds.initialEmotion.default(SAGE_INITIAL_EMOTION),
   maxTurns: dialogueBounds.maxTurns.default(8),
   think: z.boolean().default(false),
+  maxWaitMinutes: maxWaitMinutesSchema,
   /** Replaces the default policy system prompt when set. */
   policySystemPrompt: z.string().optional(),
   /** Queue of the rollout workflows' own activities (artifact writes). */

@@ -23,6 +23,7 @@ import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { boundedFanOut, counted, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
+import { DialogueWaits } from './dialogueWaits.js';
 
 export interface EvaluationScenario {
   id: string;
@@ -80,6 +81,10 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
   const dialogues = planEvaluationDialogues(input.evalId, input.scenarios, input.seed, repeats);
   const progress: EvaluationProgress = { total: dialogues.length, done: 0, failed: 0, inFlight: 0 };
   setHandler(evaluationProgressQuery, () => progress);
+  // Dialogues waiting at a failed call are counted here and reported to the training run, if any, whose resume continues them.
+  const waits = new DialogueWaits(() => {
+    progress.waiting = waits.count;
+  }, true);
   const outcomes = await boundedFanOut(dialogues, input.concurrency, (dialogue) =>
     counted(progress, () =>
       executeChild(rollout, {

@@ -10,6 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { ResumedTurnInput } from '../activities/dialogueTurn.js';
 import type {
   ArtifactActivities,
   DialogueTurnActivities,
@@ -21,6 +22,7 @@ import { Dialogue } from '../core/dialogue.js';
 import { emotionAfterTurn } from '../core/emotion.js';
 import { playTurn, type DialogueCalls, type TurnPhase } from '../core/dialogueTurn.js';
 import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettingsSchema.js';
+import { DEFAULT_MAX_WAIT_MINUTES, waitingDetails } from '../core/outageWait.js';
 import type { Scenario } from '../core/scenario.js';
 import type { Outcome } from '../core/termination.js';
 import type { RolloutSummary } from '../core/transcript.js';
@@ -29,6 +31,7 @@ import * as timeline from '../core/rolloutTimeline.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { summarisedCall } from './summarisedCall.js';
+import { endpointName, finishedCallsOf, OutageWait, WAIT_AT_OUTAGE_PATCH } from './outageWait.js';
 
 export interface RolloutInput {
   rolloutId: string;
@@ -197,10 +200,24 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     phase: 'opening',
   };
   setHandler(rolloutProgressQuery, () => progress);
+  const maxWaitMinutes = settings.maxWaitMinutes ?? DEFAULT_MAX_WAIT_MINUTES;
   const showDetails = () => {
-    if (summaries)
-      setCurrentDetails(timeline.rolloutDetails({ scenarioId: scenario.id, maxTurns: settings.maxTurns, ...progress }));
+    const details = timeline.rolloutDetails({ scenarioId: scenario.id, maxTurns: settings.maxTurns, ...progress });
+    if (gate.waiting) setCurrentDetails(`${waitingDetails(gate.waiting, maxWaitMinutes)}\n\n${details}`);
+    else if (summaries) setCurrentDetails(details);
   };
+  // Asked only when a call first fails that way: histories recorded before it failed there as before.
+  const gate = new OutageWait({
+    enabled: () => patched(WAIT_AT_OUTAGE_PATCH),
+    rolloutId: input.rolloutId,
+    maxWaitMinutes,
+    onChange: showDetails,
+  });
+  const policyAt = endpointName(settings.policy);
+  const simulatorAt = endpointName(settings.simulator);
+  /** A call that waits for an operator when its endpoint stays down; `call` names it in the details. */
+  const waitable = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, call: () => string, endpoint: string) =>
+    gate.guard(fn, () => ({ call: call(), endpoint }));
   showDetails();
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.kind, value: 'rollout' },
@@ -209,27 +226,39 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     ...(step !== null ? [{ key: SEARCH_ATTRIBUTES.step, value: step }] : []),
   ]);
 
-  await dialogue.open(summarisedCall(simulator.writeUserMessage, say(timeline.openingSummary)));
+  await dialogue.open(
+    waitable(
+      summarisedCall(simulator.writeUserMessage, say(timeline.openingSummary)),
+      timeline.openingSummary,
+      simulatorAt,
+    ),
+  );
   // Per call, the workflow plays the turn itself and each call is an activity; per turn, one activity plays it.
   // (Activity proxies have no own keys to spread: each function is looked up by name.)
   let emotionAfterAnalysis = progress.emotion;
-  const analyse = summarisedCall(
-    simulator.analyzeAssistantReply,
-    say(() => timeline.analysisSummary(progress.turn, progress.emotion)),
+  const analysisSummary = () => timeline.analysisSummary(progress.turn, progress.emotion);
+  const analyse = waitable(
+    summarisedCall(simulator.analyzeAssistantReply, say(analysisSummary)),
+    analysisSummary,
+    simulatorAt,
   );
+  const policyReplySummary = () => timeline.policyReplySummary(progress.turn);
+  const userReplySummary = () => timeline.userReplySummary(progress.turn, progress.emotion, emotionAfterAnalysis);
   const callsOfTurn: DialogueCalls = {
-    generatePolicyTurn: summarisedCall(
-      policy.generatePolicyTurn,
-      say(() => timeline.policyReplySummary(progress.turn)),
+    generatePolicyTurn: waitable(
+      summarisedCall(policy.generatePolicyTurn, say(policyReplySummary)),
+      policyReplySummary,
+      policyAt,
     ),
     analyzeAssistantReply: async (callInput) => {
       const analysed = await analyse(callInput);
       emotionAfterAnalysis = emotionAfterTurn(progress.emotion, analysed.analysis.emotionChange);
       return analysed;
     },
-    writeUserMessage: summarisedCall(
-      simulator.writeUserMessage,
-      say(() => timeline.userReplySummary(progress.turn, progress.emotion, emotionAfterAnalysis)),
+    writeUserMessage: waitable(
+      summarisedCall(simulator.writeUserMessage, say(userReplySummary)),
+      userReplySummary,
+      simulatorAt,
     ),
   };
   const onPhase = (phase: TurnPhase) => {
@@ -245,9 +274,14 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
       if (turnActivity) {
         progress.phase = 'turn';
         showDetails();
-        played = await summarisedCall(
-          turnActivity.playDialogueTurn,
-          say(() => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion)),
+        // A turn waits as a whole; going on plays it again after the calls its failure says it finished.
+        const turnSummary = () => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion);
+        played = await gate.guard(
+          summarisedCall(turnActivity.playDialogueTurn, say(turnSummary)),
+          () => ({ call: turnSummary(), endpoint: `${policyAt}, ${simulatorAt}` }),
+          (error, [playedFrom]): [ResumedTurnInput] => [
+            { ...playedFrom, finished: finishedCallsOf(error) ?? playedFrom.finished },
+          ],
         )(turnInput);
       } else played = await playTurn(callsOfTurn, turnInput, onPhase);
       if (partition.add(played.record) && patched(TRANSCRIPT_PARTS_PATCH))

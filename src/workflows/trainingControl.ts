@@ -17,6 +17,8 @@ import {
   type TrainingStatus,
 } from '../core/training/trainingState.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
+import { waitingReason } from '../core/outageWait.js';
+import { DialogueWaits } from './dialogueWaits.js';
 
 export const trainingStatusQuery = defineQuery<TrainingStatus>('trainingStatus');
 export const pauseUpdate = defineUpdate<TrainingStatus>('pause');
@@ -32,6 +34,10 @@ export class TrainingControl {
   private phase: TrainingPhase = 'starting';
   private blockedReason: string | null = null;
   private resumeRequested = false;
+  /** The phase the run was in when its dialogues began to wait at failed calls. */
+  private phaseBeforeWaits: TrainingPhase | null = null;
+  /** Dialogues waiting for an operator at a failed LLM call (see src/workflows/outageWait.ts). */
+  private readonly waits = new DialogueWaits(() => this.showWaits());
   /** Live counts for status; the step's fan-out keeps them up to date. */
   readonly progress: RolloutProgressCounts = { total: 0, done: 0, failed: 0, inFlight: 0 };
 
@@ -44,9 +50,14 @@ export class TrainingControl {
       state.paused = true;
       return this.status();
     });
-    setHandler(resumeUpdate, () => {
+    setHandler(resumeUpdate, async () => {
       state.paused = false;
       this.resumeRequested = true;
+      // Waiting dialogues retry their failed call and go on.
+      if (this.waits.count > 0) {
+        await this.waits.continueAll();
+        this.showWaits();
+      }
       return this.status();
     });
     setHandler(stopUpdate, () => {
@@ -75,14 +86,36 @@ export class TrainingControl {
       steps: this.inForce().steps,
       state: this.state,
       phase: this.phase,
-      progress: this.progress,
+      progress: this.waits.count > 0 ? { ...this.progress, waiting: this.waits.count } : this.progress,
       blockedReason: this.blockedReason,
     });
   }
 
   setPhase(next: TrainingPhase): void {
+    // While dialogues wait, the run shows that; the phase it moved on to comes back after.
+    if (this.phaseBeforeWaits !== null && next !== 'waiting-for-operator') this.phaseBeforeWaits = next;
+    else this.showPhase(next);
+  }
+
+  private showPhase(next: TrainingPhase): void {
     this.phase = next;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.phase, value: next }]);
+  }
+
+  /** While dialogues wait at failed calls, the run waits for the operator too, and says why. */
+  private showWaits(): void {
+    if (this.waits.count > 0) {
+      if (this.phaseBeforeWaits === null) {
+        this.phaseBeforeWaits = this.phase;
+        this.showPhase('waiting-for-operator');
+      }
+      this.blockedReason = waitingReason(this.waits.list());
+    } else if (this.phaseBeforeWaits !== null) {
+      const back = this.phaseBeforeWaits;
+      this.phaseBeforeWaits = null;
+      this.blockedReason = null;
+      this.showPhase(back);
+    }
   }
 
   /** Shown in status until the next block or resume; an evaluation failure is reported this way. */

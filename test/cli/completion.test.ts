@@ -43,6 +43,8 @@ describe('attune completion', function () {
     assert.deepEqual(bashCompletes(script, ['attune', 'status', '--log-format', '']), ['human', 'json']);
     // Completion offers the flags each command accepts, and none it rejects.
     assert.ok(bashCompletes(script, ['attune', 'eval', '--']).includes('--repeats'));
+    assert.deepEqual(bashCompletes(script, ['attune', 'rollouts', '--w']), ['--waiting']);
+    assert.deepEqual(bashCompletes(script, ['attune', 'rollouts', 'l']), ['list']);
     const codec = bashCompletes(script, ['attune', 'codec-server', '--']);
     assert.ok(!codec.includes('--codec-endpoint') && !codec.includes('--codec-auth'), codec.join(' '));
     // Every command of the table completes from its first letters.

@@ -52,4 +52,28 @@ describe('rate-limit waits in attune status', () => {
       /^rate-limit waits {4}policy waited 3 times, 1\.3 s; simulator waited 1 time, 0\.5 s \(step 2\)$/m,
     );
   });
+
+  it('counts the dialogues waiting at a failed call and says how to list them', () => {
+    const status = {
+      runName: 'r',
+      algorithm: 'grpo',
+      step: 1,
+      steps: 2,
+      phase: 'waiting-for-operator',
+      paused: false,
+      stopRequested: false,
+      version: 'r@0',
+      rollouts: { done: 0, failed: 0, inFlight: 4, total: 4, waiting: 3 },
+      blockedReason: '3 dialogues wait for an operator at a failed LLM call',
+      lastMetrics: null,
+      etaMs: null,
+      live: {},
+    } as unknown as TrainingStatus;
+    const shown = renderStatus(status);
+    assert.match(shown, /4 in flight \(3 waiting at a failed call: attune rollouts list r --waiting\), of 4/);
+    assert.doesNotMatch(
+      renderStatus({ ...status, rollouts: { done: 0, failed: 0, inFlight: 4, total: 4 } }),
+      /waiting at/,
+    );
+  });
 });

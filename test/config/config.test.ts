@@ -160,6 +160,19 @@ describe('configuration', () => {
     );
   });
 
+  it('passes rollout.maxWaitMinutes to the rollouts: a day by default, 0 to fail at once, never negative', () => {
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).maxWaitMinutes, 1440);
+    assert.equal(
+      rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.maxWaitMinutes=0.5'] })).maxWaitMinutes,
+      0.5,
+    );
+    assert.equal(
+      rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.maxWaitMinutes=0'] })).maxWaitMinutes,
+      0,
+    );
+    assert.throws(() => loadConfig({ env: {}, set: ['rollout.maxWaitMinutes=-1'] }), /rollout\.maxWaitMinutes/);
+  });
+
   it('passes rollout.llmCalls to the workflows (activity by default)', () => {
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).llmCalls, 'activity');
     assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).llmCalls, 'local');

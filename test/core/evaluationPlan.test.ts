@@ -18,6 +18,7 @@ const settings: RolloutSettings = {
   initialEmotion: 40,
   maxTurns: 10,
   think: false,
+  maxWaitMinutes: 60,
   artifactsTaskQueue: 'a',
   policy: { ...endpoint, baseURL: 'http://policy/v1', model: 'p', temperature: 0.7 },
   simulator: {

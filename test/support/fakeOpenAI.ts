@@ -204,11 +204,16 @@ export class FakeOpenAIServer {
       this.waiters.splice(this.waiters.indexOf(waiter), 1);
       waiter.resolve();
     }
-    const lastMessage = body.messages[body.messages.length - 1]?.content ?? '';
-    const personaName = /Name: (.+)/.exec(body.messages[0]?.content ?? '')?.[1] ?? null;
+    const messages = body.messages;
+    const lastMessage = messages[messages.length - 1]?.content ?? '';
+    const personaName = /Name: (.+)/.exec(messages[0]?.content ?? '')?.[1] ?? null;
+    const turn =
+      role === 'policy'
+        ? messages.filter((m) => m.role === 'assistant').length + 1
+        : (lastMessage.match(/^Assistant: /gm)?.length ?? 0) + (role === 'analysis' ? 1 : 0);
     const fault =
       this.faults.get(`${role}:${nth}`) ??
-      this.behaviour.fault?.({ role, nth, body, turn: 0, last: lastMessage, persona: personaName });
+      this.behaviour.fault?.({ role, nth, body, turn, last: lastMessage, persona: personaName });
     const arrivedAtMs = performance.timeOrigin + performance.now();
     const record = (status: number): void => {
       this.calls.push({ role, nth, key, status, seed: body.seed ?? null, arrivedAtMs });
@@ -243,14 +248,7 @@ export class FakeOpenAIServer {
       return;
     }
 
-    const messages = body.messages;
-    const last = messages[messages.length - 1]?.content ?? '';
-    const turn =
-      role === 'policy'
-        ? messages.filter((m) => m.role === 'assistant').length + 1
-        : (last.match(/^Assistant: /gm)?.length ?? 0) + (role === 'analysis' ? 1 : 0);
-    const persona = /Name: (.+)/.exec(messages[0]?.content ?? '')?.[1] ?? null;
-    const ctx: CallContext = { role, nth, body, turn, last, persona };
+    const ctx: CallContext = { role, nth, body, turn, last: lastMessage, persona: personaName };
     let content: string;
     if (fault === 'malformed') {
       content = 'Sorry, I cannot do that. {not json';

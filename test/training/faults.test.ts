@@ -338,12 +338,12 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     await expectSameAsBaseline(GREEDY, run);
   });
 
-  it('the policy endpoint is down longer than its retries, then back: the run waits for the operator, resume completes it', async () => {
+  it('the policy endpoint is down longer than its retries, then back: the dialogues wait at their failed call, resume continues them at temperature 1', async () => {
     const run = 'fault-policy-outage';
-    await baseline(GREEDY);
+    await baseline(SAMPLED);
     // With the trainer serving the policy, the outage is a proxy that refuses its chat completions only.
     proxy = await OutageProxy.start();
-    const set = [...GREEDY, `trainer.url=${proxy.url}`, 'policy.retry.maximumAttempts=2'];
+    const set = [...SAMPLED, `trainer.url=${proxy.url}`, 'policy.retry.maximumAttempts=2'];
     rig = await createTrainingRig({ set, behaviour: BEHAVIOUR });
     proxy.target = rig.trainer.url;
     await rig.startWorkers();
@@ -352,13 +352,19 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     proxy.down = true;
     await handle.executeUpdate('resume');
 
-    const blocked = await waitingForOperator(rig, run, 120_000);
+    const blocked = await statusWhen(
+      rig,
+      run,
+      (s) => s.phase === 'waiting-for-operator' && s.rollouts.waiting === 4,
+      'every dialogue of step 2 to wait',
+      120_000,
+    );
     assert.equal(blocked.step, 2);
-    assert.match(blocked.blockedReason ?? '', /2 of 2 rollouts failed .*HTTP 500/);
-    assert.ok(proxy.refused >= 4, `each dialogue's policy call was refused twice (${proxy.refused} refused)`);
+    assert.match(blocked.blockedReason ?? '', /4 dialogues wait for an operator .*HTTP 500/);
+    assert.ok(proxy.refused >= 8, `each dialogue's policy call was refused twice (${proxy.refused} refused)`);
 
     proxy.down = false;
     await handle.executeUpdate('resume');
-    await expectSameAsBaseline(GREEDY, run);
+    await expectSameAsBaseline(SAMPLED, run);
   });
 });

@@ -50,7 +50,13 @@ describe('training: failures end in a typed error or a wait for the operator, ne
     let endpointDown = true;
     rig = await createTrainingRig({
       behaviour: { fault: () => (endpointDown ? '500' : undefined) },
-      set: [...TINY_TRAINING('grpo', 1), 'training.maxFailedShare=1', 'policy.retry.maximumAttempts=1'],
+      // Dialogues fail (rather than wait at the failed call) once their retries run out.
+      set: [
+        ...TINY_TRAINING('grpo', 1),
+        'training.maxFailedShare=1',
+        'policy.retry.maximumAttempts=1',
+        'rollout.maxWaitMinutes=0',
+      ],
     });
     await rig.startWorkers();
     const { handle } = await rig.start('no-survivors');

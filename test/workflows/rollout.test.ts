@@ -297,7 +297,8 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
 
   it('names the endpoint when it is unreachable', async () => {
     rig = await createRolloutRig({
-      set: ['simulator.baseURL=http://127.0.0.1:9/v1', 'simulator.retry.maximumAttempts=2'],
+      // Without waiting for an operator (rollout.maxWaitMinutes=0), the dialogue fails once the retries run out.
+      set: ['simulator.baseURL=http://127.0.0.1:9/v1', 'simulator.retry.maximumAttempts=2', 'rollout.maxWaitMinutes=0'],
     });
     await rig.startWorkers();
     const error = await rig.runRollout(fixtureScenario('test-venting-negative-baker'), 2).then(

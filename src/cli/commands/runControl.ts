@@ -13,7 +13,7 @@ const HELP: Record<string, string> = {
     'attune status NAME [--json]\n\nStep, phase, rollouts done/failed in the step, last metrics and ETA of a training run, and\nevery task queue it needs that no worker polls (`waitingOn`).',
   pause: 'attune pause NAME\n\nIn-flight rollouts finish; no new one starts until `attune resume NAME`.',
   resume:
-    'attune resume NAME\n\nResumes a paused run; a run waiting for an operator after too many failed rollouts retries them.',
+    'attune resume NAME\n\nResumes a paused run; a run waiting for an operator after too many failed rollouts retries them.\nDialogues waiting at a failed LLM call (attune rollouts list NAME --waiting) retry that call\nand go on: same rollout, same seed, no finished call made again.',
   stop: 'attune stop NAME\n\nGraceful stop: the current step finishes (optimizer step, publishing, metrics), then the run ends.',
   set: 'attune set NAME key=value [key=value...]\n\nChanges a live run from its next step: learning_rate, clip_ratio, kl_coef, entropy_coef,\nvalue_learning_rate, max_grad_norm, temperature, maxInFlight, maxFailedShare, evalEvery, steps.\nBad values are rejected with the reason.',
 };

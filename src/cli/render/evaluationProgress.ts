@@ -6,7 +6,11 @@ export const finishedDialogues = (p: EvaluationProgress): number => p.done + p.f
 
 /** The redrawn terminal line: the evaluation, a bar of finished dialogues, the ETA, failures and dialogues running. */
 export function evaluationProgressBar(evalId: string, p: EvaluationProgress, etaMs: number | null): string {
-  const detail = [...(p.failed > 0 ? [`${p.failed} failed`] : []), `${p.inFlight} running`].join(', ');
+  const detail = [
+    ...(p.failed > 0 ? [`${p.failed} failed`] : []),
+    `${p.inFlight} running`,
+    ...(p.waiting ? [`${p.waiting} waiting for an operator`] : []),
+  ].join(', ');
   return formatProgress({
     label: evalId,
     done: finishedDialogues(p),
@@ -19,5 +23,6 @@ export function evaluationProgressBar(evalId: string, p: EvaluationProgress, eta
 
 /** The plain log line written whenever the counts change, off a terminal. */
 export function evaluationProgressText(p: EvaluationProgress): string {
-  return `dialogues ${finishedDialogues(p)}/${p.total} finished (${p.failed} failed, ${p.inFlight} running)`;
+  const waiting = p.waiting ? `, ${p.waiting} waiting for an operator` : '';
+  return `dialogues ${finishedDialogues(p)}/${p.total} finished (${p.failed} failed, ${p.inFlight} running${waiting})`;
 }

@@ -51,7 +51,7 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
     ['policy version', s.version],
     [
       'rollouts this step',
-      `${s.rollouts.done} done, ${s.rollouts.failed} failed, ${s.rollouts.inFlight} in flight, of ${s.rollouts.total}`,
+      `${s.rollouts.done} done, ${s.rollouts.failed} failed, ${s.rollouts.inFlight} in flight${s.rollouts.waiting ? ` (${s.rollouts.waiting} waiting at a failed call: attune rollouts list ${s.runName} --waiting)` : ''}, of ${s.rollouts.total}`,
     ],
     ['ETA', duration(s.etaMs)],
   ];

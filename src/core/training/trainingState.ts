@@ -81,6 +81,8 @@ export interface RolloutProgressCounts {
   done: number;
   failed: number;
   inFlight: number;
+  /** In-flight dialogues waiting for an operator at a failed LLM call (absent: none reported). */
+  waiting?: number;
 }
 
 export interface TrainingStatus {

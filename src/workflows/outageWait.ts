@@ -1,0 +1,108 @@
+import {
+  condition,
+  defineSignal,
+  getExternalWorkflowHandle,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import type { FinishedCalls } from '../activities/dialogueTurn.js';
+import { lastErrorOf, operatorFixable, type WaitingCall, type WaitingNotice } from '../core/outageWait.js';
+import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
+
+/** Rollouts started after this patch wait at an LLM call whose endpoint stays down past its retries. */
+export const WAIT_AT_OUTAGE_PATCH = 'wait-at-outage';
+
+/** Sent to a waiting rollout (from the Temporal UI, `attune resume` or its parent): retry the failed call and go on. */
+export const continueSignal = defineSignal('continue');
+/** Sent by a rollout to its parent when it starts and stops waiting; an evaluation passes it on to its own parent. */
+export const rolloutWaitingSignal = defineSignal<[WaitingNotice]>('rolloutWaiting');
+
+/** Where a call goes, as the waiting details name it. */
+export function endpointName(endpoint: Pick<EndpointCall, 'baseURL' | 'model'>): string {
+  return `${endpoint.baseURL} (model "${endpoint.model}")`;
+}
+
+/** The calls a failed turn activity had finished, as its failure carries them (see playDialogueTurn). */
+export function finishedCallsOf(error: unknown): FinishedCalls | undefined {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  const details = cause instanceof ApplicationFailure ? cause.details?.[0] : undefined;
+  return details && typeof details === 'object' ? (details as FinishedCalls) : undefined;
+}
+
+/** Tells the parent, if any; a parent that is gone has nobody to tell. */
+export async function tellParent(notice: WaitingNotice): Promise<void> {
+  const parent = workflowInfo().parent;
+  if (!parent) return;
+  try {
+    await getExternalWorkflowHandle(parent.workflowId).signal(rolloutWaitingSignal, notice);
+  } catch {
+    // The parent closed: the rollout still waits, and the UI or the CLI can still continue it.
+  }
+}
+
+/**
+ * A rollout's waits for an operator. A guarded call that fails on an error an operator can fix
+ * (see operatorFixable) waits for the `continue` signal, up to `maxWaitMinutes`, then is made again
+ * with the same input; anything else, or a wait nobody answers, fails as before. The rollout's
+ * finished calls stay in its history, so none of them is made again.
+ */
+export class OutageWait {
+  private continued = false;
+  /** The call the rollout waits at now, if it waits. */
+  waiting: WaitingCall | null = null;
+
+  constructor(
+    private readonly options: {
+      /** Whether this rollout waits (a patch check: asked only when a call fails that way). */
+      enabled: () => boolean;
+      rolloutId: string;
+      maxWaitMinutes: number;
+      /** The details to show again (they name the wait while there is one). */
+      onChange: () => void;
+    },
+  ) {
+    setHandler(continueSignal, () => {
+      this.continued = true;
+    });
+  }
+
+  /** `again`: the arguments of the call made after the wait (default: the same). */
+  guard<A extends unknown[], R>(
+    call: (...args: A) => Promise<R>,
+    where: () => { call: string; endpoint: string },
+    again: (error: unknown, args: A) => A = (_error, args) => args,
+  ): (...args: A) => Promise<R> {
+    return async (...first: A) => {
+      let args = first;
+      for (;;) {
+        try {
+          return await call(...args);
+        } catch (error) {
+          if (!operatorFixable(error) || !(await this.waited(error, where()))) throw error;
+          args = again(error, args);
+        }
+      }
+    };
+  }
+
+  /** True when an operator said to go on; false when waiting is off, or the bound passed. */
+  private async waited(error: unknown, where: { call: string; endpoint: string }): Promise<boolean> {
+    const { enabled, rolloutId, maxWaitMinutes, onChange } = this.options;
+    if (!(maxWaitMinutes > 0) || !enabled()) return false;
+    const wait: WaitingCall = { rolloutId, ...where, lastError: lastErrorOf(error) };
+    this.waiting = wait;
+    this.continued = false;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.outcome, value: 'waiting' }]);
+    onChange();
+    await tellParent({ ...wait, waiting: true });
+    const answered = await condition(() => this.continued, Math.ceil(maxWaitMinutes * 60_000));
+    this.waiting = null;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.outcome, value: null }]);
+    onChange();
+    await tellParent({ ...wait, waiting: false });
+    return answered;
+  }
+}
