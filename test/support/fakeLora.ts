@@ -32,7 +32,7 @@ export class FakeLoraAdapters {
   /** Called after each answered load (a test's hook: e.g. a restart once a version is loaded). */
   afterLoad: ((name: string, status: number) => void) | null = null;
   /**
-   * As vLLM: a completion of a name that is neither the base model nor loaded is answered 404
+   * As vLLM: a completion of an adapter name (`run@step`) not loaded is answered 404
    * "does not exist". Off by default, so tests that use the fake as a plain endpoint name any model.
    */
   servesOnlyLoaded = false;
@@ -48,9 +48,9 @@ export class FakeLoraAdapters {
     return [...this.loaded.keys()];
   }
 
-  /** Whether a completion of `model` is served (see servesOnlyLoaded). */
-  serves(model: string, base: string): boolean {
-    return !this.servesOnlyLoaded || model === base || this.loaded.has(model);
+  /** Whether a completion of `model` is served (see servesOnlyLoaded): base models are, adapter names `run@step` once loaded. */
+  serves(model: string): boolean {
+    return !this.servesOnlyLoaded || !model.includes('@') || this.loaded.has(model);
   }
 
   /** A vLLM restart: runtime-loaded adapters are gone. */

@@ -204,7 +204,7 @@ export class FakeOpenAIServer {
       });
     }
     const body = parsed.data;
-    if (!this.lora.serves(body.model, 'fake-model')) return this.modelMissing(res, body.model);
+    if (!this.lora.serves(body.model)) return this.modelMissing(res, body.model);
     const role = classify(body);
     const nth = ++this.counters[role];
     const key = createHash('sha256')
@@ -310,8 +310,7 @@ export class FakeOpenAIServer {
   /** `POST /v1/completions` (Attune's first-token probe after a publish): one token, not counted as a role's call. */
   private textCompletion(chunks: Buffer[], res: ServerResponse): void {
     const model = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { model?: unknown }).model;
-    if (typeof model !== 'string' || !this.lora.serves(model, 'fake-model'))
-      return this.modelMissing(res, String(model));
+    if (typeof model !== 'string' || !this.lora.serves(model)) return this.modelMissing(res, String(model));
     this.probes.push(model);
     this.send(res, 200, {
       id: 'cmpl-fake',
