@@ -52,4 +52,39 @@ describe('rate-limit waits in attune status', () => {
       /^rate-limit waits {4}policy waited 3 times, 1\.3 s; simulator waited 1 time, 0\.5 s \(step 2\)$/m,
     );
   });
+
+  it("shows the last step's publish latency, or why there is none", () => {
+    const base = {
+      runName: 'r',
+      algorithm: 'grpo',
+      step: 3,
+      steps: 4,
+      phase: 'rollouts',
+      paused: false,
+      stopRequested: false,
+      version: 'r@2',
+      rollouts: { done: 1, failed: 0, inFlight: 1, total: 4 },
+      blockedReason: null,
+      etaMs: null,
+      live: {},
+    };
+    const metrics = (publishLatencyMs?: number | null) =>
+      ({
+        run: 'r',
+        step: 2,
+        reward: { mean: 0.5, std: 0, min: 0, max: 1 },
+        successRate: 0,
+        failureRate: 0,
+        meanTurns: 2,
+        trainer: { loss: 0, kl: 0, entropy: 0, grad_norm: 0, seconds: 1 },
+        ...(publishLatencyMs !== undefined ? { publishLatencyMs } : {}),
+      }) as unknown as StepMetricsRecord;
+    const render = (m: StepMetricsRecord) => renderStatus({ ...base, lastMetrics: m } as unknown as TrainingStatus);
+    assert.match(
+      render(metrics(64)),
+      /^publish latency +64 ms from the trainer's commit to r@2's first token \(step 2\)$/m,
+    );
+    assert.match(render(metrics(null)), /^publish latency +not measured \(the trainer serves its own weights\)$/m);
+    assert.doesNotMatch(render(metrics()), /publish latency/);
+  });
 });
