@@ -67,7 +67,10 @@ describe('attune runs show: off-policy figures and publish latency per step', ()
 
   it('lists them in the step table, with dashes for a step of an older trainer', () => {
     const text = renderRunDetail(detail([OLD, OFF_POLICY]));
-    assert.match(text, /^step +sampled from +reward +success +eval score +staleness +IS mean +IS max +truncated +publish ms$/m);
+    assert.match(
+      text,
+      /^step +sampled from +reward +success +eval score +staleness +IS mean +IS max +truncated +publish ms$/m,
+    );
     assert.match(text, /^ +1 +grpo-demo@0 +[\d.]+ +[\d.]+ +- +- +- +- +- +-$/m);
     assert.match(text, /^ +2 +grpo-demo@1 +[\d.]+ +[\d.]+ +- +0:2 1:6 +1\.012 +1\.800 +1\.5% +87$/m);
     assert.doesNotMatch(text, /undefined|NaN|null/);
