@@ -170,4 +170,34 @@ describe('training.publish: vllm against the fake vLLM (real dev server, real tr
       ),
     );
   });
+
+  it('--continue after vLLM restarted loads the version it goes on from before sampling it', async () => {
+    const run = 'vllm-continue';
+    rig.fake.lora.refuse = null;
+    rig.fake.lora.servesOnlyLoaded = true;
+    try {
+      const first = await rig.start(run);
+      assert.equal((await first.handle.result()).version, `${run}@1`);
+      rig.fake.lora.forgetAll(); // vLLM restarted: its runtime-loaded adapters are gone
+      const more = loadConfig({ env: {}, set: [...rig.configSet, 'training.steps=2'] });
+      const continued = await rig.start(run, more, { continueRun: true });
+      assert.equal(continued.outcome, 'continued');
+      const loadsOfOne = rig.fake.lora.loads.filter((l) => l.name === `${run}@1`);
+      assert.deepEqual(
+        loadsOfOne.map((l) => l.status),
+        [200, 200],
+        'loaded again before the run went on',
+      );
+      assert.equal(loadsOfOne[0]?.path, loadsOfOne[1]?.path, "from the trainer's checkpoint of step 1");
+      const result = await continued.handle.result();
+      assert.equal(result.version, `${run}@2`);
+      assert.equal(
+        rig.fake.missing.filter((m) => m.startsWith(`${run}@`)).length,
+        0,
+        'no policy call of the continued run found its version missing',
+      );
+    } finally {
+      rig.fake.lora.servesOnlyLoaded = false;
+    }
+  });
 });
