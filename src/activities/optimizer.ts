@@ -96,6 +96,8 @@ export interface OptimizerStepResult {
   exportPath: string | null;
   replayed: boolean;
   samples: number;
+  /** Epoch ms the trainer's answer arrived: the step committed (absent in older histories). */
+  committedAtMs?: number;
 }
 
 function asFailure(error: unknown): unknown {
@@ -189,6 +191,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
           exportPath: r.checkpoint?.export_path ?? null,
           replayed: r.replayed ?? false,
           samples: samples.length,
+          committedAtMs: Date.now(),
         };
       } catch (error) {
         // A full state directory stays full until someone frees space: retrying would hide it; the

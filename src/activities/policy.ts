@@ -2,15 +2,19 @@ import { parsePolicyOutput } from '../core/think.js';
 import type { PolicyTurnInput } from '../core/dialogueTurn.js';
 import type { PolicyTurnResult } from '../core/transcript.js';
 import { chatCompletion } from './chatCompletion.js';
+import { withVersionReload } from '../vllm/republish.js';
 
 /** One policy turn: a chat completion, then the think-then-say split. A malformed output is a result, not an error. */
 export async function generatePolicyTurn(input: PolicyTurnInput): Promise<PolicyTurnResult> {
-  const response = await chatCompletion({
-    endpoint: input.endpoint,
-    role: 'policy',
-    messages: input.messages,
-    seed: input.seed,
-  });
+  // A version a restarted vLLM lost is published again from the trainer's checkpoint, then asked again.
+  const response = await withVersionReload(input.endpoint, () =>
+    chatCompletion({
+      endpoint: input.endpoint,
+      role: 'policy',
+      messages: input.messages,
+      seed: input.seed,
+    }),
+  );
   const parsed = parsePolicyOutput(response.content, input.think);
   return {
     raw: response.content,

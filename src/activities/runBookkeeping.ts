@@ -3,7 +3,8 @@ import { runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { parseStepRecords, withStepRecord, type StepMetricsRecord } from '../core/runMetrics.js';
 import { loadScenarioLibrary } from '../scenarios/library.js';
-import { loadLoraAdapter } from './vllmLoad.js';
+import { firstTokenAt, unloadAdapters, versionStep, versionsToUnload } from '../vllm/adapters.js';
+import { loadLoraAdapter } from '../vllm/load.js';
 
 export interface PublishInput {
   mode: 'trainer' | 'vllm';
@@ -14,6 +15,20 @@ export interface PublishInput {
   version: string;
   /** Adapter directory returned by the trainer (vLLM mode). */
   exportPath: string | null;
+  /**
+   * vLLM mode: keep only the run's newest `keep` versions loaded (`runName@step`), unloading older
+   * ones once this version serves. Absent: unload nothing (runs started before unloading existed).
+   */
+  unload?: { runName: string; keep: number };
+}
+
+export interface PublishResult {
+  version: string;
+  /** Epoch ms of the first token the new version served (vLLM mode); null when not measured. */
+  firstTokenAtMs: number | null;
+  unloaded: string[];
+  /** Unloads vLLM refused or that did not reach it: reported by the run, not fatal. */
+  unloadFailures: string[];
 }
 
 export function createRunBookkeepingActivities(store: ArtifactStore) {
@@ -33,10 +48,11 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
 
     /**
      * Makes a new version samplable. The trainer serves `run@step` itself; a vLLM server loads the
-     * step's LoRA adapter through its runtime API under that name (vllmLoad.ts: a refused load is
-     * not retried). Loading twice is not an error.
+     * step's LoRA adapter through its runtime API under that name (src/vllm/load.ts: a refused load is
+     * not retried). Loading twice is not an error. With vLLM it then times the first token the
+     * version serves and unloads the run's versions older than the newest `unload.keep`.
      */
-    async publishPolicyVersion(input: PublishInput): Promise<string> {
+    async publishPolicyVersion(input: PublishInput): Promise<PublishResult> {
       const base = input.policyBaseURL.replace(/\/$/, '');
       const key = process.env[input.apiKeyEnv];
       const headers = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
@@ -65,7 +81,21 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
       if (!models.ok || !list?.data?.some((m) => m.id === input.version)) {
         throw ApplicationFailure.retryable(`${base}/models does not list ${input.version} yet`, 'PublishPending');
       }
-      return input.version;
+      if (input.mode !== 'vllm')
+        return { version: input.version, firstTokenAtMs: null, unloaded: [], unloadFailures: [] };
+      const firstTokenAtMs = await firstTokenAt(base, headers, input.version);
+      const newest = input.unload ? versionStep(input.unload.runName, input.version) : null;
+      const stale =
+        input.unload && newest !== null
+          ? versionsToUnload(
+              input.unload.runName,
+              list.data.map((m) => m.id ?? ''),
+              newest,
+              input.unload.keep,
+            )
+          : [];
+      const { unloaded, failures } = await unloadAdapters(base, headers, stale);
+      return { version: input.version, firstTokenAtMs, unloaded, unloadFailures: failures };
     },
 
     /**

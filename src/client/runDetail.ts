@@ -16,6 +16,8 @@ export interface RunDetailStep extends OffPolicyFigures {
   rewardMean: number;
   successRate: number;
   evalScore: number | null;
+  /** Trainer's commit to the new version's first served token, ms (null: not measured, see StepMetricsRecord). */
+  publishLatencyMs: number | null;
 }
 
 export interface RunDetail {
@@ -34,6 +36,7 @@ export function runDetailStep(s: StepMetricsRecord): RunDetailStep {
     rewardMean: s.reward.mean,
     successRate: s.successRate,
     evalScore: s.eval?.score ?? null,
+    publishLatencyMs: s.publishLatencyMs ?? null,
     ...offPolicyFigures(s.trainer),
   };
 }

@@ -1,4 +1,5 @@
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { republishVersion } from '../vllm/republish.js';
 import { getTrainerRun } from '../trainer/trainerClient.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
@@ -111,6 +112,15 @@ export async function startOrAttachTraining(
     );
   }
   const applied = await appliedSteps(config, runName);
+  // vLLM may have restarted (or unloaded it) since: the version the run goes on from is loaded again first.
+  if (settings.publish.mode === 'vllm' && applied > 0)
+    await republishVersion({
+      trainer: { url: config.trainer.url, tokenEnv: config.trainer.tokenEnv },
+      runName,
+      step: applied,
+      policyBaseURL: settings.publish.policyBaseURL,
+      apiKeyEnv: settings.rollout.policy.apiKeyEnv,
+    });
   const continued = await startExecution(client, config, settings, applied);
   return { outcome: 'continued', handle: continued, fromStep: applied + 1 };
 }

@@ -239,6 +239,11 @@ export const configSchema = z
         hyperparameters: hyperparametersSchema.prefault({}),
         /** `trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL). */
         publish: z.enum(['trainer', 'vllm']).default('trainer'),
+        /**
+         * With `publish: vllm`: the run's newest versions kept loaded in vLLM after each publish
+         * (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.
+         */
+        publishKeep: trainingBounds.publish.shape.keep.unwrap().default(2),
         stepTimeoutMs: z
           .number()
           .int()

@@ -19,10 +19,16 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
   const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
   const policyBaseURL = t.publish === 'trainer' ? trainerV1 : config.policy.baseURL;
   const baseVersion = t.publish === 'trainer' ? `${runName}@0` : config.policy.model;
-  const rollout = rolloutSettingsFromConfig(
+  // vLLM loses runtime-loaded adapters when it restarts: the policy calls load a lost version again.
+  const reloadFrom =
+    t.publish === 'vllm'
+      ? { reloadFrom: { runName, trainerUrl: config.trainer.url, tokenEnv: config.trainer.tokenEnv } }
+      : {};
+  const configured = rolloutSettingsFromConfig(
     { ...config, policy: { ...config.policy, baseURL: policyBaseURL, model: baseVersion } },
     { initialEmotion: t.initialEmotion, maxTurns: t.maxTurns, think: t.think },
   );
+  const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom } };
   let evalScenarios: TrainingSettings['evalScenarios'] = [];
   let evalSettings: TrainingSettings['evalSettings'];
   if (t.evalEvery > 0) {
@@ -31,7 +37,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       { split: 'eval', policy: baseVersion, ...(t.evalScenarios ? { only: t.evalScenarios } : {}) },
     );
     evalScenarios = evalInput.scenarios;
-    evalSettings = { ...evalInput.settings, think: t.think };
+    evalSettings = { ...evalInput.settings, think: t.think, policy: { ...evalInput.settings.policy, ...reloadFrom } };
   }
   const tracking = trackingSettingsFromConfig(config);
   return trainingSettingsSchema.parse({
@@ -57,7 +63,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       heartbeatTimeoutMs: t.heartbeatTimeoutMs,
       sameErrorAttempts: t.sameErrorAttempts,
     },
-    publish: { mode: t.publish, policyBaseURL, baseVersion },
+    publish: { mode: t.publish, policyBaseURL, baseVersion, keep: t.publishKeep },
     evalEvery: t.evalEvery,
     evalScenarioDir: resolve(config.scenarios.eval),
     evalScenarios,

@@ -24,6 +24,18 @@ export const endpointCallSchema = z.strictObject({
   retry: retryPolicySchema,
   /** Ask for the sampled token ids and their log-probs (policy only); absent = do not ask. */
   logprobs: z.boolean().optional(),
+  /**
+   * Policy of a run publishing to vLLM: a version `runName@step` vLLM says does not exist (it
+   * restarted, or unloaded it) is loaded again from the trainer's checkpoint of that step and the
+   * call made again. Absent: a missing model fails the call.
+   */
+  reloadFrom: z
+    .strictObject({
+      runName: z.string().min(1),
+      trainerUrl: z.string().url(),
+      tokenEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name'),
+    })
+    .optional(),
 });
 export type EndpointCall = z.infer<typeof endpointCallSchema>;
 

@@ -51,6 +51,13 @@ export interface StepMetricsRecord {
   trainer: TrainerStepMetrics;
   /** Present when the kept dialogues' calls waited for a tokens-per-minute budget: per endpoint, how often and how long. */
   rateLimitWaits?: { policy: { waits: number; seconds: number }; simulator: { waits: number; seconds: number } };
+  /**
+   * Milliseconds from the trainer's commit of the step to the first token vLLM served from the new
+   * version (`training.publish: vllm`: load, listing, then a one-token completion of `run@step`).
+   * Null with `publish: trainer`: the trainer serves the weights it just committed, nothing is
+   * loaded. Absent in records written before it was measured.
+   */
+  publishLatencyMs?: number | null;
   /** Present on steps that ran an evaluation. */
   eval?: { evalId: string; score: number; success: number; failure: number; count: number };
 }

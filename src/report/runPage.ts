@@ -248,7 +248,7 @@ export function renderRunPage(input: RunPageInput): string {
     steps.length === 0
       ? empty('No steps recorded yet.')
       : html`<div class="table-wrap tall"><table class="sortable steps">
-<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable title="max |sampler − trainer| log-prob over completion tokens">Log-prob gap</th>${OFF_POLICY_HEADERS}<th class="num" data-sortable>Rollouts</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
+<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable title="max |sampler − trainer| log-prob over completion tokens">Log-prob gap</th>${OFF_POLICY_HEADERS}<th class="num" data-sortable>Rollouts</th><th class="num" data-sortable title="trainer's commit to the new version's first token on vLLM">Publish ms</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
 <tbody>${[...steps].reverse().map(
           (s) => html`<tr>
 <td class="num" data-v="${s.step}"><b>${s.step}</b></td>
@@ -265,6 +265,7 @@ export function renderRunPage(input: RunPageInput): string {
 <td class="num" data-v="${s.trainer?.logprob_gap_max ?? -1}" title="${gapTitle(s)}">${s.trainer?.logprob_gap_max != null ? s.trainer.logprob_gap_max.toExponential(1) : html`<span class="muted">–</span>`}${s.trainer?.retokenized_share ? html`<span class="muted"> · ${formatPercent(s.trainer.retokenized_share)} re-tok.</span>` : ''}</td>
 ${offPolicyCells(s)}
 <td class="num" data-v="${s.rollouts.ok}" title="${s.rollouts.ok} ok, ${s.rollouts.failed} failed, ${s.rollouts.dropped} dropped">${s.rollouts.ok}${s.rollouts.failed + s.rollouts.dropped > 0 ? html`<span class="muted"> +${s.rollouts.failed + s.rollouts.dropped}✗</span>` : ''}</td>
+<td class="num" data-v="${s.publishLatencyMs ?? -1}">${s.publishLatencyMs != null ? String(s.publishLatencyMs) : html`<span class="muted">–</span>`}</td>
 <td class="num" data-v="${s.eval?.score ?? -1}">${s.eval ? html`<span class="emo-pill tinted st-${emotionState(s.eval.score)}">${fixed(s.eval.score, 1)}</span>` : html`<span class="muted">–</span>`}</td>
 <td data-v="${s.time}" class="muted" title="${s.time}">${formatTime(s.time)
             .replace(/^\d{4}-/, '')
@@ -341,6 +342,16 @@ ${
         'mean sampler-to-trainer importance weight before truncation (on-policy: about 1)',
         'is-weight',
         [{ name: 'IS weight mean', color: SERIES.teal, points: pts((s) => s.trainer?.is_weight_mean) }],
+      )
+    : ''
+}
+${
+  steps.some((s) => finite(s.publishLatencyMs) !== null)
+    ? small(
+        'Publish latency',
+        "ms from the trainer's commit of a step to the first token vLLM serves from its adapter",
+        'publish-latency',
+        [{ name: 'publish ms', color: SERIES.orange, points: pts((s) => s.publishLatencyMs) }],
       )
     : ''
 }

@@ -8,6 +8,7 @@ import {
 } from '@temporalio/workflow';
 import type { OptimizerQueueActivities, RolloutQueueActivities } from '../activities/index.js';
 import type { OptimizerStepResult } from '../activities/optimizer.js';
+import type { PublishResult } from '../activities/runBookkeeping.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { liveHyperparameters } from '../core/training/liveOverrides.js';
 import { evaluatesAfterStep, stepEvaluationId } from '../core/training/stepPlan.js';
@@ -104,14 +105,19 @@ export async function applyStep(ctx: StepContext, done: StepToApply): Promise<bo
   if (applied === null) return false;
 
   control.setPhase('publishing');
-  const version = await publishStepWithOperator(ctx, step, applied);
-  if (version === null) return false;
-  state.version = version;
+  const published = await publishStepWithOperator(ctx, step, applied);
+  if (published === null) return false;
+  state.version = published.version;
 
   const evalSummary = await evaluateStep(settings, control, step, state.version);
 
   control.setPhase('recording');
-  await recordStep(bookkeeping, settings, state, { ...done, applied, evalSummary });
+  await recordStep(bookkeeping, settings, state, {
+    ...done,
+    applied,
+    evalSummary,
+    publishLatencyMs: published.latencyMs,
+  });
   await trackStep(settings, state, control, step);
   return true;
 }
@@ -156,10 +162,10 @@ async function publishStepWithOperator(
   { bookkeeping, settings, control }: StepContext,
   step: number,
   applied: OptimizerStepResult,
-): Promise<string | null> {
+): Promise<PublishedStep | null> {
   for (;;) {
     try {
-      return await publishStep(bookkeeping, settings, step, applied);
+      return await publishStep(bookkeeping, settings, control, step, applied);
     } catch (error) {
       const reason = operatorFailure(error, PUBLISH_OPERATOR_FAILURES);
       if (reason === null) throw error;
@@ -196,22 +202,43 @@ function optimizeStep({ optimizer, settings, state }: StepContext, done: StepToA
   });
 }
 
-/** Makes the step's weights the policy the next step samples from; returns its version name. */
+interface PublishedStep {
+  version: string;
+  /** Trainer's commit to the version's first served token (null: not measured, see StepMetricsRecord). */
+  latencyMs: number | null;
+}
+
+/**
+ * Makes the step's weights the policy the next step samples from. With vLLM, the run's versions
+ * older than the newest `publish.keep` (and than `maxStaleness` allows rollouts to sample) are
+ * unloaded; one vLLM would not unload is reported, not fatal.
+ */
 async function publishStep(
   bookkeeping: Bookkeeping,
   settings: TrainingSettings,
+  control: TrainingControl,
   step: number,
   applied: OptimizerStepResult,
-): Promise<string> {
+): Promise<PublishedStep> {
   const version = settings.publish.mode === 'trainer' ? `${settings.runName}@${step}` : applied.version;
-  await bookkeeping.publishPolicyVersion({
+  const keep = settings.publish.keep;
+  const published = await bookkeeping.publishPolicyVersion({
     mode: settings.publish.mode,
     policyBaseURL: settings.publish.policyBaseURL,
     apiKeyEnv: settings.rollout.policy.apiKeyEnv,
     version,
     exportPath: applied.exportPath,
+    ...(keep !== undefined && settings.publish.mode === 'vllm'
+      ? { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } }
+      : {}),
   });
-  return version;
+  // Histories recorded before the result was an object answered the version name alone.
+  if (typeof (published as PublishResult | string) === 'string') return { version, latencyMs: null };
+  if (published.unloadFailures.length > 0)
+    control.report(`step ${step}: old adapters not unloaded: ${published.unloadFailures.join('; ')}`);
+  const committedAt = applied.committedAtMs ?? Date.now();
+  const latencyMs = published.firstTokenAtMs === null ? null : Math.max(0, published.firstTokenAtMs - committedAt);
+  return { version, latencyMs };
 }
 
 /** Evaluates the new version when it is due; a failed evaluation is reported, not fatal to training. */
@@ -270,6 +297,7 @@ async function recordStep(
     survivors: StepSurvivors;
     applied: OptimizerStepResult;
     evalSummary: StepMetricsRecord['eval'];
+    publishLatencyMs: number | null;
   },
 ): Promise<void> {
   const { step, survivors, evalSummary } = done;
@@ -283,6 +311,7 @@ async function recordStep(
     failed: survivors.decision.failed,
     dropped: survivors.decision.dropped.length,
     trainer: done.applied.metrics,
+    publishLatencyMs: done.publishLatencyMs,
     ...(evalSummary ? { eval: evalSummary } : {}),
   });
   await bookkeeping.recordStepMetrics(record);

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { createRunBookkeepingActivities } from '../../src/activities/runBookkeeping.js';
-import { vllmErrorMessage } from '../../src/activities/vllmLoad.js';
+import { versionsToUnload, versionStep } from '../../src/vllm/adapters.js';
+import { vllmErrorMessage } from '../../src/vllm/load.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import type { LoraAnswer } from '../support/fakeLora.js';
@@ -19,13 +20,14 @@ function adapterDir(r: number): string {
 describe('publishing a version to vLLM (load_lora_adapter), against the fake vLLM', () => {
   let fake: FakeOpenAIServer;
   const bookkeeping = createRunBookkeepingActivities(new FileArtifactStore(mkdtempSync(join(tmpdir(), 'a-'))));
-  const publish = (version: string, exportPath: string) =>
+  const publish = (version: string, exportPath: string, unload?: { runName: string; keep: number }) =>
     bookkeeping.publishPolicyVersion({
       mode: 'vllm',
       policyBaseURL: `${fake.url}/`,
       apiKeyEnv: 'POLICY_API_KEY',
       version,
       exportPath,
+      ...(unload ? { unload } : {}),
     });
 
   beforeEach(async () => {
@@ -36,9 +38,9 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
   it('loads the adapter under the version name; loading the name again replaces its weights in place', async () => {
     const path = adapterDir(8);
     const other = adapterDir(8);
-    assert.equal(await publish('run@1', path), 'run@1');
+    assert.equal((await publish('run@1', path)).version, 'run@1');
     // A run re-created under its old name: the same version name, other weights.
-    assert.equal(await publish('run@1', other), 'run@1');
+    assert.equal((await publish('run@1', other)).version, 'run@1');
     assert.deepEqual(
       fake.lora.loads.map((l) => [l.name, l.path, l.status]),
       [
@@ -85,7 +87,7 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
     );
     // a connection error is not an ApplicationFailure: Temporal retries it
     await assert.rejects(publish('run@2', path), (error: unknown) => !(error instanceof ApplicationFailure));
-    assert.equal(await publish('run@2', path), 'run@2');
+    assert.equal((await publish('run@2', path)).version, 'run@2');
     assert.deepEqual(
       fake.lora.loads.map((l) => l.status),
       [503, 0, 200],
@@ -101,5 +103,71 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
     assert.equal(vllmErrorMessage('{"error":"Unauthorized"}'), 'Unauthorized');
     assert.equal(vllmErrorMessage('Internal Server Error'), 'Internal Server Error');
     assert.equal(vllmErrorMessage(''), '(empty body)');
+  });
+
+  it('times the first token of the new version: a one-token completion of NAME@k after the load', async () => {
+    fake.lora.servesOnlyLoaded = true;
+    const before = Date.now();
+    const published = await publish('run@1', adapterDir(8));
+    assert.deepEqual(fake.probes, ['run@1']);
+    assert.ok(
+      published.firstTokenAtMs !== null && published.firstTokenAtMs >= before,
+      String(published.firstTokenAtMs),
+    );
+  });
+
+  it("keeps the run's newest versions loaded and unloads the older ones; other names and a 404 on unload are left alone", async () => {
+    const keep = { runName: 'run', keep: 2 };
+    await publish('other@1', adapterDir(8));
+    await publish('run@1', adapterDir(8), keep);
+    await publish('run@2', adapterDir(8), keep);
+    assert.deepEqual(fake.lora.unloads, []);
+    const third = await publish('run@3', adapterDir(8), keep);
+    assert.deepEqual(third.unloaded, ['run@1']);
+    assert.deepEqual(fake.lora.names().sort(), ['other@1', 'run@2', 'run@3']);
+    for (const step of [4, 5, 6]) await publish(`run@${step}`, adapterDir(8), keep);
+    assert.deepEqual(fake.lora.names().sort(), ['other@1', 'run@5', 'run@6']);
+    assert.ok(
+      fake.lora.loads
+        .filter((l) => l.name.startsWith('run@'))
+        .every((l) => l.table.filter((n) => n.startsWith('run@')).length <= 3),
+      'never more than keep + the new one loaded',
+    );
+    const listed = ((await (await fetch(`${fake.url}/models`)).json()) as { data: { id: string }[] }).data.map(
+      (m) => m.id,
+    );
+    assert.deepEqual(listed.sort(), ['fake-model', 'other@1', 'run@5', 'run@6']);
+  });
+
+  it('an unload vLLM refuses is reported, not fatal; one it no longer has (404) counts as done', async () => {
+    const keep = { runName: 'run', keep: 1 };
+    await publish('run@1', adapterDir(8), keep);
+    // unload_lora_adapter answering 500 for run@1
+    const original = fake.lora.unload.bind(fake.lora);
+    fake.lora.unload = (body, res, send) =>
+      send(res, 500, { error: { message: 'engine busy', type: 'InternalServerError', code: 500 } });
+    const second = await publish('run@2', adapterDir(8), keep);
+    assert.deepEqual(second.unloaded, []);
+    assert.equal(second.unloadFailures.length, 1);
+    assert.match(second.unloadFailures[0] ?? '', /^run@1: HTTP 500: engine busy$/);
+    fake.lora.unload = (body, res, send) =>
+      send(res, 404, { error: { message: "The lora adapter 'run@1' cannot be found.", code: 404 } });
+    const third = await publish('run@3', adapterDir(8), keep);
+    // run@1 (404: already gone) and run@2 (404 from the same stand-in) both count as unloaded
+    assert.deepEqual(third.unloaded, ['run@1', 'run@2']);
+    assert.deepEqual(third.unloadFailures, []);
+    fake.lora.unload = original;
+  });
+});
+
+describe('which versions a publish unloads', () => {
+  it("all of the run's versions but the newest `keep`, none of another run or the base model", () => {
+    const loaded = ['base', 'run@1', 'run@2', 'run@3', 'run@4', 'run2@1', 'run@x', 'other@1'];
+    assert.deepEqual(versionsToUnload('run', loaded, 4, 2), ['run@1', 'run@2']);
+    assert.deepEqual(versionsToUnload('run', loaded, 4, 4), []);
+    assert.deepEqual(versionsToUnload('run2', loaded, 1, 1), []);
+    assert.equal(versionStep('run', 'run@12'), 12);
+    assert.equal(versionStep('run', 'run@'), null);
+    assert.equal(versionStep('ru', 'run@1'), null);
   });
 });

@@ -8,6 +8,7 @@ import { stepRecord } from '../report/fixtures.js';
 const OLD = stepRecord(1);
 const OFF_POLICY: StepMetricsRecord = {
   ...stepRecord(2),
+  publishLatencyMs: 87,
   trainer: {
     ...stepRecord(2).trainer,
     staleness_histogram: { '1': 6, '0': 2 },
@@ -35,7 +36,7 @@ function detail(records: StepMetricsRecord[]): RunDetail {
   };
 }
 
-describe('attune runs show: off-policy figures per step', () => {
+describe('attune runs show: off-policy figures and publish latency per step', () => {
   it('--json carries staleness and importance weights beside the fields it had, null where not reported', () => {
     const [old, offPolicy] = (JSON.parse(JSON.stringify(detail([OLD, OFF_POLICY]))) as RunDetail).steps;
     assert.deepEqual(old, {
@@ -48,6 +49,7 @@ describe('attune runs show: off-policy figures per step', () => {
       isWeightMean: null,
       isWeightMax: null,
       isTruncatedShare: null,
+      publishLatencyMs: null,
     });
     assert.deepEqual(offPolicy, {
       step: 2,
@@ -59,14 +61,18 @@ describe('attune runs show: off-policy figures per step', () => {
       isWeightMean: 1.0123,
       isWeightMax: 1.8,
       isTruncatedShare: 0.015,
+      publishLatencyMs: 87,
     });
   });
 
   it('lists them in the step table, with dashes for a step of an older trainer', () => {
     const text = renderRunDetail(detail([OLD, OFF_POLICY]));
-    assert.match(text, /^step +sampled from +reward +success +eval score +staleness +IS mean +IS max +truncated$/m);
-    assert.match(text, /^ +1 +grpo-demo@0 +[\d.]+ +[\d.]+ +- +- +- +- +-$/m);
-    assert.match(text, /^ +2 +grpo-demo@1 +[\d.]+ +[\d.]+ +- +0:2 1:6 +1\.012 +1\.800 +1\.5%$/m);
+    assert.match(
+      text,
+      /^step +sampled from +reward +success +eval score +staleness +IS mean +IS max +truncated +publish ms$/m,
+    );
+    assert.match(text, /^ +1 +grpo-demo@0 +[\d.]+ +[\d.]+ +- +- +- +- +- +-$/m);
+    assert.match(text, /^ +2 +grpo-demo@1 +[\d.]+ +[\d.]+ +- +0:2 1:6 +1\.012 +1\.800 +1\.5% +87$/m);
     assert.doesNotMatch(text, /undefined|NaN|null/);
   });
 
@@ -81,6 +87,6 @@ describe('attune runs show: off-policy figures per step', () => {
         is_truncated_share: null,
       },
     };
-    assert.match(renderRunDetail(detail([unweighed])), /^ +2 +grpo-demo@1 +[\d.]+ +[\d.]+ +- +0: 8 +- +- +-$/m);
+    assert.match(renderRunDetail(detail([unweighed])), /^ +2 +grpo-demo@1 +[\d.]+ +[\d.]+ +- +0: 8 +- +- +- +87$/m);
   });
 });

@@ -4,6 +4,33 @@ import { addTurnUsage, emptyTotals, type TranscriptTurn } from '../../src/core/t
 import { rateLimitWaitsText, renderStatus } from '../../src/cli/render/status.js';
 import type { TrainingStatus } from '../../src/workflows/training.js';
 
+/** A run in its third step, the status fields every test here shares. */
+const STATUS = {
+  runName: 'r',
+  algorithm: 'grpo',
+  step: 3,
+  steps: 4,
+  phase: 'rollouts',
+  paused: false,
+  stopRequested: false,
+  version: 'r@2',
+  rollouts: { done: 1, failed: 0, inFlight: 1, total: 4 },
+  blockedReason: null,
+  etaMs: null,
+  live: {},
+};
+
+/** Its last step's metrics, as far as the status shows them. */
+const LAST_STEP = {
+  run: 'r',
+  step: 2,
+  reward: { mean: 0.5, std: 0, min: 0, max: 1 },
+  successRate: 0,
+  failureRate: 0,
+  meanTurns: 2,
+  trainer: { loss: 0, kl: 0, entropy: 0, grad_norm: 0, seconds: 1 },
+};
+
 describe('rate-limit waits in attune status', () => {
   it("a dialogue's totals count each call that waited, per endpoint", () => {
     const tokens = emptyTotals();
@@ -23,30 +50,8 @@ describe('rate-limit waits in attune status', () => {
   it("shows the last step's waits per endpoint", () => {
     const waits = { policy: { waits: 3, seconds: 1.25 }, simulator: { waits: 1, seconds: 0.5 } };
     assert.equal(rateLimitWaitsText(waits), 'policy waited 3 times, 1.3 s; simulator waited 1 time, 0.5 s');
-    const lastMetrics = {
-      step: 2,
-      reward: { mean: 0.5, std: 0, min: 0, max: 1 },
-      successRate: 0,
-      failureRate: 0,
-      meanTurns: 2,
-      trainer: { loss: 0, kl: 0, entropy: 0, grad_norm: 0, seconds: 1 },
-      rateLimitWaits: waits,
-    } as unknown as StepMetricsRecord;
-    const status = {
-      runName: 'r',
-      algorithm: 'grpo',
-      step: 3,
-      steps: 4,
-      phase: 'rollouts',
-      paused: false,
-      stopRequested: false,
-      version: 'r@2',
-      rollouts: { done: 1, failed: 0, inFlight: 1, total: 4 },
-      blockedReason: null,
-      lastMetrics,
-      etaMs: null,
-      live: {},
-    } as unknown as TrainingStatus;
+    const lastMetrics = { ...LAST_STEP, rateLimitWaits: waits } as unknown as StepMetricsRecord;
+    const status = { ...STATUS, lastMetrics } as unknown as TrainingStatus;
     assert.match(
       renderStatus(status),
       /^rate-limit waits {4}policy waited 3 times, 1\.3 s; simulator waited 1 time, 0\.5 s \(step 2\)$/m,
@@ -75,5 +80,20 @@ describe('rate-limit waits in attune status', () => {
       renderStatus({ ...status, rollouts: { done: 0, failed: 0, inFlight: 4, total: 4 } }),
       /waiting at/,
     );
+  });
+
+  it("shows the last step's publish latency, or why there is none", () => {
+    const metrics = (publishLatencyMs?: number | null) =>
+      ({
+        ...LAST_STEP,
+        ...(publishLatencyMs !== undefined ? { publishLatencyMs } : {}),
+      }) as unknown as StepMetricsRecord;
+    const render = (m: StepMetricsRecord) => renderStatus({ ...STATUS, lastMetrics: m } as unknown as TrainingStatus);
+    assert.match(
+      render(metrics(64)),
+      /^publish latency +64 ms from the trainer's commit to r@2's first token \(step 2\)$/m,
+    );
+    assert.match(render(metrics(null)), /^publish latency +not measured \(the trainer serves its own weights\)$/m);
+    assert.doesNotMatch(render(metrics()), /publish latency/);
   });
 });

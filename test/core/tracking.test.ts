@@ -68,6 +68,9 @@ describe('experiment tracking: pure parts', () => {
     assert.equal(scalars['trainer/kl'], 0.1);
     assert.equal(scalars['eval/score'], 70);
     assert.ok(!('trainer/loss' in scalars), 'NaN is left out');
+    assert.ok(!('publish/latency_ms' in scalars), 'no publish latency: none tracked');
+    assert.equal(stepScalars({ ...record, publishLatencyMs: 64 })['publish/latency_ms'], 64);
+    assert.ok(!('publish/latency_ms' in stepScalars({ ...record, publishLatencyMs: null })));
   });
 
   it("config: the trackers' own variables turn them on; none by default", () => {

@@ -90,6 +90,10 @@ export class FakeOpenAIServer {
   readonly calls: RecordedCall[] = [];
   /** vLLM's runtime LoRA loading (`training.publish: vllm`), with injectable refusals. */
   readonly lora = new FakeLoraAdapters();
+  /** Models of the completions answered 404 "does not exist" (see `lora.servesOnlyLoaded`). */
+  readonly missing: string[] = [];
+  /** Models of the one-token probes (`POST /v1/completions`) answered. */
+  readonly probes: string[] = [];
   private readonly counters: Record<CallRole, number> = { policy: 0, analysis: 0, reply: 0, opening: 0 };
   private readonly faults = new Map<string, Fault>();
   private readonly waiters: { role: CallRole; nth: number; resolve: () => void }[] = [];
@@ -179,6 +183,12 @@ export class FakeOpenAIServer {
         this.send(r, status, body),
       );
     }
+    if (req.method === 'POST' && req.url === '/v1/unload_lora_adapter') {
+      return this.lora.unload(Buffer.concat(chunks).toString('utf8'), res, (r, status, body) =>
+        this.send(r, status, body),
+      );
+    }
+    if (req.method === 'POST' && req.url === '/v1/completions') return this.textCompletion(chunks, res);
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return this.send(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'not_found' } });
     }
@@ -194,6 +204,7 @@ export class FakeOpenAIServer {
       });
     }
     const body = parsed.data;
+    if (!this.lora.serves(body.model)) return this.modelMissing(res, body.model);
     const role = classify(body);
     const nth = ++this.counters[role];
     const key = createHash('sha256')
@@ -283,6 +294,29 @@ export class FakeOpenAIServer {
         completion_tokens: completionTokens,
         total_tokens: promptTokens + completionTokens,
       },
+    });
+  }
+
+  /** vLLM's answer for a name it does not serve (an adapter lost in a restart, or unloaded). */
+  private modelMissing(res: ServerResponse, model: string): void {
+    this.missing.push(model);
+    this.send(res, 404, {
+      error: { message: `The model \`${model}\` does not exist.`, type: 'NotFoundError', param: 'model', code: 404 },
+    });
+  }
+
+  /** `POST /v1/completions` (Attune's first-token probe after a publish): one token, not counted as a role's call. */
+  private textCompletion(chunks: Buffer[], res: ServerResponse): void {
+    const model = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { model?: unknown }).model;
+    if (typeof model !== 'string' || !this.lora.serves(model)) return this.modelMissing(res, String(model));
+    this.probes.push(model);
+    this.send(res, 200, {
+      id: 'cmpl-fake',
+      object: 'text_completion',
+      created: 1_700_000_000,
+      model,
+      choices: [{ index: 0, text: '.', finish_reason: 'length', logprobs: null }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
     });
   }
 

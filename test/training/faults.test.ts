@@ -32,6 +32,8 @@ const PIPELINED = [...SAMPLED, 'training.maxStaleness=1'];
  * dialogue, so the run can still be compared with an undisturbed one.
  */
 const GREEDY = [...TINY_TRAINING('ppo', STEPS), 'policy.temperature=0'];
+/** Each step's LoRA adapter published to vLLM (the fake's runtime LoRA API). */
+const VLLM = [...SAMPLED, 'training.publish=vllm', 'training.lora.r=8'];
 /** Room for a tiny-random run's checkpoints; the ballast takes whatever is left. */
 const TMPFS_MIB = 16;
 
@@ -366,5 +368,28 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     proxy.down = false;
     await handle.executeUpdate('resume');
     await expectSameAsBaseline(SAMPLED, run);
+  });
+
+  it('vLLM restarts mid-step and loses its adapters: the policy calls of NAME@1 get 404, publish it again from the trainer checkpoint and go on', async () => {
+    const run = 'fault-vllm-restart';
+    await baseline(VLLM);
+    rig = await createTrainingRig({ set: VLLM, behaviour: BEHAVIOUR });
+    const fake = rig.fake;
+    // As vLLM: a name it has not loaded (any more) does not exist.
+    fake.lora.servesOnlyLoaded = true;
+    let restarted: Promise<void> | null = null;
+    fake.lora.afterLoad = (name, status) => {
+      if (restarted !== null || name !== `${run}@1` || status !== 200) return;
+      // Once step 2's first policy call is in, the server restarts behind it: its adapters are gone.
+      restarted = fake.waitForCall('policy', fake.count('policy') + 1).then(() => fake.lora.forgetAll());
+    };
+    await rig.startWorkers();
+    await rig.start(run);
+    await expectSameAsBaseline(VLLM, run);
+    assert.ok(restarted !== null, 'the fake vLLM restarted');
+    assert.ok(fake.missing.includes(`${run}@1`), `a policy call of ${run}@1 got "does not exist"`);
+    const reloads = fake.lora.loads.filter((l) => l.name === `${run}@1` && l.status === 200);
+    assert.ok(reloads.length >= 2, `${run}@1 loaded again after the restart (${reloads.length} loads)`);
+    assert.equal(new Set(reloads.map((l) => l.path)).size, 1, "from the trainer's checkpoint of step 1");
   });
 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type { TrainingStatus } from '../../src/workflows/training.js';
+import { loadConfig } from '../../src/config/load.js';
 import { attune } from '../cli/attuneProcess.js';
 import type { LoraAnswer } from '../support/fakeLora.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
@@ -110,5 +111,93 @@ describe('training.publish: vllm against the fake vLLM (real dev server, real tr
     assert.deepEqual(statuses.slice(2, -1), Array<number>(statuses.length - 3).fill(503));
     assert.equal(statuses.at(-1), 200);
     assert.match(rig.fake.lora.loads.at(-1)?.path ?? '', /checkpoints\/step-000001\/policy$/);
+  });
+
+  it('a 5-step run: each step records its publish latency (status, runs show), and vLLM keeps only the newest publishKeep versions', async () => {
+    const run = 'vllm-bounded';
+    const set = [...rig.configSet, 'training.steps=5', 'training.publishKeep=2'];
+    rig.fake.lora.refuse = null;
+    rig.fake.lora.servesOnlyLoaded = true;
+    const { handle } = await rig.start(run, loadConfig({ env: {}, set }));
+    const result = await handle.result();
+    rig.fake.lora.servesOnlyLoaded = false;
+    assert.equal(result.stepsApplied, 5);
+
+    // Bounded: at most keep + the one being published were ever loaded; then the newest two remain.
+    const ours = (names: readonly string[]) => names.filter((n) => n.startsWith(`${run}@`)).sort();
+    const loads = rig.fake.lora.loads.filter((l) => l.name.startsWith(`${run}@`));
+    assert.deepEqual(
+      loads.map((l) => [l.name, l.status]),
+      [1, 2, 3, 4, 5].map((k) => [`${run}@${k}`, 200]),
+    );
+    for (const load of loads) assert.ok(ours(load.table).length <= 3, `${load.name}: ${load.table.join(', ')}`);
+    const listed = ((await (await fetch(`${rig.fake.url}/models`)).json()) as { data: { id: string }[] }).data;
+    assert.deepEqual(ours(listed.map((m) => m.id)), [`${run}@4`, `${run}@5`]);
+    assert.deepEqual(
+      rig.fake.lora.unloads.filter((u) => u.name.startsWith(`${run}@`)),
+      [1, 2, 3].map((k) => ({ name: `${run}@${k}`, status: 200 })),
+    );
+
+    // Publish latency: one first-token probe per version, a latency on every step, in every view.
+    assert.deepEqual(
+      rig.fake.probes.filter((m) => m.startsWith(`${run}@`)),
+      [1, 2, 3, 4, 5].map((k) => `${run}@${k}`),
+    );
+    const metrics = await rig.metrics(run);
+    for (const m of metrics)
+      assert.ok(
+        typeof m.publishLatencyMs === 'number' && m.publishLatencyMs >= 0,
+        `step ${m.step}: ${m.publishLatencyMs}`,
+      );
+    const env = { TEMPORAL_ADDRESS: rig.address };
+    const shown = await attune(['runs', 'show', run, '--json', ...set.flatMap((s) => ['--set', s])], env);
+    assert.equal(shown.code, 0, shown.stderr);
+    const detail = JSON.parse(shown.stdout) as { steps: { step: number; publishLatencyMs: number | null }[] };
+    assert.deepEqual(
+      detail.steps.map((s) => [s.step, s.publishLatencyMs]),
+      metrics.map((m) => [m.step, m.publishLatencyMs]),
+    );
+    const json = await attune(statusArgs(run, true), env);
+    assert.equal(json.code, 0, json.stderr);
+    const status = JSON.parse(json.stdout) as TrainingStatus;
+    assert.equal(status.lastMetrics?.publishLatencyMs, metrics[4]?.publishLatencyMs);
+    const text = await attune(statusArgs(run, false), env);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(
+      text.stdout.replace(/\s+/g, ' '),
+      new RegExp(
+        `publish latency ${metrics[4]?.publishLatencyMs} ms from the trainer's commit to ${run}@5's first token`,
+      ),
+    );
+  });
+
+  it('--continue after vLLM restarted loads the version it goes on from before sampling it', async () => {
+    const run = 'vllm-continue';
+    rig.fake.lora.refuse = null;
+    rig.fake.lora.servesOnlyLoaded = true;
+    try {
+      const first = await rig.start(run);
+      assert.equal((await first.handle.result()).version, `${run}@1`);
+      rig.fake.lora.forgetAll(); // vLLM restarted: its runtime-loaded adapters are gone
+      const more = loadConfig({ env: {}, set: [...rig.configSet, 'training.steps=2'] });
+      const continued = await rig.start(run, more, { continueRun: true });
+      assert.equal(continued.outcome, 'continued');
+      const loadsOfOne = rig.fake.lora.loads.filter((l) => l.name === `${run}@1`);
+      assert.deepEqual(
+        loadsOfOne.map((l) => l.status),
+        [200, 200],
+        'loaded again before the run went on',
+      );
+      assert.equal(loadsOfOne[0]?.path, loadsOfOne[1]?.path, "from the trainer's checkpoint of step 1");
+      const result = await continued.handle.result();
+      assert.equal(result.version, `${run}@2`);
+      assert.equal(
+        rig.fake.missing.filter((m) => m.startsWith(`${run}@`)).length,
+        0,
+        'no policy call of the continued run found its version missing',
+      );
+    } finally {
+      rig.fake.lora.servesOnlyLoaded = false;
+    }
   });
 });

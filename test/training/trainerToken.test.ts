@@ -91,7 +91,8 @@ describe('a trainer started with a token (TRAINER_TOKEN), end to end', function 
       version: 'tok@0',
       exportPath: null,
     });
-    assert.equal(published, 'tok@0');
+    assert.equal(published.version, 'tok@0');
+    assert.equal(published.firstTokenAtMs, null, 'the trainer serves what it committed: nothing to time');
     // an evaluation of a trainer-served version reaches the trainer the same way
     const evaluation = buildEvaluationInput(config, { split: 'eval', policy: 'tok@0' });
     assert.equal(evaluation.settings.policy.apiKeyEnv, 'TRAINER_TOKEN');

@@ -145,19 +145,33 @@ describe('training.publish: vllm against a real vLLM (SmolLM2-135M on CPU, real 
       assert.ok(typeof gap === 'number' && gap < 1e-3, `step ${m.step}: logprob_gap_max ${gap}`);
     }
 
-    // Every published version is loaded in vLLM, as an adapter on the served base model.
+    // The newest publishKeep (2) versions are loaded in vLLM, as adapters on the served base model;
+    // run@1 was unloaded once run@3 served.
     const models = await vllmModels();
-    for (const step of [1, 2, 3]) {
+    const listed = JSON.stringify(models.map((m) => m.id));
+    assert.equal(
+      models.some((m) => m.id === `${run}@1`),
+      false,
+      `${run}@1 unloaded: ${listed}`,
+    );
+    for (const step of [2, 3]) {
       const loaded = models.find((m) => m.id === `${run}@${step}`);
-      assert.ok(loaded, `${run}@${step} in /v1/models: ${JSON.stringify(models.map((m) => m.id))}`);
+      assert.ok(loaded, `${run}@${step} in /v1/models: ${listed}`);
       assert.equal(loaded.parent, VLLM_MODEL);
       assert.match(loaded.root, new RegExp(`checkpoints/step-00000${step}/policy$`));
     }
+    // Each step's commit-to-first-token time, measured by the run itself.
+    for (const m of metrics)
+      assert.ok(typeof m.publishLatencyMs === 'number', `step ${m.step}: publishLatencyMs ${m.publishLatencyMs}`);
+    console.log(`      publishLatencyMs per step ${metrics.map((m) => m.publishLatencyMs).join(', ')}`);
 
-    // The same tokens score differently under the base and the first adapter.
+    // The same tokens score differently under the base and the first adapter (loaded again under a name of its own).
     const prompt = 'I lost my job today and I do not know what to tell my family.';
     const base = await promptLogprobs(VLLM_MODEL, prompt);
-    const tuned = await promptLogprobs(`${run}@1`, prompt);
+    const second = models.find((m) => m.id === `${run}@2`)!.root;
+    const first = `${run}-step1-${Date.now()}`;
+    await loadAdapter(first, second.replace(/step-000002\/policy$/, 'step-000001/policy'));
+    const tuned = await promptLogprobs(first, prompt);
     assert.deepEqual(tuned.tokens, base.tokens);
     const diff = maxDiff(base.logprobs, tuned.logprobs);
     assert.ok(diff > 1e-4, `max |base - ${run}@1| log-prob difference ${diff}`);

@@ -66,7 +66,18 @@ export function renderRunDetail(d: RunDetail): string {
       ? ['no step metrics recorded']
       : [
           textTable(
-            ['step', 'sampled from', 'reward', 'success', 'eval score', 'staleness', 'IS mean', 'IS max', 'truncated'],
+            [
+              'step',
+              'sampled from',
+              'reward',
+              'success',
+              'eval score',
+              'staleness',
+              'IS mean',
+              'IS max',
+              'truncated',
+              'publish ms',
+            ],
             d.steps.map((s) => [
               String(s.step),
               s.sampledFrom,
@@ -77,8 +88,9 @@ export function renderRunDetail(d: RunDetail): string {
               num(s.isWeightMean, 3),
               num(s.isWeightMax, 3),
               percent(s.isTruncatedShare),
+              s.publishLatencyMs === null ? '-' : String(s.publishLatencyMs),
             ]),
-            [true, false, true, true, true, false, true, true, true],
+            [true, false, true, true, true, false, true, true, true, true],
           ),
         ];
   const evals = d.evaluations.length === 0 ? [] : ['', renderEvaluationRows(d.evaluations)];

@@ -68,6 +68,13 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
       'trainer',
       `loss ${fmt(m.trainer.loss)}, kl ${fmt(m.trainer.kl, 4)}, entropy ${fmt(m.trainer.entropy)}, grad norm ${fmt(m.trainer.grad_norm)}, ${fmt(m.trainer.seconds, 1)} s`,
     ]);
+    if (m.publishLatencyMs !== undefined)
+      rows.push([
+        'publish latency',
+        m.publishLatencyMs === null
+          ? 'not measured (the trainer serves its own weights)'
+          : `${m.publishLatencyMs} ms from the trainer's commit to ${m.run}@${m.step}'s first token (step ${m.step})`,
+      ]);
     if (m.rateLimitWaits) rows.push(['rate-limit waits', `${rateLimitWaitsText(m.rateLimitWaits)} (step ${m.step})`]);
     if (m.eval)
       rows.push([

@@ -17,6 +17,7 @@ export function stepScalars(record: StepMetricsRecord): Record<string, number> {
     'dialogue/turns': record.meanTurns,
   };
   for (const [key, value] of Object.entries(record.trainer)) out[`trainer/${key}`] = value;
+  if (typeof record.publishLatencyMs === 'number') out['publish/latency_ms'] = record.publishLatencyMs;
   if (record.eval) {
     out['eval/score'] = record.eval.score;
     out['eval/success'] = record.eval.success;

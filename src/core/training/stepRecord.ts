@@ -29,6 +29,8 @@ export interface StepRecordInput {
   failed: number;
   dropped: number;
   trainer: TrainerStepMetrics;
+  /** See StepMetricsRecord.publishLatencyMs; absent: not measured (recorded as absent). */
+  publishLatencyMs?: number | null;
   eval?: StepEvalSummary;
 }
 
@@ -51,6 +53,7 @@ export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
     malformedRate: kept.filter((s) => s.outcome === 'malformed').length / kept.length,
     meanTurns: mean(kept.map((s) => s.turns)),
     trainer: input.trainer,
+    ...(input.publishLatencyMs !== undefined ? { publishLatencyMs: input.publishLatencyMs } : {}),
     ...(waits
       ? {
           rateLimitWaits: {

@@ -74,6 +74,11 @@ export const trainingSettingsSchema = z.strictObject({
     policyBaseURL: z.string().url(),
     /** Version used before the first update (the base model's name on that server). */
     baseVersion: z.string().min(1),
+    /**
+     * vLLM: how many of the run's newest versions stay loaded after a publish (at least
+     * `maxStaleness + 1` are); older ones are unloaded. Absent in runs started before unloading.
+     */
+    keep: z.number().int().min(1).max(1000).optional(),
   }),
   evalEvery: z.number().int().min(0),
   evalScenarioDir: z.string().min(1),

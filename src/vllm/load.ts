@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 
 /**
