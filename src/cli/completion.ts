@@ -11,8 +11,9 @@ export type Shell = (typeof SHELLS)[number];
 const GLOBAL_FLAGS = ['--log-format', '--help'];
 const FLAG_VALUES: Record<string, readonly string[]> = { '--log-format': ['human', 'json'] };
 
+/** A word list for the script; --help is both a command's flag and a global one, offered once. */
 function words(list: readonly string[]): string {
-  return list.join(' ');
+  return [...new Set(list)].join(' ');
 }
 
 /** A bash completion function for `attune` (and `npx attune`): commands, then the command's subcommands and flags. */
@@ -52,7 +53,8 @@ function zshQuote(text: string): string {
 /** A zsh completion function for `attune`, the same words as bash. */
 export function zshCompletion(commands: readonly CompletionEntry[]): string {
   const cases = commands.map(
-    (c) => `    ${c.name}) compadd -- ${[...c.subcommands, ...c.flags, ...GLOBAL_FLAGS].map(zshQuote).join(' ')} ;;`,
+    (c) =>
+      `    ${c.name}) compadd -- ${[...new Set([...c.subcommands, ...c.flags, ...GLOBAL_FLAGS])].map(zshQuote).join(' ')} ;;`,
   );
   return `#compdef attune
 # attune completion for zsh: source <(npx attune completion zsh)

@@ -1,23 +1,24 @@
 import { configErrorFrom, ConfigError } from '../config/load.js';
 import { RunEndedError } from '../client/trainingRuns.js';
 import { isLogFormat, LOG_FORMATS, type LogFormat } from '../logFormat.js';
-import { UsageError } from './args.js';
-import { codecServerCommand } from './commands/codecServer.js';
-import { devCommand } from './commands/dev.js';
-import { reportCommand } from './commands/report.js';
-import { evalCommand } from './commands/eval.js';
-import { exportCommand } from './commands/export.js';
-import { evalsCommand, runsCommand } from './commands/runs.js';
-import { scheduleCommand } from './commands/schedule.js';
-import { trainCommand } from './commands/train.js';
-import { demoCommand } from './commands/demo.js';
-import { runControlCommand } from './commands/runControl.js';
-import { rolloutCommand } from './commands/rollout.js';
-import { rolloutsCommand } from './commands/rollouts.js';
-import { scenariosCommand } from './commands/scenarios.js';
-import { workerCommand } from './commands/worker.js';
+import { UsageError, type Flags } from './args.js';
+import { CODEC_SERVER_FLAGS, codecServerCommand } from './commands/codecServer.js';
+import { DEV_FLAGS, devCommand } from './commands/dev.js';
+import { REPORT_FLAGS, reportCommand } from './commands/report.js';
+import { EVAL_COMPARE_FLAGS, EVAL_FLAGS, evalCommand } from './commands/eval.js';
+import { EXPORT_FLAGS, exportCommand } from './commands/export.js';
+import { EVALS_FLAGS, evalsCommand, RUNS_FLAGS, runsCommand } from './commands/runs.js';
+import { SCHEDULE_FLAGS, scheduleCommand } from './commands/schedule.js';
+import { TRAIN_FLAGS, trainCommand } from './commands/train.js';
+import { DEMO_FLAGS, demoCommand } from './commands/demo.js';
+import { RUN_CONTROL_FLAGS, runControlCommand, type RunControlVerb } from './commands/runControl.js';
+import { ROLLOUT_FLAGS, rolloutCommand } from './commands/rollout.js';
+import { ROLLOUTS_FLAGS, rolloutsCommand } from './commands/rollouts.js';
+import { SCENARIOS_FLAGS, scenariosCommand } from './commands/scenarios.js';
+import { WORKER_FLAGS, workerCommand } from './commands/worker.js';
+import { WORKER_DEPLOYMENT_FLAGS } from './commands/workerDeployment.js';
 import { terminalSafe } from '../core/terminalText.js';
-import { completionCommand } from './commands/completion.js';
+import { COMPLETION_FLAGS, completionCommand } from './commands/completion.js';
 import { SHELLS, type CompletionEntry } from './completion.js';
 
 type Command = (argv: string[]) => Promise<number>;
@@ -25,138 +26,142 @@ type Command = (argv: string[]) => Promise<number>;
 interface CommandEntry {
   run: Command;
   summary: string;
-  /** For shell completion (`attune completion`): words that may follow the command, and its flags. */
+  /** For shell completion (`attune completion`): words that may follow the command. */
   subcommands?: readonly string[];
-  flags: readonly string[];
+  /**
+   * The flag tables the command parses with, each under the words that lead to it ('' for the
+   * command itself, 'compare' for `eval compare`). Shell completion offers their union.
+   */
+  flags: Readonly<Record<string, Flags>>;
 }
 
-const CONFIG_FLAGS = ['--config', '--set'];
+/** The same table under each of several subcommands that share it. */
+function shared(words: readonly string[], flags: Flags): Record<string, Flags> {
+  return Object.fromEntries(words.map((w) => [w, flags]));
+}
+
+/** status, pause, resume, stop and set: one command each, all in runControl.ts. */
+function runControlEntries(): Record<RunControlVerb, CommandEntry> {
+  const summaries: Record<RunControlVerb, string> = {
+    status: 'step, phase, rollouts, last metrics and ETA of a run',
+    pause: 'pause a run (in-flight rollouts finish)',
+    resume: 'resume a paused or blocked run; waiting dialogues retry their failed call',
+    stop: 'stop a run after its current step',
+    set: 'change hyperparameters of a live run (validated)',
+  };
+  const entry = (verb: RunControlVerb): CommandEntry => ({
+    run: runControlCommand(verb),
+    summary: summaries[verb],
+    flags: { '': RUN_CONTROL_FLAGS[verb] },
+  });
+  return {
+    status: entry('status'),
+    pause: entry('pause'),
+    resume: entry('resume'),
+    stop: entry('stop'),
+    set: entry('set'),
+  };
+}
+
+const SCHEDULE_SUBCOMMANDS = ['create', 'list', 'pause', 'unpause', 'delete', 'trigger'];
 
 const COMMANDS: Record<string, CommandEntry> = {
   dev: {
     run: devCommand,
     summary: 'start the dev server (UI on :8233), local models and workers',
-    flags: CONFIG_FLAGS,
+    flags: { '': DEV_FLAGS },
   },
   worker: {
     run: workerCommand,
     summary: 'run the LLM-I/O workers against a Temporal server; worker deployment set-current|describe',
     subcommands: ['deployment'],
-    flags: ['--role', '--deployment-version', '--deployment-name', '--build-id', '--json', ...CONFIG_FLAGS],
+    flags: { '': WORKER_FLAGS, ...shared(['deployment set-current', 'deployment describe'], WORKER_DEPLOYMENT_FLAGS) },
   },
-  rollout: {
-    run: rolloutCommand,
-    summary: 'run one dialogue and print its transcript',
-    flags: [
-      '--scenario',
-      '--scenarios',
-      '--seed',
-      '--max-turns',
-      '--initial-emotion',
-      '--think',
-      '--json',
-      ...CONFIG_FLAGS,
-    ],
+  rollout: { run: rolloutCommand, summary: 'run one dialogue and print its transcript', flags: { '': ROLLOUT_FLAGS } },
+  rollouts: {
+    run: rolloutsCommand,
+    summary: 'list the dialogues of a run that wait at a failed LLM call (rollouts list NAME --waiting)',
+    subcommands: ['list'],
+    flags: { list: ROLLOUTS_FLAGS },
   },
   scenarios: {
     run: scenariosCommand,
     summary: 'validate, list and import scenarios',
     subcommands: ['validate', 'list', 'import'],
-    flags: ['--json', '--format', '--out', '--prefix'],
+    flags: SCENARIOS_FLAGS,
   },
   report: {
     run: reportCommand,
     summary: 'write an HTML report (and PNG charts) of a run or an evaluation',
-    flags: ['--out', '--html-only', ...CONFIG_FLAGS],
+    flags: { '': REPORT_FLAGS },
   },
   demo: {
     run: demoCommand,
     summary: 'the embedded default: train, evaluate and report on local models (npm run demo)',
-    flags: ['--resume', '--steps', '--scenarios-per-step', '--samples', '--turns', '--eval-scenarios', ...CONFIG_FLAGS],
+    flags: { '': DEMO_FLAGS },
   },
   train: {
     run: trainCommand,
     summary: 'start (or attach to) an RLVER training run and follow it',
-    flags: ['--name', '--detach', '--continue', ...CONFIG_FLAGS],
+    flags: { '': TRAIN_FLAGS },
   },
-  status: {
-    run: runControlCommand('status'),
-    summary: 'step, phase, rollouts, last metrics and ETA of a run',
-    flags: ['--json', ...CONFIG_FLAGS],
-  },
-  pause: { run: runControlCommand('pause'), summary: 'pause a run (in-flight rollouts finish)', flags: CONFIG_FLAGS },
-  resume: {
-    run: runControlCommand('resume'),
-    summary: 'resume a paused or blocked run; waiting dialogues retry their failed call',
-    flags: CONFIG_FLAGS,
-  },
-  stop: { run: runControlCommand('stop'), summary: 'stop a run after its current step', flags: CONFIG_FLAGS },
-  set: {
-    run: runControlCommand('set'),
-    summary: 'change hyperparameters of a live run (validated)',
-    flags: CONFIG_FLAGS,
-  },
+  ...runControlEntries(),
   runs: {
     run: runsCommand,
     summary: 'list training runs (runs list), or show one (runs show NAME)',
     subcommands: ['list', 'show'],
-    flags: ['--json', ...CONFIG_FLAGS],
-  },
-  rollouts: {
-    run: rolloutsCommand,
-    summary: 'list the dialogues of a run that wait for an operator (rollouts list NAME --waiting)',
-    subcommands: ['list'],
-    flags: ['--waiting', '--json', ...CONFIG_FLAGS],
+    flags: shared(['list', 'show'], RUNS_FLAGS),
   },
   schedule: {
     run: scheduleCommand,
     summary: 'nightly evaluations as Temporal Schedules: create|list|pause|unpause|delete|trigger',
-    subcommands: ['create', 'list', 'pause', 'unpause', 'delete', 'trigger'],
-    flags: [
-      '--cron',
-      '--run',
-      '--policy',
-      '--split',
-      '--scenarios',
-      '--catchup-window',
-      '--note',
-      '--json',
-      ...CONFIG_FLAGS,
-    ],
+    subcommands: SCHEDULE_SUBCOMMANDS,
+    flags: shared(SCHEDULE_SUBCOMMANDS, SCHEDULE_FLAGS),
   },
   eval: {
     run: evalCommand,
     summary: 'run the Sentient benchmark (SAGE protocol); eval compare A B',
     subcommands: ['compare'],
-    flags: ['--policy', '--split', '--scenarios', '--only', '--name', '--repeats', '--json', ...CONFIG_FLAGS],
+    flags: { '': EVAL_FLAGS, compare: EVAL_COMPARE_FLAGS },
   },
   'codec-server': {
     run: codecServerCommand,
     summary: 'decrypt payloads for the Temporal UI and CLI (codec server)',
-    flags: ['--host', '--port', '--cors-origin', ...CONFIG_FLAGS],
+    flags: { '': CODEC_SERVER_FLAGS },
   },
   completion: {
     run: (argv) => completionCommand(argv, completionEntries()),
     summary: 'print a shell completion script: attune completion bash|zsh',
     subcommands: SHELLS,
-    flags: [],
+    flags: { '': COMPLETION_FLAGS },
   },
   evals: {
     run: evalsCommand,
     summary: 'list evaluations with their scores (evals list)',
     subcommands: ['list'],
-    flags: ['--json', '--run', ...CONFIG_FLAGS],
+    flags: { list: EVALS_FLAGS },
   },
   export: {
     run: exportCommand,
     summary: 'write a run step as a Hugging Face model directory (NAME@STEP --out DIR)',
-    flags: ['--out', '--merge-lora', '--state-dir', '--json', ...CONFIG_FLAGS],
+    flags: { '': EXPORT_FLAGS },
   },
 };
 
-/** The command table as shell completion sees it. */
+/** Every flag table of every command, with the words that reach its parser (`attune eval compare`). */
+export function commandFlagTables(): { command: string; words: string[]; flags: Flags }[] {
+  return Object.entries(COMMANDS).flatMap(([command, c]) =>
+    Object.entries(c.flags).map(([words, flags]) => ({ command, words: words.split(' ').filter(Boolean), flags })),
+  );
+}
+
+/** The command table as shell completion sees it: each command's flags, the union over its subcommands. */
 export function completionEntries(): CompletionEntry[] {
-  return Object.entries(COMMANDS).map(([name, c]) => ({ name, subcommands: c.subcommands ?? [], flags: c.flags }));
+  return Object.entries(COMMANDS).map(([name, c]) => ({
+    name,
+    subcommands: c.subcommands ?? [],
+    flags: [...new Set(Object.values(c.flags).flatMap((table) => Object.keys(table).map((flag) => `--${flag}`)))],
+  }));
 }
 
 export function topHelp(): string {

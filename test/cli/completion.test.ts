@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { completionEntries } from '../../src/cli/main.js';
+import { commandFlagTables, completionEntries, main } from '../../src/cli/main.js';
 import { attune } from './attuneProcess.js';
 
 function scriptFile(shell: string, text: string): string {
@@ -25,6 +25,33 @@ function bashCompletes(script: string, typed: string[]): string[] {
   );
   assert.equal(result.status, 0, result.stderr);
   return result.stdout.split('\n').filter((l) => l !== '');
+}
+
+/** `attune ARGV` in this process (parsing and --help only, so nothing starts): its exit code and output. */
+async function inProcess(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = { stdout: '', stderr: '' };
+  const writes = { stdout: process.stdout.write, stderr: process.stderr.write };
+  const capture = (stream: 'stdout' | 'stderr') =>
+    ((chunk: string | Uint8Array) => {
+      out[stream] += String(chunk);
+      return true;
+    }) as typeof process.stdout.write;
+  process.stdout.write = capture('stdout');
+  process.stderr.write = capture('stderr');
+  try {
+    return { code: await main(argv), ...out };
+  } finally {
+    process.stdout.write = writes.stdout;
+    process.stderr.write = writes.stderr;
+  }
+}
+
+/** The long flags of each command as its parsers declare them, the union over its subcommands. */
+function declaredFlags(): Map<string, Set<string>> {
+  const flags = new Map<string, Set<string>>();
+  for (const { command, flags: table } of commandFlagTables())
+    for (const name of Object.keys(table)) flags.set(command, (flags.get(command) ?? new Set()).add(`--${name}`));
+  return flags;
 }
 
 describe('attune completion', function () {
@@ -50,6 +77,56 @@ describe('attune completion', function () {
     // Every command of the table completes from its first letters.
     for (const { name } of completionEntries())
       assert.ok(bashCompletes(script, ['attune', name.slice(0, 3)]).includes(name), name);
+  });
+
+  it('offers, for every command, exactly the flags its parsers declare', async () => {
+    const script = scriptFile('bash', (await attune(['completion', 'bash'])).stdout);
+    const declared = declaredFlags();
+    assert.deepEqual(
+      [...declared.keys()].sort(),
+      completionEntries()
+        .map((c) => c.name)
+        .sort(),
+    );
+    for (const { name, subcommands } of completionEntries()) {
+      const offered = bashCompletes(script, ['attune', name, '--']).sort();
+      const expected = [...new Set([...declared.get(name)!, '--help', '--log-format'])].sort();
+      assert.deepEqual(offered, expected, name);
+      assert.deepEqual(bashCompletes(script, ['attune', name, '']).sort(), [...subcommands, ...expected].sort(), name);
+    }
+    // The flags of the issue that found completion and the parsers apart.
+    assert.ok(declared.get('eval')!.has('--repeats'));
+    assert.ok(!declared.get('codec-server')!.has('--codec-endpoint'));
+    assert.ok(!declared.get('codec-server')!.has('--codec-auth'));
+  });
+
+  it('every flag a command declares, its parser accepts and its --help names; every other it refuses', async () => {
+    const declared = declaredFlags();
+    // Every flag of any command, and ones no command should take (the other side's codec flags).
+    const strangers = ['--no-such-flag', '--codec-endpoint', '--codec-auth'];
+    const everyFlag = new Set([...[...declared.values()].flatMap((f) => [...f]), ...strangers]);
+    for (const { command, words, flags } of commandFlagTables()) {
+      const where = ['attune', command, ...words].join(' ');
+      assert.ok('help' in flags, `${where} has no --help`);
+      const help = await inProcess([command, ...words, '--help']);
+      assert.equal(help.code, 0, `${where} --help: ${help.stderr}`);
+      for (const [name, flag] of Object.entries(flags)) {
+        assert.ok(help.stdout.includes(`--${name}`), `${where} --help does not name --${name}`);
+        if (flag.short) assert.ok(help.stdout.includes(`-${flag.short}, --${name}`), `${where} --help: -${flag.short}`);
+        const value = flag.type === 'string' ? ['x'] : [];
+        for (const spelling of [`--${name}`, ...(flag.short ? [`-${flag.short}`] : [])]) {
+          const result = await inProcess([command, ...words, spelling, ...value, '--help']);
+          assert.equal(result.code, 0, `${where} ${spelling}: ${result.stderr}`);
+          assert.equal(result.stderr, '', `${where} ${spelling}`);
+        }
+      }
+      for (const flag of [...everyFlag].filter((f) => !declared.get(command)!.has(f))) {
+        // Last, so that a string flag cannot take --help for its value.
+        const result = await inProcess([command, ...words, '--help', flag]);
+        assert.equal(result.code, 2, `${where} accepts ${flag}, which completion does not offer`);
+        assert.match(result.stderr, new RegExp(`Unknown option '${flag}'|${flag} belongs to`), where);
+      }
+    }
   });
 
   it('zsh: a script zsh -n accepts, naming every command', async () => {

@@ -9,8 +9,25 @@ import {
 } from '../../codec/server.js';
 import { createLogger } from '../../log.js';
 import { loadConfig } from '../../config/load.js';
-import { CONFIG_OPTIONS, intOption, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, intOption, parseCommand, UsageError, type Flags } from '../args.js';
 import { untilSignal } from '../context.js';
+
+export const CODEC_SERVER_FLAGS = {
+  port: { type: 'string', value: 'N', help: `port (default ${CODEC_SERVER_DEFAULT_PORT}; 0 picks a free one)` },
+  host: {
+    type: 'string',
+    value: 'HOST',
+    help: `interface to listen on (default 127.0.0.1); any other than loopback\nneeds ${CODEC_SERVER_TOKEN_ENV}`,
+  },
+  'cors-origin': {
+    type: 'string',
+    multiple: true,
+    value: 'URL',
+    help: `browser origin allowed to call it (repeatable; default\n${LOCAL_UI_ORIGINS.join(' and ')}, the dev server's UI)`,
+  },
+  ...CONFIG_FLAGS,
+  config: { ...CONFIG_FLAGS.config, help: 'YAML config file, for temporal.codec.keysFile' },
+} as const satisfies Flags;
 
 export const CODEC_SERVER_HELP = `attune codec-server [options]
 
@@ -21,28 +38,14 @@ by temporal.codec.keysFile of --config (see SECURITY.md). Runs until Ctrl-C.
 
 In the web UI, set the codec server endpoint (the "Data Encoder" settings) to the URL it prints.
 
-      --port N            port (default ${CODEC_SERVER_DEFAULT_PORT}; 0 picks a free one)
-      --host HOST         interface to listen on (default 127.0.0.1); any other than loopback
-                          needs ${CODEC_SERVER_TOKEN_ENV}
-      --cors-origin URL   browser origin allowed to call it (repeatable; default
-                          ${LOCAL_UI_ORIGINS.join(' and ')}, the dev server's UI)
-  -c, --config FILE       YAML config file, for temporal.codec.keysFile
-      --set KEY=VALUE     override a config key (repeatable)
-  -h, --help              show this help
+${flagHelp(CODEC_SERVER_FLAGS)}
 
 Environment: ${CODEC_KEYS_ENV} (or temporal.codec.keysFile), ${CODEC_SERVER_TOKEN_ENV} (when set, every request
 must send "Authorization: Bearer <token>"; the CLI's --codec-auth, or a UI that passes its
 access token).`;
 
-const OPTIONS = {
-  port: { type: 'string' },
-  host: { type: 'string' },
-  'cors-origin': { type: 'string', multiple: true },
-  ...CONFIG_OPTIONS,
-} as const;
-
 export async function codecServerCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, OPTIONS, false);
+  const { values } = parseCommand(argv, CODEC_SERVER_FLAGS, false);
   if (values.help) {
     process.stdout.write(`${CODEC_SERVER_HELP}\n`);
     return 0;

@@ -9,9 +9,24 @@ import { loadConfig } from '../../config/load.js';
 import { REPO_ROOT } from '../../paths.js';
 import { writeReport } from '../../report/index.js';
 import { trainingWorkflowId } from '../../workflows/training.js';
-import { intOption, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, intOption, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
+
+export const DEMO_FLAGS = {
+  resume: { type: 'string', value: 'NAME', help: 'attach to an earlier demo run instead of starting a new one' },
+  steps: { type: 'string', value: 'N', help: 'training steps (default from configs/demo.yaml)' },
+  'scenarios-per-step': { type: 'string', value: 'N', help: 'scenarios per training step' },
+  samples: { type: 'string', value: 'N', help: 'dialogues per scenario (GRPO group size)' },
+  turns: { type: 'string', value: 'N', help: 'assistant turns per dialogue (training and evaluation)' },
+  'eval-scenarios': {
+    type: 'string',
+    value: 'N',
+    help: 'eval scenarios for the before/after evaluation (default 2)',
+  },
+  ...CONFIG_FLAGS,
+  config: { ...CONFIG_FLAGS.config, help: 'config (default configs/demo.yaml)' },
+} as const satisfies Flags;
 
 export const DEMO_HELP = `attune demo [options]        (npm run demo)
 
@@ -21,27 +36,7 @@ with its UI, the workers, the trainer on CPU and a local simulator model. Runs a
 HTML report and prints the UI address, the run name and the report path. POLICY_* / SIMULATOR_* /
 TRAINER_URL / TEMPORAL_ADDRESS point it at other endpoints: same pipeline, other settings.
 
-      --resume NAME         attach to an earlier demo run instead of starting a new one
-      --steps N             training steps (default from configs/demo.yaml)
-      --scenarios-per-step N
-      --samples N           dialogues per scenario (GRPO group size)
-      --turns N             assistant turns per dialogue (training and evaluation)
-      --eval-scenarios N    eval scenarios for the before/after evaluation (default 2)
-  -c, --config FILE         config (default configs/demo.yaml)
-      --set KEY=VALUE       override a config key (repeatable)
-  -h, --help`;
-
-const OPTIONS = {
-  config: { type: 'string', short: 'c' },
-  set: { type: 'string', multiple: true },
-  help: { type: 'boolean', short: 'h' },
-  resume: { type: 'string' },
-  steps: { type: 'string' },
-  'scenarios-per-step': { type: 'string' },
-  samples: { type: 'string' },
-  turns: { type: 'string' },
-  'eval-scenarios': { type: 'string' },
-} as const;
+${flagHelp(DEMO_FLAGS)}`;
 
 function say(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -60,7 +55,7 @@ export function demoPublishing(configFile: string, set: string[], env: NodeJS.Pr
 }
 
 export async function demoCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, OPTIONS, false);
+  const { values } = parseCommand(argv, DEMO_FLAGS, false);
   if (values.help) {
     say(DEMO_HELP);
     return 0;

@@ -5,10 +5,12 @@ import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
 import { createLlmIoWorkers } from '../../workers/llmIoWorkers.js';
 import { createOptimizerWorker } from '../../workers/optimizerWorker.js';
 import { runWorkers, shutdownWorkers } from '../../workers/runWorkers.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand } from '../args.js';
 import { commandContext, untilSignal } from '../context.js';
 import { ensureLocalModels } from '../localModels.js';
 import { ensureLocalTrainer } from '../localTrainer.js';
+
+export const DEV_FLAGS = CONFIG_FLAGS;
 
 export const DEV_HELP = `attune dev [options]
 
@@ -18,10 +20,10 @@ it, the local trainer when trainer.url points at this machine and nothing answer
 every worker role: rollouts and LLM calls, and the optimizer. Runs until Ctrl-C, then stops
 everything it started.
 
-${CONFIG_HELP}`;
+${flagHelp(DEV_FLAGS)}`;
 
 export async function devCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, CONFIG_OPTIONS, false);
+  const { values } = parseCommand(argv, DEV_FLAGS, false);
   if (values.help) {
     process.stdout.write(`${DEV_HELP}\n`);
     return 0;

@@ -8,7 +8,7 @@ import { finalEvaluationProgress, followEvaluation } from '../../client/evaluati
 import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
 import type { evaluation, EvaluationProgress, EvaluationSummary } from '../../workflows/evaluation.js';
 import type { WorkflowHandle } from '@temporalio/client';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';
 import { evaluationProgressBar, evaluationProgressText, finishedDialogues } from '../render/evaluationProgress.js';
 import { ProgressDisplay, RateEstimate } from '../render/progress.js';
@@ -16,6 +16,28 @@ import { renderEvaluationComparison } from '../render/evaluationComparison.js';
 import { renderEvaluationTable } from '../render/evaluationTable.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
 import { terminalSafe } from '../../core/terminalText.js';
+
+export const EVAL_FLAGS = {
+  scenarios: { type: 'string', value: 'DIR', help: 'scenario directory' },
+  split: { type: 'string', value: 'NAME', help: "eval (default) or train: the config's scenarios.<split>" },
+  policy: {
+    type: 'string',
+    value: 'RUN@STEP',
+    help: 'evaluate a trained version (served by the trainer or trainer.policyBaseURL);\ndefault: the configured policy endpoint',
+  },
+  name: { type: 'string', value: 'ID', help: 'evaluation id (default eval-<time>); reusing an id attaches to it' },
+  only: { type: 'string', value: 'ID,...', help: 'only these scenarios' },
+  repeats: {
+    type: 'string',
+    value: 'K',
+    help: `K dialogues per scenario, each with its own simulator seed (1-${MAX_EVALUATION_REPEATS};\ndefault evaluation.repeats, 1)`,
+  },
+  json: { type: 'boolean', help: 'print one JSON object (score, success, failure, count, results, ...)' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
+
+/** `eval compare A B` (its --json output is described in the help's compare paragraph). */
+export const EVAL_COMPARE_FLAGS = { json: EVAL_FLAGS.json, ...CONFIG_FLAGS } as const satisfies Flags;
 
 export const EVAL_HELP = `attune eval [--scenarios DIR | --split eval|train] [options]
 attune eval compare A B [--json]
@@ -30,16 +52,7 @@ group) come with 95 % bootstrap confidence intervals (scenarios resampled with t
 prompt hash, protocol settings, seeds, Attune version. While it runs, a progress bar of the
 dialogues (finished, failed, running, ETA) on a terminal, a log line per change otherwise.
 
-      --scenarios DIR   scenario directory
-      --split NAME      eval (default) or train: the config's scenarios.<split>
-      --policy RUN@STEP evaluate a trained version (served by the trainer or trainer.policyBaseURL);
-                        default: the configured policy endpoint
-      --name ID         evaluation id (default eval-<time>); reusing an id attaches to it
-      --only ID,...     only these scenarios
-      --repeats K       K dialogues per scenario, each with its own simulator seed (1-${MAX_EVALUATION_REPEATS};
-                        default evaluation.repeats, 1)
-      --json            print one JSON object (score, success, failure, count, results, ...)
-${CONFIG_HELP}
+${flagHelp(EVAL_FLAGS)}
 
 compare A B: the differences B - A between two evaluations (ids): aggregate, per scenario, and
 the paired difference in final emotion over dialogues finished in both (same scenario and repeat)
@@ -47,17 +60,6 @@ with its 95 % confidence interval (bootstrap over scenarios) and a two-sided p-v
 permutation test over scenarios, exact up to 16 scenarios), or "not significant". It warns (stderr,
 and \`warnings\` in --json) when the two manifests differ in protocol. --json: difference, ci,
 pValue, significant, warnings, score, success, failure, scenarios, dialogues.`;
-
-const OPTIONS = {
-  ...CONFIG_OPTIONS,
-  scenarios: { type: 'string' },
-  split: { type: 'string' },
-  policy: { type: 'string' },
-  name: { type: 'string' },
-  only: { type: 'string' },
-  repeats: { type: 'string' },
-  json: { type: 'boolean' },
-} as const;
 
 function parseRepeats(text: string): number {
   const value = Number(text);
@@ -67,7 +69,7 @@ function parseRepeats(text: string): number {
 }
 
 async function compareCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, { ...CONFIG_OPTIONS, json: { type: 'boolean' } });
+  const { values, positionals } = parseCommand(argv, EVAL_COMPARE_FLAGS);
   if (values.help) {
     process.stdout.write(`${EVAL_HELP}\n`);
     return 0;
@@ -136,7 +138,7 @@ async function follow(
 
 export async function evalCommand(argv: string[]): Promise<number> {
   if (argv[0] === 'compare') return compareCommand(argv.slice(1));
-  const { values } = parseCommand(argv, OPTIONS, false);
+  const { values } = parseCommand(argv, EVAL_FLAGS, false);
   if (values.help) {
     process.stdout.write(`${EVAL_HELP}\n`);
     return 0;

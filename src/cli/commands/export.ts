@@ -3,8 +3,20 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { isValidName, NAME_RULE } from '../../core/names.js';
 import { REPO_ROOT } from '../../paths.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
+
+export const EXPORT_FLAGS = {
+  out: { type: 'string', short: 'o', value: 'DIR', help: 'the directory to write (must not exist, or be empty)' },
+  'merge-lora': { type: 'boolean', help: 'LoRA runs: merge the adapter into the base weights' },
+  'state-dir': {
+    type: 'string',
+    value: 'DIR',
+    help: "the trainer's state directory (default <home>/trainer, as the local trainer's)",
+  },
+  json: { type: 'boolean', help: 'print {run_id, step, format, path}' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const EXPORT_HELP = `attune export NAME@STEP --out DIR [--merge-lora] [--state-dir DIR] [--json]
 
@@ -16,11 +28,7 @@ vLLM (--enable-lora), unless --merge-lora merges it into full weights. Runs the 
 \`python -m attune_trainer export\` on this machine's trainer state; for a trainer on another host,
 run that command there. A running trainer may keep serving while it reads.
 
-  -o, --out DIR         the directory to write (must not exist, or be empty)
-      --merge-lora      LoRA runs: merge the adapter into the base weights
-      --state-dir DIR   the trainer's state directory (default <home>/trainer, as the local trainer's)
-      --json            print {run_id, step, format, path}
-${CONFIG_HELP}`;
+${flagHelp(EXPORT_FLAGS)}`;
 
 /** `run@12` -> run and step; the name follows the one naming rule, the step is a whole number. */
 export function parseVersion(version: string): { run: string; step: number } {
@@ -44,13 +52,7 @@ function runPython(python: string, args: string[]): Promise<{ code: number; stdo
 }
 
 export async function exportCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, {
-    ...CONFIG_OPTIONS,
-    out: { type: 'string', short: 'o' },
-    'merge-lora': { type: 'boolean' },
-    'state-dir': { type: 'string' },
-    json: { type: 'boolean' },
-  });
+  const { values, positionals } = parseCommand(argv, EXPORT_FLAGS);
   if (values.help) {
     process.stdout.write(`${EXPORT_HELP}\n`);
     return 0;

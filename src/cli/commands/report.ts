@@ -3,8 +3,19 @@ import { reportDirKey } from '../../artifacts/keys.js';
 import type { FileArtifactStore } from '../../artifacts/store.js';
 import { writeComparisonReport, writeReport } from '../../report/write.js';
 import { artifactsDir, commandContext } from '../context.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { terminalSafe } from '../../core/terminalText.js';
+
+export const REPORT_FLAGS = {
+  out: {
+    type: 'string',
+    short: 'o',
+    value: 'DIR',
+    help: 'where to write index.html and the PNGs (default: <artifacts>/reports/<target>/,\nfor several: <artifacts>/reports/compare-<A>-vs-<B>.../)',
+  },
+  'html-only': { type: 'boolean', help: 'skip the PNG charts (they need Chromium: apt-get install chromium)' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const REPORT_HELP = `attune report RUN-OR-EVAL [--out DIR] [--html-only] [--config FILE] [--set k=v]
 attune report RUN-OR-EVAL RUN-OR-EVAL... [--out DIR] [--html-only] [--config FILE] [--set k=v]
@@ -15,10 +26,7 @@ RUN-OR-EVAL is an evaluation id (evaluations/<id>/evaluation.json) or a training
 Several of them give one page that overlays them: reward curves of the runs, Sentient scores (a run's
 over its steps, an evaluation's as a level), and the score per goal type (a run's latest evaluation).
 
-  -o, --out DIR         where to write index.html and the PNGs (default: <artifacts>/reports/<target>/,
-                        for several: <artifacts>/reports/compare-<A>-vs-<B>.../)
-      --html-only       skip the PNG charts (they need Chromium: apt-get install chromium)
-${CONFIG_HELP}`;
+${flagHelp(REPORT_FLAGS)}`;
 
 async function compare(store: FileArtifactStore, targets: string[], outDir: string, png: boolean): Promise<number> {
   if (new Set(targets).size !== targets.length) throw new UsageError(`a target is named twice: ${targets.join(' ')}`);
@@ -40,11 +48,7 @@ async function compare(store: FileArtifactStore, targets: string[], outDir: stri
 }
 
 export async function reportCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, {
-    ...CONFIG_OPTIONS,
-    out: { type: 'string', short: 'o' },
-    'html-only': { type: 'boolean' },
-  });
+  const { values, positionals } = parseCommand(argv, REPORT_FLAGS);
   if (values.help) {
     process.stdout.write(`${REPORT_HELP}\n`);
     return 0;

@@ -3,11 +3,26 @@ import { rolloutSettingsFromConfig } from '../../config/rolloutSettingsFromConfi
 import { nameProblem } from '../../core/names.js';
 import type { Transcript } from '../../core/transcript.js';
 import { findScenario } from '../../scenarios/library.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, intOption, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, intOption, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
 import { renderTranscript } from '../render/transcript.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
 import { terminalSafe } from '../../core/terminalText.js';
+
+export const ROLLOUT_FLAGS = {
+  scenario: { type: 'string', short: 's', value: 'ID', help: 'scenario id (required)' },
+  scenarios: {
+    type: 'string',
+    value: 'DIR',
+    help: "scenario directory (default: the config's train and eval splits)",
+  },
+  seed: { type: 'string', value: 'N', help: 'rollout seed (default: derived from the time)' },
+  'max-turns': { type: 'string', value: 'N', help: 'turn limit (default: rollout.maxTurns)' },
+  'initial-emotion': { type: 'string', value: 'N', help: 'starting emotion (default: rollout.initialEmotion)' },
+  think: { type: 'boolean', help: 'think-then-say mode' },
+  json: { type: 'boolean', help: 'print the summary as one JSON object' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const ROLLOUT_HELP = `attune rollout --scenario ID [options]
 
@@ -16,28 +31,10 @@ the transcript with the user's emotion after each turn. Uses the running server 
 \`attune dev\` when they are up; otherwise starts an embedded dev server and workers for the
 length of the command (and the local model server when an endpoint points at it).
 
-  -s, --scenario ID     scenario id (required)
-      --scenarios DIR   scenario directory (default: the config's train and eval splits)
-      --seed N          rollout seed (default: derived from the time)
-      --max-turns N     turn limit (default: rollout.maxTurns)
-      --initial-emotion N   starting emotion (default: rollout.initialEmotion)
-      --think           think-then-say mode
-      --json            print the summary as one JSON object
-${CONFIG_HELP}`;
-
-const OPTIONS = {
-  ...CONFIG_OPTIONS,
-  scenario: { type: 'string', short: 's' },
-  scenarios: { type: 'string' },
-  seed: { type: 'string' },
-  'max-turns': { type: 'string' },
-  'initial-emotion': { type: 'string' },
-  think: { type: 'boolean' },
-  json: { type: 'boolean' },
-} as const;
+${flagHelp(ROLLOUT_FLAGS)}`;
 
 export async function rolloutCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, OPTIONS, false);
+  const { values } = parseCommand(argv, ROLLOUT_FLAGS, false);
   if (values.help) {
     process.stdout.write(`${ROLLOUT_HELP}\n`);
     return 0;

@@ -1,9 +1,15 @@
 import { listWaitingRollouts } from '../../client/waitingRollouts.js';
 import { terminalSafe } from '../../core/terminalText.js';
 import { connectTemporal } from '../../temporal/connect.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
 import { workflowUiUrl } from '../runtime.js';
+
+export const ROLLOUTS_FLAGS = {
+  waiting: { type: 'boolean', help: 'only the waiting dialogues (required: the one listing there is)' },
+  json: { type: 'boolean', help: 'a JSON array' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const ROLLOUTS_HELP = `attune rollouts list NAME --waiting [--json]
 
@@ -12,14 +18,10 @@ LLM call whose endpoint stayed down past its retries: rollout id, step, scenario
 the rollout in the Temporal UI, where its details name the call, the endpoint and the last error.
 Fix the endpoint, then \`attune resume NAME\` continues them all, or send one the signal \`continue\`.
 
-      --waiting         only the waiting dialogues (required: the one listing there is)
-      --json            a JSON array
-${CONFIG_HELP}`;
-
-const OPTIONS = { ...CONFIG_OPTIONS, json: { type: 'boolean' }, waiting: { type: 'boolean' } } as const;
+${flagHelp(ROLLOUTS_FLAGS)}`;
 
 export async function rolloutsCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, OPTIONS);
+  const { values, positionals } = parseCommand(argv, ROLLOUTS_FLAGS);
   const [verb, name, ...extra] = positionals;
   if (values.help || verb === undefined) {
     process.stdout.write(`${ROLLOUTS_HELP}\n`);

@@ -3,12 +3,23 @@ import { connectTemporal } from '../../temporal/connect.js';
 import { unpolledTrainingQueues } from '../../temporal/pollers.js';
 import { trainingHandle } from '../../client/trainingRuns.js';
 import { parseSetOption } from '../../config/load.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
 import { renderStatus, renderWaitingOn } from '../render/status.js';
 import { terminalSafe } from '../../core/terminalText.js';
 
-const HELP: Record<string, string> = {
+export type RunControlVerb = 'status' | 'pause' | 'resume' | 'stop' | 'set';
+
+/** Each verb's flags: only status prints JSON. */
+export const RUN_CONTROL_FLAGS = {
+  status: { json: { type: 'boolean', help: 'one JSON object: the status and `waitingOn`' }, ...CONFIG_FLAGS },
+  pause: CONFIG_FLAGS,
+  resume: CONFIG_FLAGS,
+  stop: CONFIG_FLAGS,
+  set: CONFIG_FLAGS,
+} as const satisfies Record<RunControlVerb, Flags>;
+
+const HELP: Record<RunControlVerb, string> = {
   status:
     'attune status NAME [--json]\n\nStep, phase, rollouts done/failed in the step, last metrics and ETA of a training run, and\nevery task queue it needs that no worker polls (`waitingOn`).',
   pause: 'attune pause NAME\n\nIn-flight rollouts finish; no new one starts until `attune resume NAME`.',
@@ -18,11 +29,11 @@ const HELP: Record<string, string> = {
   set: 'attune set NAME key=value [key=value...]\n\nChanges a live run from its next step: learning_rate, clip_ratio, kl_coef, entropy_coef,\nvalue_learning_rate, max_grad_norm, temperature, maxInFlight, maxFailedShare, evalEvery, steps.\nBad values are rejected with the reason.',
 };
 
-export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' | 'set') {
+export function runControlCommand(verb: RunControlVerb) {
   return async (argv: string[]): Promise<number> => {
-    const { values, positionals } = parseCommand(argv, { ...CONFIG_OPTIONS, json: { type: 'boolean' } });
+    const { values, positionals } = parseCommand(argv, RUN_CONTROL_FLAGS[verb]);
     if (values.help) {
-      process.stdout.write(`${HELP[verb]}\n\n${CONFIG_HELP}\n`);
+      process.stdout.write(`${HELP[verb]}\n\n${flagHelp(RUN_CONTROL_FLAGS[verb])}\n`);
       return 0;
     }
     const [name, ...pairs] = positionals;
@@ -32,6 +43,7 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
     try {
       const client = temporal.client;
       if (verb === 'status') {
+        const json = 'json' in values && values.json === true;
         // An unknown run fails here, naming its workflow id, before any queue is looked at.
         await trainingHandle(client, name).describe();
         const waitingOn = await unpolledTrainingQueues(temporal, ctx.config);
@@ -39,7 +51,7 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
           // No workflow worker: the run can neither move nor answer the status query.
           const error = `no worker polls ${waitingOn.map((q) => q.queue).join(', ')}: run ${name} cannot make progress or report its status`;
           process.stdout.write(
-            values.json
+            json
               ? `${JSON.stringify({ runName: name, phase: null, waitingOn, error })}\n`
               : `${terminalSafe(renderWaitingOn(error, waitingOn))}\n`,
           );
@@ -48,7 +60,7 @@ export function runControlCommand(verb: 'status' | 'pause' | 'resume' | 'stop' |
         const status = await trainingStatus(client, name);
         const ended = status.phase === 'done' || status.phase === 'stopped';
         const view = { ...status, waitingOn: ended ? [] : waitingOn };
-        process.stdout.write(values.json ? `${JSON.stringify(view)}\n` : `${terminalSafe(renderStatus(view))}\n`);
+        process.stdout.write(json ? `${JSON.stringify(view)}\n` : `${terminalSafe(renderStatus(view))}\n`);
         return 0;
       }
       if (verb === 'set') {

@@ -2,9 +2,20 @@ import { listEvaluations, listRuns } from '../../client/runListing.js';
 import { isValidName, NAME_RULE } from '../../core/names.js';
 import { runDetail } from '../../client/runDetail.js';
 import { connectTemporal } from '../../temporal/connect.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
 import { renderEvaluationRows, renderRunDetail, renderRunRows } from '../render/runListing.js';
+
+export const RUNS_FLAGS = {
+  json: { type: 'boolean', help: 'a JSON array (list) or object (show)' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
+
+export const EVALS_FLAGS = {
+  run: { type: 'string', value: 'NAME', help: 'only the evaluations of that training run' },
+  json: { type: 'boolean', help: 'a JSON array' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const RUNS_HELP = `attune runs list [--json]
 attune runs show NAME [--json]
@@ -17,24 +28,19 @@ reward, the success rate, the evaluation score and the off-policy figures (sampl
 importance-weight mean and max, share truncated; - where the trainer reported none), and the run's
 evaluations.
 
-      --json            a JSON array (list) or object (show)
-${CONFIG_HELP}`;
+${flagHelp(RUNS_FLAGS)}`;
 
 export const EVALS_HELP = `attune evals list [--run NAME] [--json]
 
 Every evaluation (by hand, scheduled, or during training), newest first: id, score (the Sentient
 score, 0-100, once finished), run, step, status, started, updated.
 
-      --run NAME        only the evaluations of that training run
-      --json            a JSON array
-${CONFIG_HELP}`;
+${flagHelp(EVALS_FLAGS)}`;
 
 function checkedName(name: string): string {
   if (!isValidName(name)) throw new UsageError(`run name "${name}" is not a valid name (${NAME_RULE})`);
   return name;
 }
-
-const OPTIONS = { ...CONFIG_OPTIONS, json: { type: 'boolean' }, run: { type: 'string' } } as const;
 
 async function withTemporal<T>(
   values: { config?: string | undefined; set?: string[] | undefined },
@@ -52,13 +58,15 @@ async function withTemporal<T>(
 }
 
 export async function runsCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, OPTIONS);
+  // Not a runs flag, but one an operator may reach for here: say where it belongs.
+  if (argv.some((a) => a === '--run' || a.startsWith('--run=')))
+    throw new UsageError('--run belongs to `attune evals list`');
+  const { values, positionals } = parseCommand(argv, RUNS_FLAGS);
   const [verb, ...rest] = positionals;
   if (values.help || verb === undefined) {
     process.stdout.write(`${RUNS_HELP}\n`);
     return values.help ? 0 : 2;
   }
-  if (values.run !== undefined) throw new UsageError('--run belongs to `attune evals list`');
   if (verb === 'list') {
     if (rest.length > 0) throw new UsageError(`runs list takes no arguments (got ${rest.join(' ')})`);
     const rows = await withTemporal(values, 'runs', (_ctx, t) => listRuns(t.client));
@@ -81,7 +89,7 @@ export async function runsCommand(argv: string[]): Promise<number> {
 }
 
 export async function evalsCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseCommand(argv, OPTIONS);
+  const { values, positionals } = parseCommand(argv, EVALS_FLAGS);
   const [verb, ...rest] = positionals;
   if (values.help || verb === undefined) {
     process.stdout.write(`${EVALS_HELP}\n`);

@@ -3,7 +3,7 @@ import { basename, join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { loadScenarioLibrary } from '../../scenarios/library.js';
 import { importSageJsonl } from '../../scenarios/importSage.js';
-import { parseCommand, UsageError } from '../args.js';
+import { flagHelp, HELP_FLAG, parseCommand, UsageError, type Flags } from '../args.js';
 import { terminalSafe } from '../../core/terminalText.js';
 
 export const SCENARIOS_HELP = `attune scenarios <command>
@@ -15,15 +15,30 @@ export const SCENARIOS_HELP = `attune scenarios <command>
                                  import SAGE / RLVER profile files (JSONL); every record keeps its
                                  original text; bad lines are reported by number, the rest imported`;
 
+/** Each subcommand's flags (scenarios reads no configuration). */
+export const SCENARIOS_FLAGS = {
+  validate: HELP_FLAG,
+  list: {
+    json: { type: 'boolean', help: 'an array with id, language, goalType, personality, name, hasFirstMessage, file' },
+    ...HELP_FLAG,
+  },
+  import: {
+    format: { type: 'string', value: 'FORMAT', help: 'sage (required; the only format so far)' },
+    out: { type: 'string', short: 'o', value: 'DIR', help: 'the directory to write the scenario files to' },
+    prefix: { type: 'string', value: 'P', help: 'prefix of the imported scenario ids (default sage)' },
+    ...HELP_FLAG,
+  },
+} as const satisfies Record<string, Flags>;
+
 function defaultDir(): string {
   return resolve(process.cwd(), 'scenarios');
 }
 
 function validate(argv: string[]): number {
-  const { values, positionals } = parseCommand(argv, { help: { type: 'boolean', short: 'h' } });
+  const { values, positionals } = parseCommand(argv, SCENARIOS_FLAGS.validate);
   if (values.help) {
     process.stdout.write(
-      'attune scenarios validate [DIR]\n\nValidates every .yaml/.yml/.json scenario under DIR (default scenarios/).\n',
+      `attune scenarios validate [DIR]\n\nValidates every .yaml/.yml/.json scenario under DIR (default scenarios/).\n\n${flagHelp(SCENARIOS_FLAGS.validate)}\n`,
     );
     return 0;
   }
@@ -39,12 +54,9 @@ function validate(argv: string[]): number {
 }
 
 function list(argv: string[]): number {
-  const { values, positionals } = parseCommand(argv, {
-    json: { type: 'boolean' },
-    help: { type: 'boolean', short: 'h' },
-  });
+  const { values, positionals } = parseCommand(argv, SCENARIOS_FLAGS.list);
   if (values.help) {
-    process.stdout.write('attune scenarios list [DIR] [--json]\n');
+    process.stdout.write(`attune scenarios list [DIR] [--json]\n\n${flagHelp(SCENARIOS_FLAGS.list)}\n`);
     return 0;
   }
   const dir = positionals[0] ?? defaultDir();
@@ -76,14 +88,11 @@ function list(argv: string[]): number {
 }
 
 function importCommand(argv: string[]): number {
-  const { values, positionals } = parseCommand(argv, {
-    format: { type: 'string' },
-    out: { type: 'string', short: 'o' },
-    prefix: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  });
+  const { values, positionals } = parseCommand(argv, SCENARIOS_FLAGS.import);
   if (values.help) {
-    process.stdout.write('attune scenarios import --format sage FILE.jsonl --out DIR [--prefix P]\n');
+    process.stdout.write(
+      `attune scenarios import --format sage FILE.jsonl --out DIR [--prefix P]\n\n${flagHelp(SCENARIOS_FLAGS.import)}\n`,
+    );
     return 0;
   }
   if (values.format !== 'sage') throw new UsageError('--format sage is required (the only format so far)');

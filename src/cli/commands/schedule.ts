@@ -5,8 +5,31 @@ import { isValidName, NAME_RULE } from '../../core/names.js';
 import { buildEvaluationInput } from '../../client/evaluations.js';
 import { connectTemporal } from '../../temporal/connect.js';
 import { scheduledEvaluation, type ScheduledEvaluationInput } from '../../workflows/scheduledEvaluation.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
+import { EVAL_FLAGS } from './eval.js';
+
+/** One table for every schedule subcommand; the help says which uses what. */
+export const SCHEDULE_FLAGS = {
+  cron: { type: 'string', value: 'EXPR', help: 'create: when it fires, "MIN HOUR DOM MON DOW" (required)' },
+  // What an evaluation runs on means the same as for `attune eval`.
+  scenarios: EVAL_FLAGS.scenarios,
+  split: EVAL_FLAGS.split,
+  run: {
+    type: 'string',
+    value: 'RUN',
+    help: "create: evaluates that run's latest published version at each firing",
+  },
+  policy: { type: 'string', value: 'VERSION', help: 'create: evaluate this version (RUN@STEP) at each firing' },
+  'catchup-window': {
+    type: 'string',
+    value: 'TIME',
+    help: 'create: how late a missed firing is still caught up (default 1 hour)',
+  },
+  note: { type: 'string', value: 'TEXT', help: "create, pause, unpause: the schedule's note" },
+  json: { type: 'boolean', help: 'list: a JSON array' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const SCHEDULE_HELP = `attune schedule <command>
 
@@ -15,22 +38,10 @@ firings are caught up within --catchup-window. Workers must be running (attune d
 
   create NAME --cron "0 2 * * *" [--scenarios DIR | --split eval] [--run RUN | --policy VERSION]
               [--catchup-window 1h] [--note TEXT]
-         --run RUN evaluates that run's latest published version at each firing
   list [--json]
   pause NAME [--note TEXT]     unpause NAME     delete NAME     trigger NAME (run now)
-${CONFIG_HELP}`;
 
-const OPTIONS = {
-  ...CONFIG_OPTIONS,
-  cron: { type: 'string' },
-  scenarios: { type: 'string' },
-  split: { type: 'string' },
-  run: { type: 'string' },
-  policy: { type: 'string' },
-  'catchup-window': { type: 'string' },
-  note: { type: 'string' },
-  json: { type: 'boolean' },
-} as const;
+${flagHelp(SCHEDULE_FLAGS)}`;
 
 export interface CreateScheduleOptions {
   name: string;
@@ -90,7 +101,7 @@ export async function scheduleCommand(argv: string[]): Promise<number> {
     process.stdout.write(`${SCHEDULE_HELP}\n`);
     return sub === undefined ? 1 : 0;
   }
-  const { values, positionals } = parseCommand(rest, OPTIONS);
+  const { values, positionals } = parseCommand(rest, SCHEDULE_FLAGS);
   if (values.help) {
     process.stdout.write(`${SCHEDULE_HELP}\n`);
     return 0;

@@ -4,10 +4,25 @@ import type { Client } from '@temporalio/client';
 import { followTraining } from '../../client/trainingProgress.js';
 import { startOrAttachTraining, trainingHandle } from '../../client/trainingRuns.js';
 import { trainingWorkflowId, type TrainingResult } from '../../workflows/training.js';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';
 import { withRuntime, workflowUiUrl } from '../runtime.js';
 import { formatProgress, ProgressDisplay, RateEstimate } from '../render/progress.js';
+
+export const TRAIN_FLAGS = {
+  name: {
+    type: 'string',
+    short: 'n',
+    value: 'NAME',
+    help: "run name (default <algorithm>-<time>); also the trainer's run id",
+  },
+  detach: { type: 'boolean', help: 'start (or attach) and return at once' },
+  continue: {
+    type: 'boolean',
+    help: "continue an ended run (failed, terminated, stopped, or completed with fewer\nsteps than training.steps now asks for) from the trainer's applied step + 1",
+  },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const TRAIN_HELP = `attune train --config FILE [--name NAME] [--set key=value] [--detach] [--continue]
 
@@ -18,18 +33,7 @@ $ATTUNE_HOME/artifacts/runs/NAME/metrics.jsonl. A run whose name exists is never
 a running one is attached to, a completed one is shown. Operate it with attune
 status|pause|resume|stop|set NAME.
 
-  -n, --name NAME   run name (default <algorithm>-<time>); also the trainer's run id
-      --detach      start (or attach) and return at once
-      --continue    continue an ended run (failed, terminated, stopped, or completed with fewer
-                    steps than training.steps now asks for) from the trainer's applied step + 1
-${CONFIG_HELP}`;
-
-const OPTIONS = {
-  ...CONFIG_OPTIONS,
-  name: { type: 'string', short: 'n' },
-  detach: { type: 'boolean' },
-  continue: { type: 'boolean' },
-} as const;
+${flagHelp(TRAIN_FLAGS)}`;
 
 /**
  * Follows the run until it ends: a progress bar of the step's dialogues on a terminal, a log line
@@ -76,7 +80,7 @@ async function follow(ctx: CommandContext, client: Client, runName: string): Pro
 }
 
 export async function trainCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, OPTIONS, false);
+  const { values } = parseCommand(argv, TRAIN_FLAGS, false);
   if (values.help) {
     process.stdout.write(`${TRAIN_HELP}\n`);
     return 0;

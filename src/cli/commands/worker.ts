@@ -1,4 +1,4 @@
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext, untilSignal } from '../context.js';
 import { connectTemporal, connectWorkerSide } from '../../temporal/connect.js';
 import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
@@ -8,34 +8,45 @@ import { createOptimizerWorker } from '../../workers/optimizerWorker.js';
 import { BUILD_ID_ENV, DEFAULT_DEPLOYMENT_NAME, deploymentVersionFrom } from '../../workers/deploymentVersion.js';
 import { workerDeploymentCommand } from './workerDeployment.js';
 
+export const WORKER_FLAGS = {
+  role: {
+    type: 'string',
+    value: 'ROLE',
+    help: [
+      'llm: rollout/evaluation/training workflows, policy and simulator activities (default)',
+      'optimizer: optimizer activities, one at a time: run one per GPU host, next to the trainer',
+      'all: both',
+    ].join('\n'),
+  },
+  'deployment-version': {
+    type: 'string',
+    value: 'ID',
+    help: [
+      `worker versioning: this worker's build id (or ${BUILD_ID_ENV});`,
+      'it serves only runs routed to that build. Start every role with the same',
+      'id, then `attune worker deployment set-current --build-id ID`.',
+      'Without it the worker is unversioned and takes every task',
+    ].join('\n'),
+  },
+  'deployment-name': {
+    type: 'string',
+    value: 'NAME',
+    help: `the worker deployment (default ${DEFAULT_DEPLOYMENT_NAME}, or ATTUNE_WORKER_DEPLOYMENT_NAME)`,
+  },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
+
 export const WORKER_HELP = `attune worker [--role llm|optimizer|all] [--deployment-version ID] [options]
 attune worker deployment set-current|describe ...   (see attune worker deployment --help)
 
 Runs workers against the configured Temporal server (TEMPORAL_ADDRESS, or the dev server of
 \`attune dev\`). Stops cleanly on SIGINT/SIGTERM, handing unfinished work back after a grace time.
 
-      --role llm        rollout/evaluation/training workflows, policy and simulator activities (default)
-      --role optimizer  optimizer activities, one at a time: run one per GPU host, next to the trainer
-      --role all        both
-      --deployment-version ID   worker versioning: this worker's build id (or ${BUILD_ID_ENV});
-                        it serves only runs routed to that build. Start every role with the same
-                        id, then \`attune worker deployment set-current --build-id ID\`.
-                        Without it the worker is unversioned and takes every task
-      --deployment-name NAME    the worker deployment (default ${DEFAULT_DEPLOYMENT_NAME}, or ATTUNE_WORKER_DEPLOYMENT_NAME)
-${CONFIG_HELP}`;
+${flagHelp(WORKER_FLAGS)}`;
 
 export async function workerCommand(argv: string[]): Promise<number> {
   if (argv[0] === 'deployment') return workerDeploymentCommand(argv.slice(1));
-  const { values } = parseCommand(
-    argv,
-    {
-      ...CONFIG_OPTIONS,
-      role: { type: 'string' },
-      'deployment-version': { type: 'string' },
-      'deployment-name': { type: 'string' },
-    },
-    false,
-  );
+  const { values } = parseCommand(argv, WORKER_FLAGS, false);
   if (values.help) {
     process.stdout.write(`${WORKER_HELP}\n`);
     return 0;

@@ -1,9 +1,21 @@
 import { hostname } from 'node:os';
-import { CONFIG_HELP, CONFIG_OPTIONS, parseCommand, UsageError } from '../args.js';
+import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
 import { connectTemporal } from '../../temporal/connect.js';
 import { describeDeployment, setCurrentDeploymentVersion } from '../../temporal/workerDeployments.js';
 import { buildIdFrom, DEFAULT_DEPLOYMENT_NAME, deploymentNameFrom } from '../../workers/deploymentVersion.js';
+
+/** The flags of `worker deployment set-current|describe` (one table for both). */
+export const WORKER_DEPLOYMENT_FLAGS = {
+  'build-id': { type: 'string', value: 'ID', help: 'the build to make current' },
+  'deployment-name': {
+    type: 'string',
+    value: 'NAME',
+    help: `default ${DEFAULT_DEPLOYMENT_NAME} (or ATTUNE_WORKER_DEPLOYMENT_NAME)`,
+  },
+  json: { type: 'boolean', help: 'describe: one JSON object' },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const WORKER_DEPLOYMENT_HELP = `attune worker deployment set-current --build-id ID [--deployment-name NAME] [options]
 attune worker deployment describe [--deployment-name NAME] [--json] [options]
@@ -16,23 +28,11 @@ Worker versioning (workers started with \`attune worker --deployment-version ID\
   describe      the current build and each build's drainage (draining: pinned rollouts still run
                 on it; drained: none do, its workers may stop)
 
-      --build-id ID           the build to make current
-      --deployment-name NAME  default ${DEFAULT_DEPLOYMENT_NAME} (or ATTUNE_WORKER_DEPLOYMENT_NAME)
-      --json                  describe: one JSON object
-${CONFIG_HELP}`;
+${flagHelp(WORKER_DEPLOYMENT_FLAGS)}`;
 
 export async function workerDeploymentCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
-  const { values } = parseCommand(
-    rest,
-    {
-      ...CONFIG_OPTIONS,
-      'build-id': { type: 'string' },
-      'deployment-name': { type: 'string' },
-      json: { type: 'boolean' },
-    },
-    false,
-  );
+  const { values } = parseCommand(rest, WORKER_DEPLOYMENT_FLAGS, false);
   if (values.help || action === undefined || action === '--help' || action === '-h') {
     process.stdout.write(`${WORKER_DEPLOYMENT_HELP}\n`);
     return 0;
