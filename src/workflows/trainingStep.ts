@@ -13,6 +13,7 @@ import { liveHyperparameters } from '../core/training/liveOverrides.js';
 import { evaluatesAfterStep, stepEvaluationId } from '../core/training/stepPlan.js';
 import { stepEvalSummary, stepMetricsRecord } from '../core/training/stepRecord.js';
 import { minGroupSize, type StepRolloutOutcomes, type StepSurvivors } from '../core/training/stepRollouts.js';
+import type { GuardTrip } from '../core/training/guardrails.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { completeStep, type TrainingState } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
@@ -20,6 +21,7 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { evaluation } from './evaluation.js';
 import { failureMessage } from './fanOut.js';
 import type { TrainingControl } from './trainingControl.js';
+import { checkGuardrails, waitOnGuardrail } from './trainingGuardrails.js';
 import { trackStep } from './trainingTracking.js';
 
 /** Scenario listing, publishing and metrics: small I/O on the artifacts queue (ordinary, queued activities). */
@@ -111,9 +113,9 @@ export async function applyStep(ctx: StepContext, done: StepToApply): Promise<bo
   const evalSummary = await evaluateStep(settings, control, step, state.version);
 
   control.setPhase('recording');
-  await recordStep(bookkeeping, settings, state, { ...done, applied, evalSummary });
+  const pause = await recordStep(bookkeeping, settings, state, { ...done, applied, evalSummary });
   await trackStep(settings, state, control, step);
-  return true;
+  return pause === null || (await waitOnGuardrail(state, control, pause));
 }
 
 /** Creates the trainer's run before the first step (a repeat confirms the same config). */
@@ -187,6 +189,7 @@ function optimizeStep({ optimizer, settings, state }: StepContext, done: StepToA
     step: done.step,
     rollouts: done.survivors.optimizerRollouts,
     policyVersion: done.sampledFrom,
+    ...(settings.credit ? { credit: settings.credit } : {}),
     ...(hyperparameters ? { hyperparameters } : {}),
     ...(settings.trainer.sameErrorAttempts !== undefined
       ? { sameErrorAttempts: settings.trainer.sameErrorAttempts }
@@ -258,7 +261,10 @@ async function evaluateStep(
   }
 }
 
-/** Appends the step's metrics line, moves the run to the next step, and tags the run with the step's reward. */
+/**
+ * Appends the step's metrics line (with the guardrails that tripped), moves the run to the next
+ * step, and tags the run with the step's reward; returns a pausing guardrail's trip, if any.
+ */
 async function recordStep(
   bookkeeping: Bookkeeping,
   settings: TrainingSettings,
@@ -271,9 +277,9 @@ async function recordStep(
     applied: OptimizerStepResult;
     evalSummary: StepMetricsRecord['eval'];
   },
-): Promise<void> {
+): Promise<GuardTrip | null> {
   const { step, survivors, evalSummary } = done;
-  const record = stepMetricsRecord({
+  const computed = stepMetricsRecord({
     runName: settings.runName,
     step,
     algorithm: settings.algorithm,
@@ -283,12 +289,17 @@ async function recordStep(
     failed: survivors.decision.failed,
     dropped: survivors.decision.dropped.length,
     trainer: done.applied.metrics,
+    ...(done.applied.signals ? { replies: done.applied.signals } : {}),
+    ...(state.guard?.lastEvalScore !== undefined ? { previousEvalScore: state.guard.lastEvalScore } : {}),
+    ...(settings.credit ? { credit: settings.credit } : {}),
     ...(evalSummary ? { eval: evalSummary } : {}),
   });
+  const { record, pause } = checkGuardrails(settings, state, computed);
   await bookkeeping.recordStepMetrics(record);
   completeStep(state, step, record, Date.now() - done.startedAt);
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.step, value: step },
     { key: SEARCH_ATTRIBUTES.meanReward, value: record.reward.mean },
   ]);
+  return pause;
 }

@@ -56,6 +56,7 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
     ['ETA', duration(s.etaMs)],
   ];
   if (s.blockedReason) rows.push(['needs attention', s.blockedReason]);
+  for (const w of s.guardrails?.warnings.slice(-3) ?? []) rows.push(['guardrail warning', w.message]);
   rows.push(...waitingOnLines(s.waitingOn ?? []));
   const tracking = trackingStatusLine(s.tracking);
   if (tracking) rows.push(['tracking', tracking]);
@@ -68,6 +69,16 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
       'trainer',
       `loss ${fmt(m.trainer.loss)}, kl ${fmt(m.trainer.kl, 4)}, entropy ${fmt(m.trainer.entropy)}, grad norm ${fmt(m.trainer.grad_norm)}, ${fmt(m.trainer.seconds, 1)} s`,
     ]);
+    if (m.turnReward && m.turnReturn)
+      rows.push([
+        'per turn',
+        `reward ${fmt(m.turnReward.mean)} ± ${fmt(m.turnReward.std)} [${fmt(m.turnReward.min)}, ${fmt(m.turnReward.max)}], trained on ${fmt(m.turnReturn.mean)} ± ${fmt(m.turnReturn.std)}`,
+      ]);
+    if (m.signals)
+      rows.push([
+        'replies',
+        `length ${fmt(m.signals.replyLengthMean, 1)} ± ${fmt(m.signals.replyLengthStd, 1)}, empty ${fmt(m.signals.emptyShare * 100, 1)}%, repetition ${fmt(m.signals.repetition)}, distinct bigrams ${fmt(m.signals.distinctBigrams)}`,
+      ]);
     if (m.rateLimitWaits) rows.push(['rate-limit waits', `${rateLimitWaitsText(m.rateLimitWaits)} (step ${m.step})`]);
     if (m.eval)
       rows.push([
