@@ -11,7 +11,7 @@ import {
   simulatorOptionsSchema,
 } from '../core/rolloutSettingsSchema.js';
 import { ALGORITHMS } from '../core/training/algorithms.js';
-import { creditSettingsSchema } from '../core/training/credit.js';
+import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';

@@ -7,10 +7,9 @@ import {
   emptyGuardState,
   guardPointOf,
   guardStep,
-  guardrailSchema,
   type GuardPoint,
-  type Guardrail,
 } from '../../src/core/training/guardrails.js';
+import { guardrailSchema, type Guardrail } from '../../src/core/training/guardrailSchema.js';
 import { replySignals } from '../../src/core/training/replySignals.js';
 
 const point = (step: number, signals: GuardPoint['signals']): GuardPoint => ({ step, signals });

@@ -1,5 +1,3 @@
-import { z } from 'zod';
-
 /**
  * How a dialogue's reward is shared out over its assistant turns (`training.credit`):
  * - `final`: every turn gets the dialogue's reward (RLVER: the final emotion / 100);
@@ -10,14 +8,12 @@ import { z } from 'zod';
 export const CREDIT_MODES = ['final', 'turn', 'mixed'] as const;
 export type CreditMode = (typeof CREDIT_MODES)[number];
 
-export const creditSettingsSchema = z.strictObject({
-  mode: z.enum(CREDIT_MODES),
-  /** Discount per later turn in a turn's return (1: the plain sum of the changes to the end). */
-  turnDiscount: z.number().min(0).max(1),
-  /** `mixed`: the turn return's weight; the dialogue reward has 1 - weight. */
-  weight: z.number().min(0).max(1),
-});
-export type CreditSettings = z.infer<typeof creditSettingsSchema>;
+/** See creditSchema.ts. */
+export interface CreditSettings {
+  mode: CreditMode;
+  turnDiscount: number;
+  weight: number;
+}
 
 /** Runs started before credit existed, and the default: RLVER's one reward per dialogue. */
 export const FINAL_CREDIT: CreditSettings = { mode: 'final', turnDiscount: 1, weight: 0.5 };

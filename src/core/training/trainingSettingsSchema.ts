@@ -4,8 +4,8 @@ import { rolloutSettingsSchema } from '../rolloutSettingsSchema.js';
 import { goalTypeSchema, personalitySchema } from '../scenario.js';
 import { trackingSettingsSchema } from '../tracking/trackingSettings.js';
 import { ALGORITHMS } from './algorithms.js';
-import { creditSettingsSchema } from './credit.js';
-import { guardrailSchema } from './guardrails.js';
+import { creditSettingsSchema } from './creditSchema.js';
+import { guardrailSchema } from './guardrailSchema.js';
 import { trainerHyperparametersSchema, trainerLoraSchema } from './trainerSettings.generated.js';
 
 const TRAINER_MAX_SEED = 2 ** 31 - 1;
