@@ -123,6 +123,7 @@ interface StaleRunPlan extends RunPlan {
 interface RunResult extends StaleRunPlan {
   seconds: number;
   rows: {
+    run: string;
     step: number;
     staleness: number;
     credit: CreditMode;
@@ -224,6 +225,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
       ...plan,
       seconds: (Date.now() - started) / 1000,
       rows: metrics.map((m) => ({
+        run: plan.name,
         step: m.step,
         staleness: plan.staleness,
         credit: plan.credit,
@@ -266,7 +268,7 @@ async function main(): Promise<void> {
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   mkdirSync(dirname(values.out), { recursive: true });
-  // `rows` at the top is the first run's curve; every run's own is under `runs`.
+  // `rows` at the top: every run's curve, one row per run and step (each names its run, staleness and credit).
   const out = {
     quick,
     steps,
@@ -275,7 +277,7 @@ async function main(): Promise<void> {
     stalenesses,
     credits,
     cpus: cpus().length,
-    rows: results[0]?.rows ?? [],
+    rows: results.flatMap((r) => r.rows),
     runs: results,
   };
   writeFileSync(values.out, `${JSON.stringify(out, null, 2)}\n`);
