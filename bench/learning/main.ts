@@ -18,8 +18,10 @@ import { startLocalLlmServer } from '../../src/localllm/server.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import { writeReport } from '../../src/report/write.js';
 import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
-import { learningRun, rewardRise } from '../../test/support/learningRuns.js';
+import { LEARNING_INITIAL_EMOTION, learningRun, rewardRise } from '../../test/support/learningRuns.js';
 import { teardownSharedTestEnv } from '../../test/support/temporalEnv.js';
+import { CREDIT_MODES, type CreditMode } from '../../src/core/training/credit.js';
+import { ruleTaskCeiling, stepReaching } from './riseFigures.js';
 import { parityLine, sideBySide } from './stalenessTable.js';
 
 const HELP = `Learning benchmark: the mean reward per step of training runs through Attune's whole pipeline.
@@ -33,6 +35,8 @@ Usage: npm run bench:learning [-- options]
   --only ALGORITHM   only the grpo or only the ppo runs
   --simulator WHICH  only the runs against the rule-based user (rule) or the local SmolLM2 simulator (local)
   --turns N          training.maxTurns: assistant turns a dialogue (default 2; 1 is the peer's single-turn task)
+  --credit LIST      training.credit values, comma-separated (final, turn, mixed; default final): every run
+                     once per value, with the first step reaching 90% of the rise and the last three steps' mean
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
                      with more than one, the curves side by side and the parity of the last three steps
   --out FILE         results (default bench/results/learning.json)
@@ -51,6 +55,7 @@ const { values } = parseArgs({
     simulator: { type: 'string' },
     turns: { type: 'string' },
     staleness: { type: 'string', default: '0' },
+    credit: { type: 'string', default: 'final' },
     out: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning.json') },
     reports: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning-reports') },
     help: { type: 'boolean', default: false },
@@ -89,6 +94,13 @@ if (
   );
   process.exit(2);
 }
+const credits = values.credit.split(',').map((c) => c.trim());
+if (credits.some((c) => !(CREDIT_MODES as readonly string[]).includes(c)) || new Set(credits).size !== credits.length) {
+  process.stderr.write(
+    `bench:learning: --credit must list distinct values of ${CREDIT_MODES.join(', ')}, got ${values.credit}\n`,
+  );
+  process.exit(2);
+}
 if (values.only !== undefined && values.only !== 'grpo' && values.only !== 'ppo') {
   process.stderr.write(`bench:learning: --only must be grpo or ppo, got ${values.only}\n`);
   process.exit(2);
@@ -104,13 +116,25 @@ interface RunPlan {
 interface StaleRunPlan extends RunPlan {
   /** training.maxStaleness of the run. */
   staleness: number;
+  /** training.credit of the run. */
+  credit: CreditMode;
 }
 
 interface RunResult extends StaleRunPlan {
   seconds: number;
-  rows: { step: number; staleness: number; reward_mean: number; policy_version: string }[];
+  rows: {
+    run: string;
+    step: number;
+    staleness: number;
+    credit: CreditMode;
+    reward_mean: number;
+    turn_reward_mean: number | null;
+    policy_version: string;
+  }[];
   first3: number;
   last3: number;
+  /** The first step whose reward reached 90% of the possible rise (riseFigures.ts; null: none did). */
+  step90: number | null;
 }
 
 const allPlans: RunPlan[] = quick
@@ -127,11 +151,14 @@ const plans: StaleRunPlan[] = allPlans
   .filter((p) => values.only === undefined || p.algorithm === values.only)
   .filter((p) => values.simulator === undefined || (values.simulator === 'local') === (p.simulator === 'local SmolLM2'))
   .flatMap((p) =>
-    stalenesses.map((staleness) => ({
-      ...p,
-      name: staleness === 0 ? p.name : `${p.name}-stale${staleness}`,
-      staleness,
-    })),
+    stalenesses.flatMap((staleness) =>
+      credits.map((credit) => ({
+        ...p,
+        name: `${p.name}${staleness === 0 ? '' : `-stale${staleness}`}${credit === 'final' ? '' : `-${credit}`}`,
+        staleness,
+        credit: credit as CreditMode,
+      })),
+    ),
   );
 
 /**
@@ -180,6 +207,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
         ...(seed === null ? [] : [`training.seed=${seed}`]),
         ...(turns === null ? [] : [`training.maxTurns=${turns}`]),
         ...(plan.staleness === 0 ? [] : [`training.maxStaleness=${plan.staleness}`]),
+        ...(plan.credit === 'final' ? [] : [`training.credit=${plan.credit}`]),
       ],
       finished: async (rig) => {
         const report = await writeReport({
@@ -197,13 +225,21 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
       ...plan,
       seconds: (Date.now() - started) / 1000,
       rows: metrics.map((m) => ({
+        run: plan.name,
         step: m.step,
         staleness: plan.staleness,
+        credit: plan.credit,
         reward_mean: m.reward.mean,
+        turn_reward_mean: m.turnReward?.mean ?? null,
         policy_version: m.policyVersion,
       })),
       first3: first,
       last3: last,
+      step90: stepReaching(
+        metrics,
+        0.9,
+        plan.simulator === 'rule-based user' ? ruleTaskCeiling(LEARNING_INITIAL_EMOTION, turns ?? 2) : 1,
+      ),
     };
   } finally {
     await local?.close();
@@ -221,10 +257,10 @@ async function main(): Promise<void> {
   const lines = [
     `Mean reward per step, ${steps} steps per run (${cpus().length} CPUs); first/last: mean of the first/last three steps`,
     '',
-    'run                       algorithm  model          simulator        S  first  last   rise   seconds',
+    'run                       algorithm  model          simulator        S  credit first  last   rise   90%@ seconds',
     ...results.map(
       (r) =>
-        `${r.name.padEnd(25)} ${r.algorithm.padEnd(10)} ${r.model.padEnd(14)} ${r.simulator.padEnd(16)} ${String(r.staleness).padEnd(2)} ${r.first3.toFixed(3)}  ${r.last3.toFixed(3)}  ${(r.last3 - r.first3).toFixed(3).padStart(6)} ${r.seconds.toFixed(0).padStart(8)}`,
+        `${r.name.padEnd(25)} ${r.algorithm.padEnd(10)} ${r.model.padEnd(14)} ${r.simulator.padEnd(16)} ${String(r.staleness).padEnd(2)} ${r.credit.padEnd(6)} ${r.first3.toFixed(3)}  ${r.last3.toFixed(3)}  ${(r.last3 - r.first3).toFixed(3).padStart(6)} ${String(r.step90 ?? '-').padStart(4)} ${r.seconds.toFixed(0).padStart(8)}`,
     ),
     '',
     ...results.map((r) => `${r.name}: ${r.rows.map((row) => row.reward_mean.toFixed(3)).join(' ')}`),
@@ -232,15 +268,16 @@ async function main(): Promise<void> {
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   mkdirSync(dirname(values.out), { recursive: true });
-  // `rows` at the top is the first run's curve; every run's own is under `runs`.
+  // `rows` at the top: every run's curve, one row per run and step (each names its run, staleness and credit).
   const out = {
     quick,
     steps,
     seed: seed ?? 7,
     turns: turns ?? 2,
     stalenesses,
+    credits,
     cpus: cpus().length,
-    rows: results[0]?.rows ?? [],
+    rows: results.flatMap((r) => r.rows),
     runs: results,
   };
   writeFileSync(values.out, `${JSON.stringify(out, null, 2)}\n`);
@@ -255,7 +292,9 @@ async function main(): Promise<void> {
 /** Per plan at staleness 0 (its name without a suffix): its curves at every staleness side by side, and the parity line. */
 function stalenessComparison(results: RunResult[]): string[] {
   return allPlans.flatMap((base) => {
-    const curves = results.filter((r) => r.name === base.name || r.name.startsWith(`${base.name}-stale`));
+    const curves = results.filter(
+      (r) => r.credit === credits[0] && (r.name === base.name || r.name.startsWith(`${base.name}-stale`)),
+    );
     if (curves.length === 0) return [];
     return [
       '',

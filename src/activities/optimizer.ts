@@ -4,6 +4,8 @@ import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { TrainerStepMetrics } from '../core/runMetrics.js';
 import type { Hyperparameters, LoraSpec } from '../core/training/trainingSettingsSchema.js';
+import type { CreditSettings } from '../core/training/credit.js';
+import { replySignals, type ReplySignals } from '../core/training/replySignals.js';
 import { samplesFromTranscript } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
@@ -46,6 +48,8 @@ export interface OptimizerStepInput {
    * older than the weights it updates (`step - 1`). Absent: sampled from those weights.
    */
   policyVersion?: number;
+  /** How each dialogue's reward is shared over its turns (absent: `final`). */
+  credit?: CreditSettings;
   /** Operator changes (`attune set`) applied from this step on. */
   hyperparameters?: Hyperparameters;
   /**
@@ -98,6 +102,8 @@ export interface OptimizerStepResult {
   samples: number;
   /** Epoch ms the trainer's answer arrived: the step committed (absent in older histories). */
   committedAtMs?: number;
+  /** What the step's replies look like, for the guardrails (absent in results recorded before them). */
+  signals?: ReplySignals;
 }
 
 function asFailure(error: unknown): unknown {
@@ -144,9 +150,11 @@ export function createOptimizerActivities(store: ArtifactStore) {
       // read before this attempt's own heartbeats replace them
       const sameErrors = sameErrorsBefore(ctx.info.heartbeatDetails);
       const samples = [];
+      const replies: string[] = [];
       for (const rollout of input.rollouts) {
         const transcript = await store.getJson<Transcript>(rollout.artifact);
-        for (const sample of samplesFromTranscript(transcript, rollout.group))
+        replies.push(...transcript.turns.map((t) => t.policy.reply));
+        for (const sample of samplesFromTranscript(transcript, rollout.group, input.credit))
           samples.push(input.policyVersion === undefined ? sample : { ...sample, policy_version: input.policyVersion });
       }
       if (samples.length === 0) throw ApplicationFailure.nonRetryable(`step ${input.step} has no samples`, 'EmptyStep');
@@ -192,6 +200,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
           replayed: r.replayed ?? false,
           samples: samples.length,
           committedAtMs: Date.now(),
+          signals: replySignals(replies),
         };
       } catch (error) {
         // A full state directory stays full until someone frees space: retrying would hide it; the

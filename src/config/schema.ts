@@ -12,12 +12,15 @@ import {
   simulatorOptionsSchema,
 } from '../core/rolloutSettingsSchema.js';
 import { ALGORITHMS } from '../core/training/algorithms.js';
+import { creditSettingsSchema } from '../core/training/creditSchema.js';
+import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 import { checkKeptCheckpoints, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
 const trainingBounds = trainingSettingsSchema.shape;
+const creditBounds = creditSettingsSchema.shape;
 
 /** The endpoint fields a call carries come from the call's schema; the config adds its limits and defaults. */
 const endpointFields = {
@@ -227,6 +230,18 @@ export const configSchema = z
          * step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.
          */
         maxStaleness: trainingBounds.maxStaleness.unwrap().default(0),
+        /** How a dialogue's reward is shared over its turns: `final` (RLVER), `turn` (each turn's emotion change, discounted to the end) or `mixed`. */
+        credit: creditBounds.mode.default('final'),
+        /** `turn`/`mixed`: discount per later turn in a turn's return. */
+        turnDiscount: creditBounds.turnDiscount.default(1),
+        /** `mixed`: the turn return's weight (the dialogue reward gets 1 - weight). */
+        creditWeight: creditBounds.weight.default(0.5),
+        /**
+         * Rules over each step's signals (reply length, empty share, repetition, distinct bigrams,
+         * malformed share, reward, eval change): `warn` shows in status, the report and the trackers,
+         * `pause` waits for the operator (`attune resume` goes on). [] turns them off.
+         */
+        guardrails: trainingBounds.guardrails.unwrap().default(DEFAULT_GUARDRAILS),
         initialEmotion: dialogueBounds.initialEmotion.default(RLVER_TRAINING_INITIAL_EMOTION),
         maxTurns: dialogueBounds.maxTurns.default(8),
         think: z.boolean().default(false),

@@ -5,6 +5,8 @@
  *
  * The rule rewards brevity: a reply of `targetChars` characters leaves the emotion as it is, every
  * `charsPerPoint` characters shorter raises it by one, longer lowers it, within SAGE's [-10, 10].
+ * A reply with nothing visible in it is not a short reply: it scores the rule's worst, -10 (a
+ * policy found the empty reply as a hack when it earned +10).
  */
 export interface RuleBasedUserSettings {
   targetChars: number;
@@ -14,6 +16,7 @@ export interface RuleBasedUserSettings {
 export const DEFAULT_RULE: RuleBasedUserSettings = { targetChars: 64, charsPerPoint: 3 };
 
 export function ruleBasedEmotionChange(reply: string, rule: RuleBasedUserSettings = DEFAULT_RULE): number {
+  if (reply.trim() === '') return -10;
   const points = Math.round((rule.targetChars - [...reply].length) / rule.charsPerPoint);
   // (+ 0 writes -0 as 0.)
   return Math.max(-10, Math.min(10, points)) + 0;

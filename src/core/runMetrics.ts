@@ -1,4 +1,5 @@
 import type { Algorithm } from './training/algorithms.js';
+import type { ReplySignals } from './training/replySignals.js';
 
 /** The trainer's per-step metrics (POST /v1/runs/{run}/steps response). */
 export interface TrainerStepMetrics {
@@ -48,7 +49,21 @@ export interface StepMetricsRecord {
   failureRate: number;
   malformedRate: number;
   meanTurns: number;
+  /**
+   * Over the step's assistant turns: each turn's own reward (emotion change / 100) and the reward
+   * its sample was trained on under `training.credit` (= the dialogue's reward with `final`).
+   * Absent in records written before they existed.
+   */
+  turnReward?: { mean: number; std: number; min: number; max: number };
+  turnReturn?: { mean: number; std: number; min: number; max: number };
   trainer: TrainerStepMetrics;
+  /**
+   * The step's replies (replySignals.ts) and, on a step that evaluated after an earlier
+   * evaluation, the score's change: what the guardrails watch. Absent in older records.
+   */
+  signals?: ReplySignals & { evalChange?: number };
+  /** Guardrails that tripped on this step (absent: none). */
+  guardrails?: { rule: string; action: 'warn' | 'pause'; message: string }[];
   /** Present when the kept dialogues' calls waited for a tokens-per-minute budget: per endpoint, how often and how long. */
   rateLimitWaits?: { policy: { waits: number; seconds: number }; simulator: { waits: number; seconds: number } };
   /**

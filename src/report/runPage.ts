@@ -5,6 +5,7 @@ import { lineChart, type LineSeries } from './charts.js';
 import { formatInt, formatNumber, formatPercent, formatTime, html, type SafeHtml } from './html.js';
 import { empty, figure } from './cards.js';
 import { OFF_POLICY_HEADERS, offPolicyCells } from './offPolicyCells.js';
+import { STEP_SIGNAL_HEADERS, stepSignalCells } from './stepSignalCells.js';
 import { renderPage } from './page.js';
 import { SERIES, STATE_COLORS } from './theme.js';
 
@@ -248,7 +249,7 @@ export function renderRunPage(input: RunPageInput): string {
     steps.length === 0
       ? empty('No steps recorded yet.')
       : html`<div class="table-wrap tall"><table class="sortable steps">
-<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable title="max |sampler − trainer| log-prob over completion tokens">Log-prob gap</th>${OFF_POLICY_HEADERS}<th class="num" data-sortable>Rollouts</th><th class="num" data-sortable title="trainer's commit to the new version's first token on vLLM">Publish ms</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
+<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable title="max |sampler − trainer| log-prob over completion tokens">Log-prob gap</th>${OFF_POLICY_HEADERS}${STEP_SIGNAL_HEADERS}<th class="num" data-sortable>Rollouts</th><th class="num" data-sortable title="trainer's commit to the new version's first token on vLLM">Publish ms</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
 <tbody>${[...steps].reverse().map(
           (s) => html`<tr>
 <td class="num" data-v="${s.step}"><b>${s.step}</b></td>
@@ -264,6 +265,7 @@ export function renderRunPage(input: RunPageInput): string {
 <td class="num" data-v="${s.trainer?.grad_norm}" title="clip fraction ${fixed(s.trainer?.clip_fraction, 3)}">${fixed(s.trainer?.grad_norm, 3)}</td>
 <td class="num" data-v="${s.trainer?.logprob_gap_max ?? -1}" title="${gapTitle(s)}">${s.trainer?.logprob_gap_max != null ? s.trainer.logprob_gap_max.toExponential(1) : html`<span class="muted">–</span>`}${s.trainer?.retokenized_share ? html`<span class="muted"> · ${formatPercent(s.trainer.retokenized_share)} re-tok.</span>` : ''}</td>
 ${offPolicyCells(s)}
+${stepSignalCells(s)}
 <td class="num" data-v="${s.rollouts.ok}" title="${s.rollouts.ok} ok, ${s.rollouts.failed} failed, ${s.rollouts.dropped} dropped">${s.rollouts.ok}${s.rollouts.failed + s.rollouts.dropped > 0 ? html`<span class="muted"> +${s.rollouts.failed + s.rollouts.dropped}✗</span>` : ''}</td>
 <td class="num" data-v="${s.publishLatencyMs ?? -1}">${s.publishLatencyMs != null ? String(s.publishLatencyMs) : html`<span class="muted">–</span>`}</td>
 <td class="num" data-v="${s.eval?.score ?? -1}">${s.eval ? html`<span class="emo-pill tinted st-${emotionState(s.eval.score)}">${fixed(s.eval.score, 1)}</span>` : html`<span class="muted">–</span>`}</td>

@@ -14,6 +14,7 @@ import { liveHyperparameters } from '../core/training/liveOverrides.js';
 import { evaluatesAfterStep, stepEvaluationId } from '../core/training/stepPlan.js';
 import { stepEvalSummary, stepMetricsRecord } from '../core/training/stepRecord.js';
 import { minGroupSize, type StepRolloutOutcomes, type StepSurvivors } from '../core/training/stepRollouts.js';
+import type { GuardTrip } from '../core/training/guardrails.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { completeStep, type TrainingState } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
@@ -21,6 +22,7 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { evaluation } from './evaluation.js';
 import { failureMessage } from './fanOut.js';
 import type { TrainingControl } from './trainingControl.js';
+import { checkGuardrails, waitOnGuardrail } from './trainingGuardrails.js';
 import { trackStep } from './trainingTracking.js';
 
 /** Scenario listing, publishing and metrics: small I/O on the artifacts queue (ordinary, queued activities). */
@@ -112,14 +114,14 @@ export async function applyStep(ctx: StepContext, done: StepToApply): Promise<bo
   const evalSummary = await evaluateStep(settings, control, step, state.version);
 
   control.setPhase('recording');
-  await recordStep(bookkeeping, settings, state, {
+  const pause = await recordStep(bookkeeping, settings, state, {
     ...done,
     applied,
     evalSummary,
     publishLatencyMs: published.latencyMs,
   });
   await trackStep(settings, state, control, step);
-  return true;
+  return pause === null || (await waitOnGuardrail(state, control, pause));
 }
 
 /** Creates the trainer's run before the first step (a repeat confirms the same config). */
@@ -193,6 +195,7 @@ function optimizeStep({ optimizer, settings, state }: StepContext, done: StepToA
     step: done.step,
     rollouts: done.survivors.optimizerRollouts,
     policyVersion: done.sampledFrom,
+    ...(settings.credit ? { credit: settings.credit } : {}),
     ...(hyperparameters ? { hyperparameters } : {}),
     ...(settings.trainer.sameErrorAttempts !== undefined
       ? { sameErrorAttempts: settings.trainer.sameErrorAttempts }
@@ -285,7 +288,10 @@ async function evaluateStep(
   }
 }
 
-/** Appends the step's metrics line, moves the run to the next step, and tags the run with the step's reward. */
+/**
+ * Appends the step's metrics line (with the guardrails that tripped), moves the run to the next
+ * step, and tags the run with the step's reward; returns a pausing guardrail's trip, if any.
+ */
 async function recordStep(
   bookkeeping: Bookkeeping,
   settings: TrainingSettings,
@@ -299,9 +305,9 @@ async function recordStep(
     evalSummary: StepMetricsRecord['eval'];
     publishLatencyMs: number | null;
   },
-): Promise<void> {
+): Promise<GuardTrip | null> {
   const { step, survivors, evalSummary } = done;
-  const record = stepMetricsRecord({
+  const computed = stepMetricsRecord({
     runName: settings.runName,
     step,
     algorithm: settings.algorithm,
@@ -312,12 +318,17 @@ async function recordStep(
     dropped: survivors.decision.dropped.length,
     trainer: done.applied.metrics,
     publishLatencyMs: done.publishLatencyMs,
+    ...(done.applied.signals ? { replies: done.applied.signals } : {}),
+    ...(state.guard?.lastEvalScore !== undefined ? { previousEvalScore: state.guard.lastEvalScore } : {}),
+    ...(settings.credit ? { credit: settings.credit } : {}),
     ...(evalSummary ? { eval: evalSummary } : {}),
   });
+  const { record, pause } = checkGuardrails(settings, state, computed);
   await bookkeeping.recordStepMetrics(record);
   completeStep(state, step, record, Date.now() - done.startedAt);
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.step, value: step },
     { key: SEARCH_ATTRIBUTES.meanReward, value: record.reward.mean },
   ]);
+  return pause;
 }

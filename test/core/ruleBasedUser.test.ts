@@ -9,7 +9,10 @@ describe('the rule-based simulated user', () => {
   it('rewards shorter replies, within [-10, 10]', () => {
     assert.equal(ruleBasedEmotionChange('x'.repeat(64)), 0);
     assert.equal(ruleBasedEmotionChange('x'.repeat(34)), 10);
-    assert.equal(ruleBasedEmotionChange(''), 10);
+    assert.equal(ruleBasedEmotionChange('x'), 10);
+    // the empty-reply hack is closed: nothing visible is the worst, not the best
+    assert.equal(ruleBasedEmotionChange(''), -10);
+    assert.equal(ruleBasedEmotionChange(' \n '), -10);
     assert.equal(ruleBasedEmotionChange('x'.repeat(70)), -2);
     assert.equal(ruleBasedEmotionChange('x'.repeat(500)), -10);
     assert.equal(Object.is(ruleBasedEmotionChange('x'.repeat(65)), -0), false);

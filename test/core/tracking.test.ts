@@ -62,8 +62,14 @@ describe('experiment tracking: pure parts', () => {
       meanTurns: 2,
       trainer: { loss: Number.NaN, kl: 0.1 },
       eval: { evalId: 'e', score: 70, success: 0.25, failure: 0, count: 4 },
+      turnReward: { mean: 0.1, std: 0.2, min: -0.1, max: 0.3 },
+      signals: { replies: 8, replyLengthMean: 12, emptyShare: 0.25 },
+      guardrails: [{ rule: 'empty-replies', action: 'warn', message: 'm' }],
     } as unknown as StepMetricsRecord;
     const scalars = stepScalars(record);
+    assert.equal(scalars['turn_reward/min'], -0.1);
+    assert.equal(scalars['signals/emptyShare'], 0.25);
+    assert.equal(scalars['guardrails/tripped'], 1);
     assert.equal(scalars['reward/mean'], 50);
     assert.equal(scalars['trainer/kl'], 0.1);
     assert.equal(scalars['eval/score'], 70);

@@ -2,6 +2,9 @@ import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import { startRuleBasedUser } from '../../src/ruleuser/server.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from './trainingRig.js';
 
+/** The learnable task's initial emotion: the rule-based user's best reward is 0.7 in two turns. */
+export const LEARNING_INITIAL_EMOTION = 50;
+
 /** The learnable task: the trainer's tiny model against the rule-based user (shorter replies raise the emotion). */
 export function learningSet(algorithm: 'grpo' | 'ppo', steps: number): string[] {
   return [
@@ -9,7 +12,7 @@ export function learningSet(algorithm: 'grpo' | 'ppo', steps: number): string[] 
     // Eight dialogues a step either way: GRPO compares four samples of each of two scenarios.
     algorithm === 'grpo' ? 'training.samplesPerScenario=4' : 'training.scenariosPerStep=8',
     'training.maxTurns=2',
-    'training.initialEmotion=50',
+    `training.initialEmotion=${LEARNING_INITIAL_EMOTION}`,
     'training.hyperparameters.learning_rate=0.02',
     'policy.maxTokens=16',
     'simulator.model=rule-based-user',

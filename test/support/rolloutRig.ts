@@ -47,6 +47,8 @@ export function testConfigSet(fakeUrl: string, set: string[] = []): string[] {
     'policy.retry.maximumIntervalMs=200',
     'simulator.retry.initialIntervalMs=50',
     'simulator.retry.maximumIntervalMs=200',
+    // The tiny random policy's replies are noise: the default guardrails would pause runs on them.
+    'training.guardrails=[]',
     ...set,
   ];
 }

@@ -56,6 +56,7 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
     ['ETA', duration(s.etaMs)],
   ];
   if (s.blockedReason) rows.push(['needs attention', s.blockedReason]);
+  for (const w of s.guardrails?.warnings.slice(-3) ?? []) rows.push(['guardrail warning', w.message]);
   rows.push(...waitingOnLines(s.waitingOn ?? []));
   const tracking = trackingStatusLine(s.tracking);
   if (tracking) rows.push(['tracking', tracking]);
@@ -74,6 +75,16 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
         m.publishLatencyMs === null
           ? 'not measured (the trainer serves its own weights)'
           : `${m.publishLatencyMs} ms from the trainer's commit to ${m.run}@${m.step}'s first token (step ${m.step})`,
+      ]);
+    if (m.turnReward && m.turnReturn)
+      rows.push([
+        'per turn',
+        `reward ${fmt(m.turnReward.mean)} ± ${fmt(m.turnReward.std)} [${fmt(m.turnReward.min)}, ${fmt(m.turnReward.max)}], trained on ${fmt(m.turnReturn.mean)} ± ${fmt(m.turnReturn.std)}`,
+      ]);
+    if (m.signals)
+      rows.push([
+        'replies',
+        `length ${fmt(m.signals.replyLengthMean, 1)} ± ${fmt(m.signals.replyLengthStd, 1)}, empty ${fmt(m.signals.emptyShare * 100, 1)}%, repetition ${fmt(m.signals.repetition)}, distinct bigrams ${fmt(m.signals.distinctBigrams)}`,
       ]);
     if (m.rateLimitWaits) rows.push(['rate-limit waits', `${rateLimitWaitsText(m.rateLimitWaits)} (step ${m.step})`]);
     if (m.eval)

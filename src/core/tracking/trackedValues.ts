@@ -18,6 +18,14 @@ export function stepScalars(record: StepMetricsRecord): Record<string, number> {
   };
   for (const [key, value] of Object.entries(record.trainer)) out[`trainer/${key}`] = value;
   if (typeof record.publishLatencyMs === 'number') out['publish/latency_ms'] = record.publishLatencyMs;
+  for (const [name, stats] of [
+    ['turn_reward', record.turnReward],
+    ['turn_return', record.turnReturn],
+  ] as const)
+    if (stats) for (const [key, value] of Object.entries(stats)) out[`${name}/${key}`] = value;
+  for (const [key, value] of Object.entries(record.signals ?? {})) out[`signals/${key}`] = value;
+  // A guardrail's warning reaches the trackers as a count per step (its message is in the record).
+  if (record.guardrails) out['guardrails/tripped'] = record.guardrails.length;
   if (record.eval) {
     out['eval/score'] = record.eval.score;
     out['eval/success'] = record.eval.success;
@@ -54,6 +62,7 @@ export function trackedParams(settings: TrainingSettings): Record<string, string
     maxInFlight: settings.maxInFlight,
     maxFailedShare: settings.maxFailedShare,
     evalEvery: settings.evalEvery,
+    ...(settings.credit ? { credit: settings.credit } : {}),
     trainer: {
       baseModel: settings.trainer.baseModel,
       lora: settings.trainer.lora,

@@ -1,4 +1,6 @@
 import type { Algorithm } from './algorithms.js';
+import type { ReplySignals } from './replySignals.js';
+import { creditedRewards, FINAL_CREDIT, turnRewards, type CreditSettings } from './credit.js';
 import type { StepMetricsRecord, TrainerStepMetrics } from '../runMetrics.js';
 import { sumRateLimitWaits, type EndpointWaits, type RolloutSummary } from '../transcript.js';
 
@@ -25,7 +27,16 @@ export interface StepRecordInput {
   /** The version the step's dialogues sampled from. */
   policyVersion: string;
   /** The dialogues the optimizer trained on (at least one). */
-  kept: readonly (Pick<RolloutSummary, 'reward' | 'outcome' | 'turns'> & { rateLimitWaits?: EndpointWaits })[];
+  kept: readonly (Pick<RolloutSummary, 'reward' | 'outcome' | 'turns'> & {
+    rateLimitWaits?: EndpointWaits;
+    changes?: number[];
+    finalEmotion?: number;
+  })[];
+  /** The step's reply signals (absent from older optimizer results) and the previous evaluation's score. */
+  replies?: ReplySignals;
+  previousEvalScore?: number;
+  /** The run's credit (absent: `final`). */
+  credit?: CreditSettings;
   failed: number;
   dropped: number;
   trainer: TrainerStepMetrics;
@@ -52,8 +63,10 @@ export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
     failureRate: kept.filter((s) => s.outcome === 'failure').length / kept.length,
     malformedRate: kept.filter((s) => s.outcome === 'malformed').length / kept.length,
     meanTurns: mean(kept.map((s) => s.turns)),
+    ...turnCreditStats(kept, input.credit ?? FINAL_CREDIT),
     trainer: input.trainer,
     ...(input.publishLatencyMs !== undefined ? { publishLatencyMs: input.publishLatencyMs } : {}),
+    ...signalsOf(input),
     ...(waits
       ? {
           rateLimitWaits: {
@@ -72,4 +85,31 @@ export function stepEvalSummary(
   summary: { score: number; success: number; failure: number; count: number },
 ): StepEvalSummary {
   return { evalId, score: summary.score, success: summary.success, failure: summary.failure, count: summary.count };
+}
+
+/**
+ * Per-turn figures over the kept dialogues' assistant turns: each turn's own reward (its emotion
+ * change / 100, the terminal part on the last) and the reward its sample is trained on under the
+ * run's credit. Dialogues without recorded changes (older states) are left out.
+ */
+function turnCreditStats(
+  kept: StepRecordInput['kept'],
+  credit: CreditSettings,
+): Pick<StepMetricsRecord, 'turnReward' | 'turnReturn'> {
+  const own: number[] = [];
+  const trained: number[] = [];
+  for (const d of kept) {
+    if (!d.changes || d.finalEmotion === undefined) continue;
+    const input = { changes: d.changes, reward: d.reward, finalEmotion: d.finalEmotion };
+    own.push(...turnRewards(input));
+    trained.push(...creditedRewards(input, credit));
+  }
+  return own.length === 0 ? {} : { turnReward: valueStats(own), turnReturn: valueStats(trained) };
+}
+
+function signalsOf(input: StepRecordInput): Pick<StepMetricsRecord, 'signals'> {
+  if (!input.replies) return {};
+  const change =
+    input.eval && input.previousEvalScore !== undefined ? input.eval.score - input.previousEvalScore : undefined;
+  return { signals: { ...input.replies, ...(change !== undefined ? { evalChange: change } : {}) } };
 }

@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { ALGORITHM_TRAITS, type Algorithm } from './algorithms.js';
 import type { Outcome } from '../termination.js';
 import type { EndpointWaits, RolloutSummary } from '../transcript.js';
+import { changesFromEmotions } from './credit.js';
 import { keepGroups, type GroupDecision } from './groups.js';
 import type { PlannedRollout } from './stepPlan.js';
 
@@ -17,6 +18,9 @@ export interface StepRolloutResult {
   turns: number;
   /** The transcript's key in the artifact store. */
   artifact: string;
+  /** The emotion change each assistant turn caused, and the final emotion: the per-turn credit's inputs (absent in older states). */
+  changes?: number[];
+  finalEmotion?: number;
   /** Present when the dialogue's calls waited for a tokens-per-minute budget. */
   rateLimitWaits?: EndpointWaits;
 }
@@ -71,9 +75,17 @@ export class StepRolloutOutcomes {
 
   succeeded(rolloutId: string, summary: RolloutSummary): void {
     const { reward, outcome, turns, artifact } = summary;
-    // Summaries made by hand (tests, older callers) may lack tokens.
+    // Summaries made by hand (tests, older callers) may lack tokens and emotions.
     const waits = (summary.tokens as RolloutSummary['tokens'] | undefined)?.rateLimitWaits;
-    this.results.set(rolloutId, { reward, outcome, turns, artifact, ...(waits ? { rateLimitWaits: waits } : {}) });
+    const emotions = summary.emotions as number[] | undefined;
+    this.results.set(rolloutId, {
+      reward,
+      outcome,
+      turns,
+      artifact,
+      ...(emotions ? { changes: changesFromEmotions(emotions, turns), finalEmotion: summary.finalEmotion } : {}),
+      ...(waits ? { rateLimitWaits: waits } : {}),
+    });
     this.errors.delete(rolloutId);
   }
 

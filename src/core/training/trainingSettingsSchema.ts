@@ -4,6 +4,8 @@ import { rolloutSettingsSchema } from '../rolloutSettingsSchema.js';
 import { goalTypeSchema, personalitySchema } from '../scenario.js';
 import { trackingSettingsSchema } from '../tracking/trackingSettings.js';
 import { ALGORITHMS } from './algorithms.js';
+import { creditSettingsSchema } from './creditSchema.js';
+import { guardrailSchema } from './guardrailSchema.js';
 import { trainerHyperparametersSchema, trainerLoraSchema } from './trainerSettings.generated.js';
 
 const TRAINER_MAX_SEED = 2 ** 31 - 1;
@@ -47,6 +49,10 @@ export const trainingSettingsSchema = z.strictObject({
     .min(0)
     .max(8, 'at most 8: the samples of older versions get importance weights that carry little signal')
     .optional(),
+  /** How the reward is shared over a dialogue's turns (credit.ts); absent in older runs: `final`. */
+  credit: creditSettingsSchema.optional(),
+  /** Rules over each step's signals that warn or make the run wait for the operator (guardrails.ts); absent: none. */
+  guardrails: z.array(guardrailSchema).max(32).optional(),
   scenarioDir: z.string().min(1),
   /** Rollout settings; policy.model is replaced by the version of each step. */
   rollout: rolloutSettingsSchema,

@@ -5,6 +5,7 @@ import type { StepOutcomesSnapshot } from './stepRollouts.js';
 import type { LiveSettings } from './liveSet.js';
 import { mean } from './stepRecord.js';
 import type { TrackingHealth } from '../tracking/trackingHealth.js';
+import type { GuardState, GuardTrip } from './guardrails.js';
 
 export type TrainingPhase =
   | 'starting'
@@ -40,6 +41,8 @@ export interface TrainingState {
   rolledOut?: RolledOutStep | null;
   /** The experiment trackers after the last step (absent without trackers). */
   tracking?: TrackingHealth[];
+  /** The guardrails' view of recent steps (absent before the first recorded step, and in older states). */
+  guard?: GuardState;
 }
 
 /**
@@ -101,6 +104,8 @@ export interface TrainingStatus {
   live: LiveSettings;
   /** Trackers behind or down (absent without trackers). */
   tracking?: TrackingHealth[];
+  /** Guardrail warnings of recent steps, and the trip the run waits on (absent before any tripped). */
+  guardrails?: { warnings: GuardTrip[]; pausedBy: GuardTrip | null };
 }
 
 export interface TrainingResult {
@@ -173,6 +178,9 @@ export function trainingStatus(view: {
     etaMs: perStep === null ? null : Math.round(perStep * remaining),
     live: state.live,
     ...(state.tracking ? { tracking: state.tracking } : {}),
+    ...(state.guard && (state.guard.warnings.length > 0 || state.guard.pausedBy)
+      ? { guardrails: { warnings: state.guard.warnings, pausedBy: state.guard.pausedBy } }
+      : {}),
   };
 }
 

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+
+/** The signals a guardrail may watch (guardrails.ts: where each comes from). */
+export const GUARD_SIGNALS = [
+  'reward',
+  'replyLengthMean',
+  'replyLengthStd',
+  'emptyShare',
+  'repetition',
+  'distinctBigrams',
+  'malformedShare',
+  'evalChange',
+] as const;
+export type GuardSignal = (typeof GUARD_SIGNALS)[number];
+
+const name = z.string().min(1).max(64);
+const action = z.enum(['warn', 'pause']);
+const signal = z.enum(GUARD_SIGNALS);
+
+export const guardrailSchema = z.discriminatedUnion('kind', [
+  /** The step's signal is above (or below) a value. */
+  z.strictObject({ kind: z.literal('above'), name, action, signal, value: z.number() }),
+  z.strictObject({ kind: z.literal('below'), name, action, signal, value: z.number() }),
+  /** The signal is at least `factor` times what it was `steps` steps ago ("reply length doubled"). */
+  z.strictObject({
+    kind: z.literal('growth'),
+    name,
+    action,
+    signal,
+    steps: z.number().int().min(1),
+    factor: z.number().positive(),
+  }),
+  /** The mean reward rose by more than `rise` over the last `steps` steps while the last two evaluations fell. */
+  z.strictObject({
+    kind: z.literal('rewardUpEvalDown'),
+    name,
+    action,
+    steps: z.number().int().min(1),
+    rise: z.number(),
+  }),
+]);
+export type Guardrail = z.infer<typeof guardrailSchema>;

@@ -1,0 +1,161 @@
+import type { StepMetricsRecord } from '../runMetrics.js';
+import type { Guardrail, GuardSignal } from './guardrailSchema.js';
+
+/**
+ * Guardrails (`training.guardrails`): rules over per-step signals, checked by the training workflow
+ * after each recorded step. Everything here is a pure function of the step records, so a replay
+ * or a continued run decides the same. The rules' schema: guardrailSchema.ts.
+ */
+
+/** A step as the guardrails see it. */
+export interface GuardPoint {
+  step: number;
+  signals: Partial<Record<GuardSignal, number>>;
+}
+
+/** A rule that tripped: its name, action and the figures that tripped it. */
+export interface GuardTrip {
+  rule: string;
+  action: 'warn' | 'pause';
+  step: number;
+  figures: Record<string, number>;
+  message: string;
+}
+
+/** What the run carries: recent points, rules resumed past (they pause again once clear), recent warnings. */
+export interface GuardState {
+  points: GuardPoint[];
+  acknowledged: string[];
+  warnings: GuardTrip[];
+  /** The trip the run waits on, while it waits. */
+  pausedBy: GuardTrip | null;
+  /** The last evaluation's score, for the next one's change. */
+  lastEvalScore?: number;
+}
+
+const KEPT_POINTS = 64;
+const KEPT_WARNINGS = 10;
+
+export function emptyGuardState(): GuardState {
+  return { points: [], acknowledged: [], warnings: [], pausedBy: null };
+}
+
+/** The signals of a recorded step (absent ones, from older records, trip nothing). */
+export function guardPointOf(record: StepMetricsRecord): GuardPoint {
+  const s = record.signals;
+  return {
+    step: record.step,
+    signals: {
+      reward: record.reward.mean,
+      malformedShare: record.malformedRate,
+      ...(s
+        ? {
+            replyLengthMean: s.replyLengthMean,
+            replyLengthStd: s.replyLengthStd,
+            emptyShare: s.emptyShare,
+            repetition: s.repetition,
+            distinctBigrams: s.distinctBigrams,
+          }
+        : {}),
+      ...(s?.evalChange !== undefined ? { evalChange: s.evalChange } : {}),
+    },
+  };
+}
+
+/** A step's evaluation score less the previous evaluation's (undefined unless both exist). */
+export function evalChange(previousScore: number | undefined, score: number | undefined): number | undefined {
+  return previousScore === undefined || score === undefined ? undefined : score - previousScore;
+}
+
+const fmt = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(3));
+
+function trip(rule: Guardrail, step: number, figures: Record<string, number>, what: string): GuardTrip {
+  return {
+    rule: rule.name,
+    action: rule.action,
+    step,
+    figures,
+    message: `guardrail ${rule.name} at step ${step}: ${what}`,
+  };
+}
+
+/** Whether `rule` trips on the newest of `points` (oldest first). */
+export function checkRule(rule: Guardrail, points: readonly GuardPoint[]): GuardTrip | null {
+  const now = points[points.length - 1];
+  if (!now) return null;
+  if (rule.kind === 'above' || rule.kind === 'below') {
+    const v = now.signals[rule.signal];
+    if (v === undefined) return null;
+    const hit = rule.kind === 'above' ? v > rule.value : v < rule.value;
+    return hit
+      ? trip(
+          rule,
+          now.step,
+          { [rule.signal]: v, limit: rule.value },
+          `${rule.signal} ${fmt(v)} ${rule.kind} ${fmt(rule.value)}`,
+        )
+      : null;
+  }
+  if (rule.kind === 'growth') {
+    const then = points[points.length - 1 - rule.steps]?.signals[rule.signal];
+    const v = now.signals[rule.signal];
+    if (then === undefined || v === undefined || then <= 0 || v / then < rule.factor) return null;
+    return trip(
+      rule,
+      now.step,
+      { before: then, now: v, ratio: v / then, factor: rule.factor },
+      `${rule.signal} ${fmt(then)} -> ${fmt(v)} over ${rule.steps} steps (x${fmt(v / then)}, limit x${fmt(rule.factor)})`,
+    );
+  }
+  const before = points[points.length - 1 - rule.steps]?.signals.reward;
+  const reward = now.signals.reward;
+  const changes = points.flatMap((p) => (p.signals.evalChange === undefined ? [] : [p.signals.evalChange]));
+  const [last2, last1] = changes.slice(-2);
+  if (before === undefined || reward === undefined || last1 === undefined || last2 === undefined) return null;
+  if (!(reward - before > rule.rise && last1 < 0 && last2 < 0)) return null;
+  return trip(
+    rule,
+    now.step,
+    { rewardRise: reward - before, rise: rule.rise, evalChange: last1, previousEvalChange: last2 },
+    `reward up ${fmt(reward - before)} over ${rule.steps} steps (limit ${fmt(rule.rise)}) while the last two evaluations fell (${fmt(last2)}, ${fmt(last1)})`,
+  );
+}
+
+/**
+ * Adds a recorded step and checks the rules: the warnings it raises, and the first pausing trip
+ * of a rule not resumed past (null: the run goes on). A rule the operator resumed past warns
+ * instead until a step where it is clear.
+ */
+export function guardStep(
+  state: GuardState,
+  rules: readonly Guardrail[],
+  point: GuardPoint,
+): { state: GuardState; pause: GuardTrip | null; warnings: GuardTrip[] } {
+  const points = [...state.points, point].slice(-KEPT_POINTS);
+  const trips = rules.flatMap((r) => checkRule(r, points) ?? []);
+  const tripped = new Set(trips.map((t) => t.rule));
+  const acknowledged = state.acknowledged.filter((r) => tripped.has(r));
+  const pause = trips.find((t) => t.action === 'pause' && !acknowledged.includes(t.rule)) ?? null;
+  const warnings = trips
+    .filter((t) => t !== pause)
+    .map((t): GuardTrip =>
+      t.action === 'pause' ? { ...t, action: 'warn', message: `${t.message} (resumed past)` } : t,
+    );
+  return {
+    state: { ...state, points, acknowledged, warnings: [...state.warnings, ...warnings].slice(-KEPT_WARNINGS) },
+    pause,
+    warnings,
+  };
+}
+
+/** The operator resumed past `trip`: its rule warns until it is clear. */
+export function acknowledged(state: GuardState, trip: GuardTrip): GuardState {
+  return { ...state, acknowledged: [...state.acknowledged, trip.rule], pausedBy: null };
+}
+
+/** The defaults: a policy that found a hack (empty replies, falling evaluations) waits for a person. */
+export const DEFAULT_GUARDRAILS: Guardrail[] = [
+  { kind: 'above', name: 'empty-replies', action: 'pause', signal: 'emptyShare', value: 0.2 },
+  { kind: 'growth', name: 'reply-length-doubled', action: 'warn', signal: 'replyLengthMean', steps: 5, factor: 2 },
+  { kind: 'rewardUpEvalDown', name: 'reward-up-eval-down', action: 'pause', steps: 5, rise: 0.1 },
+];

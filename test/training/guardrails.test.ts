@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict';
+import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
+import {
+  acknowledged,
+  checkRule,
+  DEFAULT_GUARDRAILS,
+  emptyGuardState,
+  guardPointOf,
+  guardStep,
+  type GuardPoint,
+} from '../../src/core/training/guardrails.js';
+import { guardrailSchema, type Guardrail } from '../../src/core/training/guardrailSchema.js';
+import { replySignals } from '../../src/core/training/replySignals.js';
+
+const point = (step: number, signals: GuardPoint['signals']): GuardPoint => ({ step, signals });
+const EMPTY: Guardrail = { kind: 'above', name: 'empty', action: 'pause', signal: 'emptyShare', value: 0.2 };
+
+describe('reply signals', () => {
+  it('length, near-empty share, repetition within a reply and distinct bigrams across the step', () => {
+    const s = replySignals(['', ' a ', 'I hear you', 'so so so so so']);
+    assert.equal(s.replies, 4);
+    assert.equal(s.emptyShare, 0.5, "'' and 'a' are near-empty");
+    assert.equal(s.replyLengthMean, (0 + 1 + 10 + 14) / 4);
+    // 'so so so so so': 3 trigrams, all the same: 2 of 3 repeat; the others have none
+    assert.ok(Math.abs(s.repetition - 2 / 3 / 4) < 1e-12);
+    // bigrams: 'i hear', 'hear you', 'so so' x4 -> 3 distinct of 6
+    assert.equal(s.distinctBigrams, 3 / 6);
+    assert.equal(replySignals([]).distinctBigrams, 0);
+  });
+});
+
+describe('guardrails', () => {
+  it('above / below trip on the newest step with the figures', () => {
+    const trip = checkRule(EMPTY, [point(1, { emptyShare: 0 }), point(2, { emptyShare: 0.5 })]);
+    assert.ok(trip);
+    assert.equal(trip.rule, 'empty');
+    assert.equal(trip.step, 2);
+    assert.deepEqual(trip.figures, { emptyShare: 0.5, limit: 0.2 });
+    assert.match(trip.message, /empty at step 2: emptyShare 0\.500 above 0\.2/);
+    assert.equal(checkRule(EMPTY, [point(1, { emptyShare: 0.2 })]), null, 'at the limit is not above it');
+    assert.equal(checkRule(EMPTY, [point(1, {})]), null, 'an absent signal trips nothing');
+    const low: Guardrail = { kind: 'below', name: 'diverse', action: 'warn', signal: 'distinctBigrams', value: 0.3 };
+    assert.ok(checkRule(low, [point(1, { distinctBigrams: 0.1 })]));
+  });
+
+  it('growth compares with the value `steps` steps before', () => {
+    const rule = DEFAULT_GUARDRAILS.find((r) => r.kind === 'growth')!;
+    const lengths = [40, 45, 50, 60, 70, 81];
+    const points = lengths.map((l, i) => point(i + 1, { replyLengthMean: l }));
+    const trip = checkRule(rule, points);
+    assert.ok(trip, '81 is more than twice 40, 5 steps before');
+    assert.deepEqual(trip.figures, { before: 40, now: 81, ratio: 81 / 40, factor: 2 });
+    assert.equal(checkRule(rule, points.slice(1)), null, 'too few steps');
+    assert.equal(checkRule(rule, [...points.slice(0, 5), point(6, { replyLengthMean: 79 })]), null);
+  });
+
+  it('reward up while the last two evaluations fell', () => {
+    const rule: Guardrail = { kind: 'rewardUpEvalDown', name: 'hack', action: 'pause', steps: 2, rise: 0.1 };
+    const pts = [
+      point(1, { reward: 0.3, evalChange: 5 }),
+      point(2, { reward: 0.35, evalChange: -2 }),
+      point(3, { reward: 0.5, evalChange: -1 }),
+    ];
+    const trip = checkRule(rule, pts);
+    assert.ok(trip);
+    assert.ok(Math.abs(trip.figures.rewardRise! - 0.2) < 1e-12);
+    assert.equal(trip.figures.evalChange, -1);
+    assert.equal(checkRule(rule, [pts[0]!, { ...pts[1]!, signals: { reward: 0.35, evalChange: 2 } }, pts[2]!]), null);
+    assert.equal(checkRule(rule, [pts[0]!, pts[1]!, point(3, { reward: 0.38, evalChange: -1 })]), null);
+  });
+
+  it('a pausing rule pauses once; resumed past, it warns until a clear step, then pauses again', () => {
+    let state = emptyGuardState();
+    let checked = guardStep(state, [EMPTY], point(1, { emptyShare: 0.5 }));
+    assert.equal(checked.pause?.rule, 'empty');
+    state = acknowledged(checked.state, checked.pause!);
+    checked = guardStep(state, [EMPTY], point(2, { emptyShare: 0.6 }));
+    assert.equal(checked.pause, null);
+    assert.deepEqual(
+      checked.warnings.map((w) => [w.rule, w.action]),
+      [['empty', 'warn']],
+    );
+    checked = guardStep(checked.state, [EMPTY], point(3, { emptyShare: 0 }));
+    assert.equal(checked.pause, null);
+    checked = guardStep(checked.state, [EMPTY], point(4, { emptyShare: 0.9 }));
+    assert.equal(checked.pause?.step, 4);
+  });
+
+  it('points come from step records; the defaults parse', () => {
+    const record = {
+      step: 3,
+      reward: { mean: 0.4 },
+      malformedRate: 0.25,
+      signals: {
+        replies: 4,
+        replyLengthMean: 10,
+        replyLengthStd: 1,
+        emptyShare: 0,
+        repetition: 0,
+        distinctBigrams: 1,
+        evalChange: -3,
+      },
+    } as unknown as StepMetricsRecord;
+    assert.deepEqual(guardPointOf(record).signals, {
+      reward: 0.4,
+      malformedShare: 0.25,
+      replyLengthMean: 10,
+      replyLengthStd: 1,
+      emptyShare: 0,
+      repetition: 0,
+      distinctBigrams: 1,
+      evalChange: -3,
+    });
+    for (const rule of DEFAULT_GUARDRAILS) guardrailSchema.parse(rule);
+    assert.throws(() =>
+      guardrailSchema.parse({ kind: 'above', name: 'x', action: 'stop', signal: 'reward', value: 1 }),
+    );
+  });
+});
