@@ -83,14 +83,20 @@ describe('training: dialogues wait at a call whose endpoint is down past its ret
     );
   }
 
-  it('simulator down in turn 3 of step 1: status shows waiting-for-operator with the dialogues counted; attune resume completes the run as if undisturbed', async () => {
-    const run = 'wait-resume';
+  /** After the undisturbed run, starts `run` with the simulator down; resolves once every dialogue of step 1 waits. */
+  async function startWithSimulatorDown(run: string): Promise<TrainingRig> {
     await undisturbed();
     rig = await createTrainingRig({ set: SET, behaviour });
     down = true;
     await rig.startWorkers();
     await rig.start(run);
     await statusWhen(rig, run, (s) => s.rollouts.waiting === DIALOGUES, 'every dialogue of step 1 to wait', 300_000);
+    return rig;
+  }
+
+  it('simulator down in turn 3 of step 1: status shows waiting-for-operator with the dialogues counted; attune resume completes the run as if undisturbed', async () => {
+    const run = 'wait-resume';
+    rig = await startWithSimulatorDown(run);
 
     const shown = await cli(['status', run, '--json']);
     assert.equal(shown.code, 0, shown.stderr);
@@ -115,12 +121,7 @@ describe('training: dialogues wait at a call whose endpoint is down past its ret
 
   it('the same, each dialogue continued by the `continue` signal sent to that rollout alone (as from the Temporal UI)', async () => {
     const run = 'wait-signal';
-    await undisturbed();
-    rig = await createTrainingRig({ set: SET, behaviour });
-    down = true;
-    await rig.startWorkers();
-    await rig.start(run);
-    await statusWhen(rig, run, (s) => s.rollouts.waiting === DIALOGUES, 'every dialogue of step 1 to wait', 300_000);
+    rig = await startWithSimulatorDown(run);
     const listed = await listedWaiting(run, DIALOGUES);
 
     down = false;
