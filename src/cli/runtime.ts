@@ -1,4 +1,5 @@
 import type { Worker } from '@temporalio/worker';
+import { reconnectingLink, type FrontendLink } from '../client/frontendLink.js';
 import { connectTemporal, connectWorkerSide, type TemporalHandle } from '../temporal/connect.js';
 import { optimizerWorkerPolling, rolloutWorkersPolling } from '../temporal/pollers.js';
 import { installTemporalLogging } from '../temporal/runtimeLogging.js';
@@ -63,6 +64,33 @@ export async function withRuntime<T>(
   } finally {
     unregister();
     await cleanup();
+  }
+}
+
+/**
+ * The link a command follows its workflow on: through a restart or a stall of the Temporal frontend it
+ * reconnects and follows on, for as long as it takes. Ctrl-C ends it before the command's connections
+ * close, so their errors are not taken for an outage.
+ */
+export async function withFollowerLink<T>(
+  ctx: CommandContext,
+  temporal: TemporalHandle,
+  fn: (link: FrontendLink) => Promise<T>,
+): Promise<T> {
+  const stopped = new AbortController();
+  const unregister = onShutdown(async () => stopped.abort());
+  const link = reconnectingLink({
+    client: temporal.client,
+    address: temporal.address,
+    connect: () => temporal.connectAgain(),
+    log: ctx.log,
+    signal: stopped.signal,
+  });
+  try {
+    return await fn(link);
+  } finally {
+    unregister();
+    await link.close();
   }
 }
 

@@ -24,6 +24,11 @@ export interface TemporalHandle {
   /** Set when this process started the dev server. */
   embedded: DevServer | null;
   uiUrl: string | null;
+  /**
+   * A new client on a new connection to the same server (same TLS, API key and data converter), once it
+   * has answered one call: for a follower that lost the frontend. The caller closes it.
+   */
+  connectAgain(): Promise<{ client: Client; close(): Promise<void> }>;
   close(): Promise<void>;
 }
 
@@ -137,6 +142,10 @@ export async function connectTemporal(
     client,
     embedded,
     uiUrl,
+    async connectAgain() {
+      const fresh = await connectClient(connectionOptions);
+      return { client: temporalClient(fresh, namespace, dataConverter), close: () => fresh.close() };
+    },
     async close() {
       await connection.close();
       if (embedded) await embedded.stop();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
+import type { Client } from '@temporalio/client';
+import { steadyLink, type FrontendLink } from '../../src/client/frontendLink.js';
 import { followTraining } from '../../src/client/trainingProgress.js';
-import type { TrainingHandle } from '../../src/client/trainingRuns.js';
 import type { TrainingResult, TrainingStatus } from '../../src/workflows/training.js';
 
 /** Just the two calls `followTraining` makes, with a result the test settles when it chooses. */
@@ -18,7 +19,9 @@ function fakeRun(statuses: (TrainingStatus | Error)[]) {
       return next;
     },
   };
-  return { handle: handle as unknown as TrainingHandle, end, queries: () => queries };
+  const client = { workflow: { getHandle: () => handle } } as unknown as Client;
+  const link: FrontendLink = steadyLink(client);
+  return { link, end, queries: () => queries };
 }
 
 const status = (step: number) => ({ step, steps: 3, phase: 'rollouts' }) as TrainingStatus;
@@ -27,7 +30,7 @@ const done = { runName: 'r', stepsApplied: 3, version: 'r@3', stopped: false } a
 describe('following a training run', () => {
   it('yields a status per poll, skips a failed query, and ends with the result', async () => {
     const fake = fakeRun([status(1), new Error('no poller'), status(2)]);
-    const run = followTraining(fake.handle, 10);
+    const run = followTraining(fake.link, 'r', 10);
     const seen: number[] = [];
     for await (const s of run.statuses) {
       seen.push(s.step);
@@ -41,7 +44,7 @@ describe('following a training run', () => {
   it('ends as soon as the run ends, not a poll interval later', async () => {
     const fake = fakeRun([status(1)]);
     const started = Date.now();
-    const run = followTraining(fake.handle, 60_000);
+    const run = followTraining(fake.link, 'r', 60_000);
     setTimeout(() => fake.end.resolve(done), 20);
     for await (const _ of run.statuses) assert.fail('no poll is due before the run ends');
     assert.deepEqual(await run.result, done);
@@ -51,7 +54,7 @@ describe('following a training run', () => {
 
   it('ends when the run fails, and its result rejects with the failure', async () => {
     const fake = fakeRun([status(1)]);
-    const run = followTraining(fake.handle, 10);
+    const run = followTraining(fake.link, 'r', 10);
     const seen: number[] = [];
     for await (const s of run.statuses) {
       seen.push(s.step);

@@ -3,6 +3,7 @@ import { evaluationKey } from '../../src/artifacts/keys.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';
 import type { Transcript } from '../../src/core/transcript.js';
 import { followEvaluation } from '../../src/client/evaluationProgress.js';
+import { steadyLink } from '../../src/client/frontendLink.js';
 import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluations.js';
 import { evaluationProgressQuery, type EvaluationProgress } from '../../src/workflows/evaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
@@ -89,7 +90,7 @@ describe('evaluation workflow', function () {
       evalId: `eval-progress-${Date.now()}`,
     });
     const handle = await startEvaluation(rig.env.client, rig.config, input);
-    const followed = followEvaluation(handle, 50);
+    const followed = followEvaluation(steadyLink(rig.env.client), input.evalId, 50);
     const seen: EvaluationProgress[] = [];
     const watching = (async () => {
       for await (const p of followed.statuses) seen.push(p);

@@ -4,6 +4,7 @@ import { compareEvaluations } from '../../client/evaluationComparison.js';
 import { loadEvaluationReport } from '../../client/evaluationReports.js';
 import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
 import { followTraining } from '../../client/trainingProgress.js';
+import { followEvaluation } from '../../client/evaluationProgress.js';
 import { startOrAttachTraining } from '../../client/trainingRuns.js';
 import { loadConfig } from '../../config/load.js';
 import { REPO_ROOT } from '../../paths.js';
@@ -11,7 +12,7 @@ import { writeReport } from '../../report/index.js';
 import { trainingWorkflowId } from '../../workflows/training.js';
 import { CONFIG_FLAGS, flagHelp, intOption, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
-import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { withFollowerLink, withRuntime, workflowUiUrl } from '../runtime.js';
 
 export const DEMO_FLAGS = {
   resume: { type: 'string', value: 'NAME', help: 'attach to an earlier demo run instead of starting a new one' },
@@ -93,26 +94,28 @@ export async function demoCommand(argv: string[]): Promise<number> {
         `  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.maxTurns} turns`,
       );
 
-      const { handle, outcome } = await startOrAttachTraining(temporal.client, config, runName);
+      const { outcome } = await startOrAttachTraining(temporal.client, config, runName);
       say(
         outcome === 'started'
           ? `[${elapsed()}] training started`
           : `[${elapsed()}] attached to the existing run ${runName}`,
       );
-      const run = followTraining(handle, 3000);
-      let last = '';
-      for await (const s of run.statuses) {
-        const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
-        if (line !== last) {
-          say(`[${elapsed()}] ${line}`);
-          if (s.phase === 'waiting-for-operator')
-            say(
-              `  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``,
-            );
+      const result = await withFollowerLink(ctx, temporal, async (link) => {
+        const run = followTraining(link, runName, 3000);
+        let last = '';
+        for await (const s of run.statuses) {
+          const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+          if (line !== last) {
+            say(`[${elapsed()}] ${line}`);
+            if (s.phase === 'waiting-for-operator')
+              say(
+                `  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``,
+              );
+          }
+          last = line;
         }
-        last = line;
-      }
-      const result = await run.result;
+        return run.result;
+      });
       say(`[${elapsed()}] training done: ${result.stepsApplied} step(s), final version ${result.version}`);
 
       const evalIds: string[] = [];
@@ -134,8 +137,13 @@ export async function demoCommand(argv: string[]): Promise<number> {
         say(
           `[${elapsed()}] evaluating the ${label} policy (${runName}@${step}) on ${input.scenarios.length} eval scenario(s)`,
         );
-        const { handle: evalHandle } = await startOrAttachEvaluation(temporal.client, config, input);
-        const summary = await evalHandle.result();
+        await startOrAttachEvaluation(temporal.client, config, input);
+        // Only its summary is shown: its statuses are never asked for.
+        const summary = await withFollowerLink(
+          ctx,
+          temporal,
+          (link) => followEvaluation(link, input.evalId, 3000).result,
+        );
         say(
           `[${elapsed()}]   ${label}: Sentient score ${summary.score} over ${summary.count} dialogue(s) (success ${summary.success}, failure ${summary.failure}, failed ${summary.failed})`,
         );

@@ -6,15 +6,15 @@ import { compareEvaluations } from '../../client/evaluationComparison.js';
 import { loadEvaluationReport } from '../../client/evaluationReports.js';
 import { finalEvaluationProgress, followEvaluation } from '../../client/evaluationProgress.js';
 import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
-import type { evaluation, EvaluationProgress, EvaluationSummary } from '../../workflows/evaluation.js';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { EvaluationProgress, EvaluationSummary } from '../../workflows/evaluation.js';
+import type { FrontendLink } from '../../client/frontendLink.js';
 import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';
 import { evaluationProgressBar, evaluationProgressText, finishedDialogues } from '../render/evaluationProgress.js';
 import { ProgressDisplay, RateEstimate } from '../render/progress.js';
 import { renderEvaluationComparison } from '../render/evaluationComparison.js';
 import { renderEvaluationTable } from '../render/evaluationTable.js';
-import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { withFollowerLink, withRuntime, workflowUiUrl } from '../runtime.js';
 import { terminalSafe } from '../../core/terminalText.js';
 
 export const EVAL_FLAGS = {
@@ -105,14 +105,11 @@ const PROGRESS_POLL_MS = 1000;
 
 /**
  * Follows the evaluation until it ends: a bar of its finished dialogues with an ETA on a terminal,
- * a log line whenever the counts change otherwise, and the final counts from its summary.
+ * a log line whenever the counts change otherwise, and the final counts from its summary. A lost Temporal
+ * frontend is waited out (the link reconnects).
  */
-async function follow(
-  ctx: CommandContext,
-  evalId: string,
-  handle: WorkflowHandle<typeof evaluation>,
-): Promise<EvaluationSummary> {
-  const run = followEvaluation(handle, PROGRESS_POLL_MS);
+async function follow(ctx: CommandContext, evalId: string, link: FrontendLink): Promise<EvaluationSummary> {
+  const run = followEvaluation(link, evalId, PROGRESS_POLL_MS);
   const display = new ProgressDisplay();
   const rate = new RateEstimate();
   let lastLine = '';
@@ -165,7 +162,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
       : {}),
   });
   return withRuntime(ctx, async (temporal) => {
-    const { handle, attached } = await startOrAttachEvaluation(temporal.client, ctx.config, input);
+    const { attached } = await startOrAttachEvaluation(temporal.client, ctx.config, input);
     if (attached) ctx.log.info('evaluation already exists: attaching', { evalId: input.evalId });
     ctx.log.info('evaluation started', {
       evalId: input.evalId,
@@ -174,7 +171,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
       policy: input.settings.policy.model,
       ui: workflowUiUrl(temporal, input.evalId),
     });
-    const summary = await follow(ctx, input.evalId, handle);
+    const summary = await withFollowerLink(ctx, temporal, (link) => follow(ctx, input.evalId, link));
     const report = await loadEvaluationReport(ctx.store, summary.evalId);
     if (values.json) process.stdout.write(`${JSON.stringify(report)}\n`);
     else

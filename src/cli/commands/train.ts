@@ -1,12 +1,12 @@
 import { runMetricsKey } from '../../artifacts/keys.js';
 import { isValidName, NAME_RULE } from '../../core/names.js';
-import type { Client } from '@temporalio/client';
+import type { FrontendLink } from '../../client/frontendLink.js';
 import { followTraining } from '../../client/trainingProgress.js';
-import { startOrAttachTraining, trainingHandle } from '../../client/trainingRuns.js';
+import { startOrAttachTraining } from '../../client/trainingRuns.js';
 import { trainingWorkflowId, type TrainingResult } from '../../workflows/training.js';
 import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext, type CommandContext } from '../context.js';
-import { withRuntime, workflowUiUrl } from '../runtime.js';
+import { withFollowerLink, withRuntime, workflowUiUrl } from '../runtime.js';
 import { formatProgress, ProgressDisplay, RateEstimate } from '../render/progress.js';
 
 export const TRAIN_FLAGS = {
@@ -38,10 +38,11 @@ ${flagHelp(TRAIN_FLAGS)}`;
 /**
  * Follows the run until it ends: a progress bar of the step's dialogues on a terminal, a log line
  * whenever the progress changes otherwise. The ETA is the run's (from finished steps) once it has
- * one, before that the step's, from the rate its dialogues finish at.
+ * one, before that the step's, from the rate its dialogues finish at. A lost Temporal frontend is
+ * waited out (the link reconnects); the display goes on once it answers again.
  */
-async function follow(ctx: CommandContext, client: Client, runName: string): Promise<TrainingResult> {
-  const run = followTraining(trainingHandle(client, runName), 2000);
+async function follow(ctx: CommandContext, link: FrontendLink, runName: string): Promise<TrainingResult> {
+  const run = followTraining(link, runName, 2000);
   const display = new ProgressDisplay();
   const rate = new RateEstimate();
   let lastStep = 0;
@@ -115,7 +116,10 @@ export async function trainCommand(argv: string[]): Promise<number> {
         process.stdout.write(`${runName}\n`);
         return 0;
       }
-      const result = start.outcome === 'finished' ? start.result : await follow(ctx, temporal.client, runName);
+      const result =
+        start.outcome === 'finished'
+          ? start.result
+          : await withFollowerLink(ctx, temporal, (link) => follow(ctx, link, runName));
       process.stdout.write(
         `Run ${result.runName}: ${result.stepsApplied} step(s) applied${result.stopped ? ' (stopped by operator)' : ''}; final version ${result.version}\nMetrics: ${ctx.store.locate(runMetricsKey(runName))}\n`,
       );
