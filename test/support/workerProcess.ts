@@ -58,6 +58,11 @@ export class WorkerProcess {
     return this.readyPromise;
   }
 
+  /** Whether the process is still alive (it has not exited, of itself or killed). */
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
   get log(): string {
     return this.output;
   }
