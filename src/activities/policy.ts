@@ -1,19 +1,51 @@
+import { ApplicationFailure } from '@temporalio/common';
 import { parsePolicyOutput } from '../core/think.js';
 import type { PolicyTurnInput } from '../core/dialogueTurn.js';
 import type { PolicyTurnResult } from '../core/transcript.js';
 import { chatCompletion } from './chatCompletion.js';
-import { withVersionReload } from '../vllm/republish.js';
+import { replicaOrder } from '../core/replicaChoice.js';
+import { createLogger } from '../log.js';
+import { isModelMissing, withVersionReload } from '../vllm/republish.js';
+import type { ChatResponse } from './chatCompletion.js';
+
+const log = createLogger({ component: 'policy' });
+
+/** A replica that cannot answer this call: down, or without the version (it lost its adapters). */
+function replicaCannotServe(error: unknown): boolean {
+  return (error instanceof ApplicationFailure && error.type === 'LlmUnreachable') || isModelMissing(error);
+}
+
+/**
+ * The call on the replica its seed picks (replicaOrder), on the next one when that one cannot serve
+ * it; any other failure, or the last replica's, is the call's.
+ */
+async function onReplicas(
+  input: PolicyTurnInput,
+  call: (endpoint: PolicyTurnInput['endpoint']) => Promise<ChatResponse>,
+): Promise<ChatResponse> {
+  const order = replicaOrder(input.endpoint, input.seed);
+  for (let i = 0; ; i++) {
+    const endpoint = { ...input.endpoint, baseURL: order[i]! };
+    try {
+      return await call(endpoint);
+    } catch (error) {
+      if (i === order.length - 1 || !replicaCannotServe(error)) throw error;
+      log.warn('policy replica cannot serve the call; trying the next', {
+        replica: order[i],
+        next: order[i + 1],
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+}
 
 /** One policy turn: a chat completion, then the think-then-say split. A malformed output is a result, not an error. */
 export async function generatePolicyTurn(input: PolicyTurnInput): Promise<PolicyTurnResult> {
   // A version a restarted vLLM lost is published again from the trainer's checkpoint, then asked again.
-  const response = await withVersionReload(input.endpoint, () =>
-    chatCompletion({
-      endpoint: input.endpoint,
-      role: 'policy',
-      messages: input.messages,
-      seed: input.seed,
-    }),
+  const response = await onReplicas(input, (endpoint) =>
+    withVersionReload(endpoint, () =>
+      chatCompletion({ endpoint, role: 'policy', messages: input.messages, seed: input.seed }),
+    ),
   );
   const parsed = parsePolicyOutput(response.content, input.think);
   return {

@@ -3,8 +3,8 @@ import { runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { parseStepRecords, withStepRecord, type StepMetricsRecord } from '../core/runMetrics.js';
 import { loadScenarioLibrary } from '../scenarios/library.js';
-import { firstTokenAt, unloadAdapters, versionStep, versionsToUnload } from '../vllm/adapters.js';
 import { loadLoraAdapter } from '../vllm/load.js';
+import { listedWithVersion, policyHeaders, probeAndUnload } from '../vllm/served.js';
 
 export interface PublishInput {
   mode: 'trainer' | 'vllm';
@@ -54,8 +54,7 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
      */
     async publishPolicyVersion(input: PublishInput): Promise<PublishResult> {
       const base = input.policyBaseURL.replace(/\/$/, '');
-      const key = process.env[input.apiKeyEnv];
-      const headers = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
+      const headers = policyHeaders(input.apiKeyEnv);
       if (input.mode === 'vllm') {
         if (!input.exportPath)
           throw ApplicationFailure.nonRetryable(
@@ -70,32 +69,10 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
           apiKeyEnv: input.apiKeyEnv,
         });
       }
-      const models = await fetch(`${base}/models`, { headers, signal: AbortSignal.timeout(60_000) });
-      // A refused key never starts working by itself: fail now, naming the variable, instead of waiting.
-      if (models.status === 401 || models.status === 403)
-        throw ApplicationFailure.nonRetryable(
-          `${base}/models refused the key in $${input.apiKeyEnv} (HTTP ${models.status}) while publishing ${input.version}`,
-          'PublishRejected',
-        );
-      const list = (await models.json().catch(() => null)) as { data?: { id?: string }[] } | null;
-      if (!models.ok || !list?.data?.some((m) => m.id === input.version)) {
-        throw ApplicationFailure.retryable(`${base}/models does not list ${input.version} yet`, 'PublishPending');
-      }
+      const listed = await listedWithVersion(base, headers, input.apiKeyEnv, input.version);
       if (input.mode !== 'vllm')
         return { version: input.version, firstTokenAtMs: null, unloaded: [], unloadFailures: [] };
-      const firstTokenAtMs = await firstTokenAt(base, headers, input.version);
-      const newest = input.unload ? versionStep(input.unload.runName, input.version) : null;
-      const stale =
-        input.unload && newest !== null
-          ? versionsToUnload(
-              input.unload.runName,
-              list.data.map((m) => m.id ?? ''),
-              newest,
-              input.unload.keep,
-            )
-          : [];
-      const { unloaded, failures } = await unloadAdapters(base, headers, stale);
-      return { version: input.version, firstTokenAtMs, unloaded, unloadFailures: failures };
+      return { version: input.version, ...(await probeAndUnload(base, headers, input.version, listed, input.unload)) };
     },
 
     /**

@@ -87,3 +87,20 @@ export function checkVllmPublish(
         `--max-lora-rank ${lora.r} and set policy.maxLoraRank to match`,
     });
 }
+
+/** Replica names are unique: each names its publish queue and the run's waits. */
+export function checkReplicas(
+  config: { policy: { replicas?: { name: string }[] | undefined } },
+  ctx: z.RefinementCtx,
+): void {
+  const seen = new Set<string>();
+  (config.policy.replicas ?? []).forEach((replica, i) => {
+    if (seen.has(replica.name))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['policy', 'replicas', i, 'name'],
+        message: `replica name "${replica.name}" is used twice: each replica has its own publish queue`,
+      });
+    seen.add(replica.name);
+  });
+}

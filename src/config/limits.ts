@@ -50,4 +50,12 @@ export const LIMITS = {
    * worker that died to a live one this soon, not after the call's whole start-to-close timeout.
    */
   llmCallHeartbeatTimeoutMs: 20_000,
+  /**
+   * A step's publish to one vLLM replica (`policy.replicas`): fetching the adapter from the trainer,
+   * loading it, the first token. Attempts before the run waits for the operator naming the replica,
+   * and the default wait for a publisher worker to take the task (`training.publisherWaitMs`).
+   */
+  replicaPublishTimeoutMs: 30 * 60_000,
+  replicaPublishAttempts: 5,
+  publisherWaitMs: 120_000,
 } as const;

@@ -17,6 +17,8 @@ export class ConfigError extends Error {
 export const ENV_OVERRIDES: Record<string, string> = {
   POLICY_BASE_URL: 'policy.baseURL',
   POLICY_MODEL: 'policy.model',
+  // `name=url,name=url`: the vLLM replicas with a publisher beside each (policy.replicas).
+  POLICY_REPLICAS: 'policy.replicas',
   SIMULATOR_BASE_URL: 'simulator.baseURL',
   SIMULATOR_MODEL: 'simulator.model',
   TEMPORAL_ADDRESS: 'temporal.address',

@@ -38,7 +38,7 @@ const simulatorCallSchema = rolloutSettingsSchema.shape.simulator;
  * less those the config words differently (the call's value is derived below), unset ones left out.
  */
 function callFields(endpoint: object, call: z.ZodObject): Record<string, unknown> {
-  const derived = new Set(['apiKeyEnv', 'taskQueue', 'logprobs', 'analysisMaxChars']);
+  const derived = new Set(['apiKeyEnv', 'taskQueue', 'logprobs', 'analysisMaxChars', 'replicas']);
   return Object.fromEntries(
     Object.entries(endpoint).filter(([key, value]) => key in call.shape && !derived.has(key) && value !== undefined),
   );

@@ -15,8 +15,13 @@ import { ALGORITHMS } from '../core/training/algorithms.js';
 import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
-import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
-import { checkKeptCheckpoints, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
+import {
+  hyperparametersSchema,
+  loraSchema,
+  replicaSchema,
+  trainingSettingsSchema,
+} from '../core/training/trainingSettingsSchema.js';
+import { checkKeptCheckpoints, checkReplicas, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
 const trainingBounds = trainingSettingsSchema.shape;
@@ -67,6 +72,19 @@ export const LOCAL_LLM_PORT = 8401;
 export const LOCAL_LLM_URL = `http://127.0.0.1:${LOCAL_LLM_PORT}/v1`;
 export const LOCAL_MODEL = 'smollm2-135m-instruct';
 
+/** `name=url,name=url` (POLICY_REPLICAS) as the list `policy.replicas` is; anything else as it is. */
+function replicasFromText(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .map((part) => {
+      const eq = part.indexOf('=');
+      return eq > 0 ? { name: part.slice(0, eq), baseURL: part.slice(eq + 1) } : { name: part };
+    });
+}
+
 export const policyEndpointSchema = z.strictObject({
   ...endpointFields,
   baseURL: endpointFields.baseURL.default(LOCAL_LLM_URL),
@@ -85,6 +103,22 @@ export const policyEndpointSchema = z.strictObject({
    * the config check rejects a `training.lora.r` above it: vLLM would refuse every adapter.
    */
   maxLoraRank: z.number().int().min(1).max(512).default(16),
+  /**
+   * vLLM replicas serving the policy, each with a publisher worker beside it (`attune worker --role
+   * publisher`); then baseURL is not used. With `training.publish: vllm` each step is published to every
+   * one (on `publishTaskQueue`, default `attune-publish-<name>`) before the next samples it, and the
+   * policy calls spread over them. Absent: one server, baseURL, loaded from the trainer's local path.
+   */
+  replicas: z.preprocess(
+    replicasFromText,
+    z
+      .array(
+        replicaSchema.pick({ name: true, baseURL: true }).extend({ publishTaskQueue: z.string().min(1).optional() }),
+      )
+      .min(1)
+      .max(64)
+      .optional(),
+  ),
 });
 
 export const simulatorEndpointSchema = z.strictObject({
@@ -259,6 +293,11 @@ export const configSchema = z
          * (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.
          */
         publishKeep: trainingBounds.publish.shape.keep.unwrap().default(2),
+        /**
+         * With `policy.replicas`: how long a step's publish to a replica waits for that replica's
+         * publisher worker to take it; then the run waits for the operator, naming the replica.
+         */
+        publisherWaitMs: trainingBounds.publish.shape.publisherWaitMs.unwrap().default(120_000),
         stepTimeoutMs: z
           .number()
           .int()
@@ -337,7 +376,8 @@ export const configSchema = z
   })
   .superRefine(checkTemporalLimits)
   .superRefine(checkKeptCheckpoints)
-  .superRefine(checkVllmPublish);
+  .superRefine(checkVllmPublish)
+  .superRefine(checkReplicas);
 
 export type AttuneConfig = z.infer<typeof configSchema>;
 export type PolicyEndpointConfig = AttuneConfig['policy'];

@@ -24,3 +24,11 @@ export function taskQueuesFor(prefix: string): TaskQueues {
     optimizer: `${prefix}${TASK_QUEUES.optimizer}`,
   };
 }
+
+/** Stem of the publish queues: one per vLLM replica, served by the publisher worker beside it. */
+export const PUBLISH_QUEUE_STEM = 'attune-publish';
+
+/** The publish queue of replica `name` (`policy.replicas[].name`), with the deployment's prefix. */
+export function publishQueueFor(prefix: string, replicaName: string): string {
+  return `${prefix}${PUBLISH_QUEUE_STEM}-${replicaName}`;
+}

@@ -7,7 +7,7 @@ import { buildEvaluationInput } from './evaluationInputFromConfig.js';
 import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
 import { samplesPerScenarioOf } from './crossFieldChecks.js';
 import type { AttuneConfig } from './schema.js';
-import { taskQueuesFor } from './taskQueues.js';
+import { publishQueueFor, taskQueuesFor } from './taskQueues.js';
 
 /** The training workflow's input, built and checked on the client (scenarios, endpoints, evaluation set). */
 export function trainingSettingsFromConfig(config: AttuneConfig, runName: string): TrainingSettings {
@@ -17,18 +17,22 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
   if (requireScenarioLibrary(config.scenarios.train).length === 0)
     throw new Error(`scenarios.train: no scenarios in ${config.scenarios.train}; a run needs at least one to train on`);
   const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
-  const policyBaseURL = t.publish === 'trainer' ? trainerV1 : config.policy.baseURL;
+  const replicas = t.publish === 'vllm' ? replicasOf(config) : undefined;
+  const policyBaseURL = t.publish === 'trainer' ? trainerV1 : (replicas?.[0]?.baseURL ?? config.policy.baseURL);
   const baseVersion = t.publish === 'trainer' ? `${runName}@0` : config.policy.model;
-  // vLLM loses runtime-loaded adapters when it restarts: the policy calls load a lost version again.
+  // vLLM loses runtime-loaded adapters when it restarts: the policy calls load a lost version again
+  // from the trainer's local path (single host). Replicas get theirs from their publishers; a call
+  // that finds its version missing on one goes to the next replica.
   const reloadFrom =
-    t.publish === 'vllm'
+    t.publish === 'vllm' && !replicas
       ? { reloadFrom: { runName, trainerUrl: config.trainer.url, tokenEnv: config.trainer.tokenEnv } }
       : {};
+  const spread = replicas && replicas.length > 1 ? { replicas: replicas.map((r) => r.baseURL) } : {};
   const configured = rolloutSettingsFromConfig(
     { ...config, policy: { ...config.policy, baseURL: policyBaseURL, model: baseVersion } },
     { initialEmotion: t.initialEmotion, maxTurns: t.maxTurns, think: t.think },
   );
-  const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom } };
+  const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom, ...spread } };
   let evalScenarios: TrainingSettings['evalScenarios'] = [];
   let evalSettings: TrainingSettings['evalSettings'];
   if (t.evalEvery > 0) {
@@ -37,7 +41,11 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       { split: 'eval', policy: baseVersion, ...(t.evalScenarios ? { only: t.evalScenarios } : {}) },
     );
     evalScenarios = evalInput.scenarios;
-    evalSettings = { ...evalInput.settings, think: t.think, policy: { ...evalInput.settings.policy, ...reloadFrom } };
+    evalSettings = {
+      ...evalInput.settings,
+      think: t.think,
+      policy: { ...evalInput.settings.policy, ...reloadFrom, ...spread },
+    };
   }
   const tracking = trackingSettingsFromConfig(config);
   return trainingSettingsSchema.parse({
@@ -65,7 +73,13 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       heartbeatTimeoutMs: t.heartbeatTimeoutMs,
       sameErrorAttempts: t.sameErrorAttempts,
     },
-    publish: { mode: t.publish, policyBaseURL, baseVersion, keep: t.publishKeep },
+    publish: {
+      mode: t.publish,
+      policyBaseURL,
+      baseVersion,
+      keep: t.publishKeep,
+      ...(replicas ? { replicas, publisherWaitMs: t.publisherWaitMs } : {}),
+    },
     evalEvery: t.evalEvery,
     evalScenarioDir: resolve(config.scenarios.eval),
     evalScenarios,
@@ -73,6 +87,16 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     evalConcurrency: config.evaluation.concurrency,
     ...(tracking ? { tracking } : {}),
   });
+}
+
+/** The replicas a run publishes to (`policy.replicas`), each with its publish queue; undefined without them. */
+export function replicasOf(config: AttuneConfig): TrainingSettings['publish']['replicas'] {
+  const prefix = config.temporal.taskQueuePrefix;
+  return config.policy.replicas?.map((r) => ({
+    name: r.name,
+    baseURL: r.baseURL,
+    taskQueue: r.publishTaskQueue ?? publishQueueFor(prefix, r.name),
+  }));
 }
 
 /** The trackers a run logs to, or null for none (W&B's mode resolved here, where the operator's environment is). */

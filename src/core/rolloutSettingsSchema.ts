@@ -36,6 +36,12 @@ export const endpointCallSchema = z.strictObject({
       tokenEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name'),
     })
     .optional(),
+  /**
+   * The policy's vLLM replicas (`policy.replicas`): OpenAI base URLs serving the same versions, baseURL
+   * among them. Each call goes to the one `replicaOrder` picks from its seed, the next ones when that
+   * one is unreachable or lacks the version. Absent: baseURL alone.
+   */
+  replicas: z.array(z.string().url()).min(2).max(64).optional(),
 });
 export type EndpointCall = z.infer<typeof endpointCallSchema>;
 

@@ -22,6 +22,7 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { evaluation } from './evaluation.js';
 import { failureMessage } from './fanOut.js';
 import type { TrainingControl } from './trainingControl.js';
+import { publishToReplicas } from './replicaPublish.js';
 import { checkGuardrails, waitOnGuardrail } from './trainingGuardrails.js';
 import { trackStep } from './trainingTracking.js';
 
@@ -165,6 +166,11 @@ async function publishStepWithOperator(
   step: number,
   applied: OptimizerStepResult,
 ): Promise<PublishedStep | null> {
+  if (settings.publish.mode === 'vllm' && settings.publish.replicas) {
+    const published = await publishToReplicas(settings, control, step);
+    if (published === null) return null;
+    return { version: published.version, latencyMs: latencySinceCommit(applied, published.firstTokenAtMs) };
+  }
   for (;;) {
     try {
       return await publishStep(bookkeeping, settings, control, step, applied);
@@ -239,9 +245,13 @@ async function publishStep(
   if (typeof (published as PublishResult | string) === 'string') return { version, latencyMs: null };
   if (published.unloadFailures.length > 0)
     control.report(`step ${step}: old adapters not unloaded: ${published.unloadFailures.join('; ')}`);
+  return { version, latencyMs: latencySinceCommit(applied, published.firstTokenAtMs) };
+}
+
+/** The trainer's commit to the version's first served token; null when the first token was not measured. */
+function latencySinceCommit(applied: OptimizerStepResult, firstTokenAtMs: number | null): number | null {
   const committedAt = applied.committedAtMs ?? Date.now();
-  const latencyMs = published.firstTokenAtMs === null ? null : Math.max(0, published.firstTokenAtMs - committedAt);
-  return { version, latencyMs };
+  return firstTokenAtMs === null ? null : Math.max(0, firstTokenAtMs - committedAt);
 }
 
 /** Evaluates the new version when it is due; a failed evaluation is reported, not fatal to training. */

@@ -65,6 +65,8 @@ describe('docker-compose.yml', () => {
     assert.deepEqual(services['attune-worker']!.command, ['worker', '--role', 'llm']);
     assert.deepEqual(services['attune-optimizer']!.command, ['worker', '--role', 'optimizer']);
     assert.deepEqual(services['vllm']!.profiles, ['gpu']);
+    assert.deepEqual(services['attune-publisher']!.profiles, ['gpu']);
+    assert.deepEqual(services['attune-publisher']!.command!.slice(0, 3), ['worker', '--role', 'publisher']);
     assert.deepEqual(services['attune']!.profiles, ['tools']);
     for (const name of ['postgresql', 'temporal', 'temporal-ui', 'attune-worker', 'attune-optimizer', 'trainer'])
       assert.equal(services[name]!.profiles, undefined, `${name} starts with a plain \`up\``);
@@ -114,15 +116,18 @@ describe('docker-compose.yml', () => {
 
   it('keeps state in named volumes: database, artifacts, trainer state, models', () => {
     const declared = Object.keys(compose.volumes ?? {});
-    assert.deepEqual(declared.sort(), ['artifacts', 'models', 'postgresql-data', 'trainer-state']);
+    assert.deepEqual(declared.sort(), ['adapters', 'artifacts', 'models', 'postgresql-data', 'trainer-state']);
     const mounts = (name: string) => (services[name]!.volumes ?? []).map((v) => v.split(':').slice(0, 2).join(':'));
     assert.ok(mounts('postgresql').includes('postgresql-data:/var/lib/postgresql/data'));
     for (const name of ['attune-worker', 'attune-optimizer', 'attune'])
       assert.ok(mounts(name).includes('artifacts:/var/lib/attune/artifacts'), `${name} shares the artifact store`);
     assert.ok(mounts('trainer').includes('trainer-state:/var/lib/attune/trainer'));
     assert.ok(mounts('trainer').includes('models:/models'));
-    // vLLM loads the adapter at the path the trainer reports, so it sees the state at the same path.
-    assert.ok(mounts('vllm').includes('trainer-state:/var/lib/attune/trainer'));
+    // vLLM never reads the trainer's state: its publisher fetches each adapter over HTTP into the
+    // adapters volume, which vLLM reads at the same path.
+    assert.ok(!mounts('vllm').some((m) => m.startsWith('trainer-state:')));
+    assert.ok(mounts('attune-publisher').includes('adapters:/var/lib/attune/adapters'));
+    assert.ok(mounts('vllm').includes('adapters:/var/lib/attune/adapters'));
     for (const [name, service] of Object.entries(services))
       for (const volume of service.volumes ?? []) {
         const source = volume.split(':')[0]!;

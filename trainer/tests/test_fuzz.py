@@ -21,6 +21,8 @@ ROUTES = [
     ("GET", "/v1/runs/{run_id}"),
     ("POST", "/v1/runs/{run_id}/steps"),
     ("GET", "/v1/runs/{run_id}/steps/{step}"),
+    ("GET", "/v1/runs/{run_id}/checkpoints/{step}/adapter"),
+    ("GET", "/v1/runs/{run_id}/checkpoints/{step}/adapter/{name}"),
     ("POST", "/v1/chat/completions"),
     ("GET", "/v1/models"),
 ]

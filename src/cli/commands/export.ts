@@ -5,6 +5,7 @@ import { isValidName, NAME_RULE } from '../../core/names.js';
 import { REPO_ROOT } from '../../paths.js';
 import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
+import { exportOverHttp } from '../remoteExport.js';
 
 export const EXPORT_FLAGS = {
   out: { type: 'string', short: 'o', value: 'DIR', help: 'the directory to write (must not exist, or be empty)' },
@@ -14,7 +15,16 @@ export const EXPORT_FLAGS = {
     value: 'DIR',
     help: "the trainer's state directory (default <home>/trainer, as the local trainer's)",
   },
-  json: { type: 'boolean', help: 'print {run_id, step, format, path}' },
+  'trainer-url': {
+    type: 'string',
+    value: 'URL',
+    help: [
+      'a trainer on another host: fetch the LoRA adapter over its adapter route with $TRAINER_TOKEN',
+      "(trainer.tokenEnv), checking the trainer's digest. Default when there is no local state",
+      "directory (no --state-dir, no <home>/trainer): the config's trainer.url",
+    ].join('\n'),
+  },
+  json: { type: 'boolean', help: 'print {run_id, step, format, path} (and digest over HTTP)' },
   ...CONFIG_FLAGS,
 } as const satisfies Flags;
 
@@ -25,8 +35,10 @@ safetensors weights, config, and the run's tokenizer with its chat template, whi
 transformers.AutoModelForCausalLM / AutoTokenizer.from_pretrained(DIR) load. A full fine-tuning run
 gives full weights (step 0 is the base model); a LoRA run gives its adapter, loadable by peft and by
 vLLM (--enable-lora), unless --merge-lora merges it into full weights. Runs the trainer's
-\`python -m attune_trainer export\` on this machine's trainer state; for a trainer on another host,
-run that command there. A running trainer may keep serving while it reads.
+\`python -m attune_trainer export\` on this machine's trainer state. A running trainer may keep
+serving while it reads. For a trainer on another host (--trainer-url), the LoRA adapter's files
+come over HTTP, checked against the trainer's digest: the same adapter files as a local export,
+without the tokenizer (full weights and --merge-lora: run the export on the trainer's host).
 
 ${flagHelp(EXPORT_FLAGS)}`;
 
@@ -61,10 +73,24 @@ export async function exportCommand(argv: string[]): Promise<number> {
   if (!values.out) throw new UsageError('--out DIR is required');
   const { run, step } = parseVersion(positionals[0]!);
   const { config } = commandContext(values, 'export');
+  const localState = values['state-dir'] ?? join(config.home, 'trainer');
+  const trainerUrl =
+    values['trainer-url'] ?? (values['state-dir'] || existsSync(localState) ? undefined : config.trainer.url);
+  if (trainerUrl !== undefined) {
+    if (values['merge-lora'])
+      throw new UsageError("--merge-lora merges on the trainer's host: run the export there, without --trainer-url");
+    const summary = await exportOverHttp({ url: trainerUrl, tokenEnv: config.trainer.tokenEnv }, run, step, values.out);
+    process.stdout.write(
+      values.json
+        ? `${JSON.stringify(summary)}\n`
+        : `${run}@${step} (lora_adapter, digest ${summary.digest}) fetched from ${trainerUrl} to ${summary.path}\n`,
+    );
+    return 0;
+  }
   const python = join(REPO_ROOT, '.venv', 'bin', 'python');
   if (!existsSync(python))
     throw new Error('the trainer is not installed: run `npm run setup` (or bash trainer/install.sh)');
-  const stateDir = resolve(values['state-dir'] ?? join(config.home, 'trainer'));
+  const stateDir = resolve(localState);
   const args = ['-m', 'attune_trainer', 'export', '--state-dir', stateDir, '--run', run, '--step', String(step)];
   args.push('--out', resolve(values.out), ...(values['merge-lora'] ? ['--merge-lora'] : []));
   // The trainer's own errors (unknown run or step, a non-empty --out) are on stderr already.

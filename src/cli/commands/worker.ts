@@ -1,3 +1,4 @@
+import { join, resolve } from 'node:path';
 import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext, untilSignal } from '../context.js';
 import { connectTemporal, connectWorkerSide } from '../../temporal/connect.js';
@@ -5,6 +6,8 @@ import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
 import { createLlmIoWorkers } from '../../workers/llmIoWorkers.js';
 import { runWorkers, shutdownWorkers } from '../../workers/runWorkers.js';
 import { createOptimizerWorker } from '../../workers/optimizerWorker.js';
+import { createPublisherWorker } from '../../workers/publisherWorker.js';
+import type { AttuneConfig } from '../../config/schema.js';
 import { BUILD_ID_ENV, DEFAULT_DEPLOYMENT_NAME, deploymentVersionFrom } from '../../workers/deploymentVersion.js';
 import { workerDeploymentCommand } from './workerDeployment.js';
 
@@ -15,8 +18,28 @@ export const WORKER_FLAGS = {
     help: [
       'llm: rollout/evaluation/training workflows, policy and simulator activities (default)',
       'optimizer: optimizer activities, one at a time: run one per GPU host, next to the trainer',
-      'all: both',
+      "publisher: a vLLM replica's publish queue: fetches each step's adapter from the trainer",
+      'and loads it into that vLLM; run one beside each replica (--replica)',
+      'all: llm and optimizer',
     ].join('\n'),
+  },
+  replica: {
+    type: 'string',
+    value: 'NAME',
+    help: [
+      'publisher: the replica of policy.replicas it serves (queue attune-publish-NAME);',
+      'default: the only one listed',
+    ].join('\n'),
+  },
+  'policy-url': {
+    type: 'string',
+    value: 'URL',
+    help: "publisher: this replica's vLLM (e.g. http://127.0.0.1:8000; /v1 added); default: its baseURL",
+  },
+  'adapter-dir': {
+    type: 'string',
+    value: 'DIR',
+    help: 'publisher: where fetched adapters are written, readable by vLLM (default <home>/adapters)',
   },
   'deployment-version': {
     type: 'string',
@@ -36,7 +59,7 @@ export const WORKER_FLAGS = {
   ...CONFIG_FLAGS,
 } as const satisfies Flags;
 
-export const WORKER_HELP = `attune worker [--role llm|optimizer|all] [--deployment-version ID] [options]
+export const WORKER_HELP = `attune worker [--role llm|optimizer|publisher|all] [--deployment-version ID] [options]
 attune worker deployment set-current|describe ...   (see attune worker deployment --help)
 
 Runs workers against the configured Temporal server (TEMPORAL_ADDRESS, or the dev server of
@@ -60,7 +83,8 @@ export async function workerCommand(argv: string[]): Promise<number> {
   const temporal = await connectTemporal(ctx.config, ctx.log, { startIfMissing: false });
   const connection = await connectWorkerSide(temporal);
   const role = values.role ?? 'llm';
-  if (!['llm', 'optimizer', 'all'].includes(role)) throw new UsageError('--role must be llm, optimizer or all');
+  if (!['llm', 'optimizer', 'publisher', 'all'].includes(role))
+    throw new UsageError('--role must be llm, optimizer, publisher or all');
   const options = {
     connection,
     namespace: temporal.namespace,
@@ -71,6 +95,16 @@ export async function workerCommand(argv: string[]): Promise<number> {
   const workers = [
     ...(role === 'llm' || role === 'all' ? await createLlmIoWorkers(options) : []),
     ...(role === 'optimizer' || role === 'all' ? [await createOptimizerWorker(options)] : []),
+    ...(role === 'publisher'
+      ? [
+          await createPublisherWorker({
+            ...options,
+            replica: publisherReplica(ctx.config, values.replica),
+            ...(values['policy-url'] ? { policyBaseURL: values['policy-url'] } : {}),
+            adapterDir: resolve(values['adapter-dir'] ?? join(ctx.config.home, 'adapters')),
+          }),
+        ]
+      : []),
   ];
   ctx.log.info('workers running', {
     role,
@@ -91,4 +125,14 @@ export async function workerCommand(argv: string[]): Promise<number> {
   await connection.close();
   await temporal.close();
   return 0;
+}
+
+/** `--replica`, or the config's only replica. */
+function publisherReplica(config: AttuneConfig, flag: string | undefined): string {
+  if (flag) return flag;
+  const replicas = config.policy.replicas ?? [];
+  if (replicas.length === 1) return replicas[0]!.name;
+  throw new UsageError(
+    `--role publisher needs --replica NAME (policy.replicas: ${replicas.map((r) => r.name).join(', ') || 'none'})`,
+  );
 }

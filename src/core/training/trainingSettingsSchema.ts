@@ -20,6 +20,19 @@ export const loraSchema = trainerLoraSchema.extend({
 });
 export type LoraSpec = z.infer<typeof loraSchema>;
 
+/** A replica's name: it names its publish queue (`attune-publish-<name>`) and shows in status. */
+export const REPLICA_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+/** One vLLM replica a run publishes each step to, through the publisher worker on its queue. */
+export const replicaSchema = z.strictObject({
+  name: z.string().regex(REPLICA_NAME_PATTERN, 'letters, digits, `.`, `_`, `-`; at most 63; not starting with a sign'),
+  /** The replica's OpenAI base URL (…/v1), as the LLM workers reach it. */
+  baseURL: z.string().url(),
+  /** The queue its publisher worker polls. */
+  taskQueue: z.string().min(1),
+});
+export type Replica = z.infer<typeof replicaSchema>;
+
 /** Everything the training workflow needs, without secrets. */
 export const trainingSettingsSchema = z.strictObject({
   runName: z.string().regex(NAME_PATTERN, NAME_RULE),
@@ -85,6 +98,14 @@ export const trainingSettingsSchema = z.strictObject({
      * `maxStaleness + 1` are); older ones are unloaded. Absent in runs started before unloading.
      */
     keep: z.number().int().min(1).max(1000).optional(),
+    /**
+     * vLLM: the replicas each step is published to, one publish activity each on its publisher's queue;
+     * a step is published once every replica serves it. Absent (single host, and runs started before
+     * replicas): the artifacts queue's worker loads the trainer's local adapter path into policyBaseURL.
+     */
+    replicas: z.array(replicaSchema).min(1).max(64).optional(),
+    /** How long a replica's publish waits for its publisher worker to pick it up before the run waits for the operator. */
+    publisherWaitMs: z.number().int().min(1000).max(86_400_000).optional(),
   }),
   evalEvery: z.number().int().min(0),
   evalScenarioDir: z.string().min(1),

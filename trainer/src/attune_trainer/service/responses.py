@@ -72,6 +72,21 @@ class StepCheckpoint(Open):
     export_format: str
 
 
+class AdapterFile(BaseModel):
+    name: str
+    size: int
+    sha256: str
+
+
+class AdapterManifest(BaseModel):
+    run_id: str
+    step: int
+    format: Literal["peft_lora"]
+    files: list[AdapterFile]
+    # sha256 of the lines `<sha256>  <name>\n` of the files in name order
+    digest: str
+
+
 class TrainedSample(Open):
     tokens: Literal["sampled", "retokenized"]
     completion_tokens: int

@@ -7,7 +7,7 @@ import os
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -26,6 +26,7 @@ from attune_trainer.service.errors import (
 from attune_trainer.service.http_guard import UNAUTHENTICATED_PATHS, RequestGuard
 from attune_trainer.service.prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
 from attune_trainer.service.responses import (
+    AdapterManifest,
     ChatCompletion,
     Health,
     ModelList,
@@ -37,6 +38,7 @@ from attune_trainer.service.responses import (
 )
 from attune_trainer.service.schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
 from attune_trainer.serving.engine import Engine
+from attune_trainer.state.adapter_files import adapter_file, adapter_manifest
 
 # status code and error type of each kind of domain error (most specific first)
 ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [
@@ -193,6 +195,29 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
         res = dict(res)
         res.pop("samples_sha256", None)
         return res
+
+    @app.get(
+        "/v1/runs/{run_id}/checkpoints/{step}/adapter",
+        summary="a checkpoint's LoRA adapter: its files (name, size, sha256) and the digest over them",
+        responses=documented(AdapterManifest),
+    )
+    def get_adapter(run_id: str, step: int):
+        _check_run_id(run_id)
+        return adapter_manifest(engine.run_store(run_id), step)
+
+    @app.get(
+        "/v1/runs/{run_id}/checkpoints/{step}/adapter/{name}",
+        summary="one file of a checkpoint's LoRA adapter, as the manifest names it",
+        response_class=FileResponse,
+        responses={
+            200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+            "default": documented(Health)["default"],
+        },
+    )
+    def get_adapter_file(run_id: str, step: int, name: str):
+        _check_run_id(run_id)
+        path = adapter_file(engine.run_store(run_id), step, name)
+        return FileResponse(path, media_type="application/octet-stream", filename=name)
 
     @app.post(
         "/v1/chat/completions",

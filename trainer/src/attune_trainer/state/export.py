@@ -15,11 +15,11 @@ from pathlib import Path
 
 import torch
 
+from attune_trainer.state.adapter_files import ADAPTER_FILES
 from attune_trainer.state.store import RunStore, fsync_tree, readable_like_others
 
 # Files of a model directory that make up the weights and the model's own settings.
 _MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json")
-_ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 PROVENANCE = "attune_export.json"
 
 
@@ -58,7 +58,7 @@ def export_checkpoint(state_dir: Path, run_id: str, step: int, out: Path, merge_
             _merge_lora(source, tmp)
             kind = "merged"
         else:
-            _copy_files(source, tmp, _ADAPTER_FILES)
+            _copy_files(source, tmp, ADAPTER_FILES)
             kind = "lora_adapter"
         _save_tokenizer(store.tokenizer_dir, tmp)
         summary = {"run_id": run_id, "step": step, "format": kind, "path": str(out)}

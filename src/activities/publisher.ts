@@ -1,0 +1,73 @@
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { createLogger } from '../log.js';
+import { downloadAdapter, fetchAdapterManifest } from '../trainer/adapterFiles.js';
+import { loadLoraAdapter } from '../vllm/load.js';
+import { listedWithVersion, policyHeaders, probeAndUnload } from '../vllm/served.js';
+import type { PublishResult } from './runBookkeeping.js';
+
+const log = createLogger({ component: 'publisher' });
+
+/** What the training workflow asks of a replica's publisher: the step, and where the trainer is. */
+export interface ReplicaPublishInput {
+  trainer: { url: string; tokenEnv: string };
+  runName: string;
+  step: number;
+  /** The replica as the run's config names it (for messages; the worker's own --policy-url is what it loads into). */
+  replica: { name: string; baseURL: string };
+  /** Keep only the run's newest `keep` versions loaded on this replica. */
+  unload?: { runName: string; keep: number };
+}
+
+export interface ReplicaPublishResult extends PublishResult {
+  replica: string;
+  /** The trainer's digest of the adapter now served under the version's name. */
+  digest: string;
+}
+
+/** The publisher worker's own side: its vLLM, that server's key, and where adapters are written. */
+export interface PublisherOptions {
+  /** vLLM's OpenAI base URL on this host (…/v1). */
+  policyBaseURL: string;
+  apiKeyEnv: string;
+  adapterDir: string;
+}
+
+/**
+ * The activities of a replica's publish queue (`attune worker --role publisher`). `publishToReplica`
+ * fetches the step's adapter from the trainer (the adapter route; the digest checked), writes it under
+ * `<adapterDir>/<run>/step-<k>-<digest>` (content-addressed: a retry finds it there, a run re-created
+ * under an old name gets a new directory), loads it into the local vLLM in place under `run@k`, waits
+ * until vLLM lists it, times its first token and unloads versions older than `unload.keep`. Safe to run
+ * twice: the download is reused and `load_inplace` loads the same files again.
+ */
+export function createPublisherActivities(options: PublisherOptions) {
+  const base = options.policyBaseURL.replace(/\/$/, '');
+  return {
+    async publishToReplica(input: ReplicaPublishInput): Promise<ReplicaPublishResult> {
+      const version = `${input.runName}@${input.step}`;
+      const manifest = await fetchAdapterManifest(input.trainer, input.runName, input.step);
+      if (manifest.run_id !== input.runName || manifest.step !== input.step)
+        throw ApplicationFailure.nonRetryable(
+          `trainer ${input.trainer.url} answered the adapter of ${manifest.run_id}@${manifest.step} for ${version}`,
+          'TrainerBadResponse',
+        );
+      const dir = join(options.adapterDir, input.runName, `step-${input.step}-${manifest.digest.slice(0, 16)}`);
+      const { reused } = await downloadAdapter(input.trainer, manifest, dir);
+      const headers = policyHeaders(options.apiKeyEnv);
+      await loadLoraAdapter({ base, headers, version, adapterPath: dir, apiKeyEnv: options.apiKeyEnv });
+      const listed = await listedWithVersion(base, headers, options.apiKeyEnv, version);
+      const served = await probeAndUnload(base, headers, version, listed, input.unload);
+      log.info('version published on this replica', {
+        replica: input.replica.name,
+        version,
+        digest: manifest.digest,
+        dir,
+        downloaded: !reused,
+      });
+      return { version, replica: input.replica.name, digest: manifest.digest, ...served };
+    },
+  };
+}
+
+export type PublisherActivities = ReturnType<typeof createPublisherActivities>;

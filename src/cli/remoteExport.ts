@@ -1,0 +1,40 @@
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { downloadAdapter, fetchAdapterManifest } from '../trainer/adapterFiles.js';
+import type { TrainerEndpoint } from '../trainer/trainerClient.js';
+
+export interface RemoteExportSummary {
+  run_id: string;
+  step: number;
+  format: 'lora_adapter';
+  path: string;
+  digest: string;
+}
+
+/**
+ * `attune export NAME@STEP --trainer-url URL`: the step's LoRA adapter fetched over the trainer's adapter
+ * route into `out` (new or empty), each file and the whole checked against the trainer's digest.
+ * The trainer's answers (no such run or step, a full fine-tuning run, a refused token) become errors
+ * that name the trainer, the run and the step.
+ */
+export async function exportOverHttp(
+  trainer: TrainerEndpoint,
+  run: string,
+  step: number,
+  out: string,
+): Promise<RemoteExportSummary> {
+  const dir = resolve(out);
+  if (existsSync(dir) && (!statSync(dir).isDirectory() || readdirSync(dir).length > 0))
+    throw new Error(`--out ${dir}: already exists and is not an empty directory`);
+  try {
+    const manifest = await fetchAdapterManifest(trainer, run, step);
+    await downloadAdapter(trainer, manifest, dir);
+    return { run_id: run, step, format: 'lora_adapter', path: dir, digest: manifest.digest };
+  } catch (error) {
+    // The activities' typed failures read as plain errors on the operator's terminal.
+    if (error instanceof ApplicationFailure)
+      throw new Error(`export ${run}@${step} from ${trainer.url}: ${error.message}`);
+    throw error;
+  }
+}

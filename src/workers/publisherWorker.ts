@@ -1,0 +1,52 @@
+import { Worker } from '@temporalio/worker';
+import { createPublisherActivities, type PublisherOptions } from '../activities/publisher.js';
+import { LIMITS } from '../config/limits.js';
+import { publishQueueFor } from '../config/taskQueues.js';
+import type { AttuneConfig } from '../config/schema.js';
+import { commonWorkerOptions, type LlmIoWorkerOptions } from './llmIoWorkers.js';
+
+export interface PublisherWorkerOptions extends Omit<LlmIoWorkerOptions, 'workflowBundle'> {
+  /** The replica this worker publishes to (a name of `policy.replicas`, or a new one with `policyBaseURL`). */
+  replica: string;
+  /** Its vLLM's OpenAI base URL (…/v1); default: the replica's baseURL in the config. */
+  policyBaseURL?: string;
+  /** Where fetched adapters are written; default `<home>/adapters`. */
+  adapterDir: string;
+}
+
+/** The replica a publisher serves, with the queue it polls and the vLLM it loads into. */
+export function publisherTarget(
+  config: AttuneConfig,
+  replica: string,
+  policyBaseURL: string | undefined,
+): { taskQueue: string; policyBaseURL: string } {
+  const configured = config.policy.replicas?.find((r) => r.name === replica);
+  const url = policyBaseURL ?? configured?.baseURL;
+  if (!url)
+    throw new Error(
+      `publisher: replica "${replica}" is not in policy.replicas (${(config.policy.replicas ?? []).map((r) => r.name).join(', ') || 'none'}); name one, or give --policy-url`,
+    );
+  return {
+    taskQueue: configured?.publishTaskQueue ?? publishQueueFor(config.temporal.taskQueuePrefix, replica),
+    policyBaseURL: /\/v1\/?$/.test(url) ? url.replace(/\/$/, '') : `${url.replace(/\/$/, '')}/v1`,
+  };
+}
+
+/**
+ * A vLLM replica's publisher: the publish activity of that replica's queue, a few at a time (one step's
+ * publish, or a resume's). Runs beside the vLLM it loads into, on the replica's host.
+ */
+export async function createPublisherWorker(options: PublisherWorkerOptions): Promise<Worker> {
+  const target = publisherTarget(options.config, options.replica, options.policyBaseURL);
+  const publisher: PublisherOptions = {
+    policyBaseURL: target.policyBaseURL,
+    apiKeyEnv: options.config.policy.apiKeyEnv,
+    adapterDir: options.adapterDir,
+  };
+  return Worker.create({
+    ...commonWorkerOptions(options, LIMITS.shutdownGraceTimeMs),
+    taskQueue: target.taskQueue,
+    activities: createPublisherActivities(publisher),
+    maxConcurrentActivityTaskExecutions: 4,
+  });
+}

@@ -1,0 +1,113 @@
+import { proxyActivities, ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import type { PublisherActivities, ReplicaPublishResult } from '../activities/publisher.js';
+import type { Replica, TrainingSettings } from '../core/training/trainingSettingsSchema.js';
+import { LIMITS } from '../config/limits.js';
+import { failureMessage } from './fanOut.js';
+import type { TrainingControl } from './trainingControl.js';
+
+/** Failures a retry of the same publish cannot mend: the operator fixes the replica, the trainer or the key, then resumes. */
+const FINAL_PUBLISH_FAILURES = [
+  'PublishRefused',
+  'PublishRejected',
+  'AdapterMissing',
+  'TrainerRejected',
+  'TrainerBadResponse',
+];
+
+/**
+ * The replica's publish activity, on its publisher's queue: a publisher that does not take it within
+ * `publisherWaitMs` (none polls the queue) fails it at once, and so do `LIMITS.replicaPublishAttempts`
+ * failed attempts (the replica's vLLM or the trainer down).
+ */
+function publisherOf(settings: TrainingSettings, replica: Replica) {
+  return proxyActivities<PublisherActivities>({
+    taskQueue: replica.taskQueue,
+    scheduleToStartTimeout: settings.publish.publisherWaitMs ?? LIMITS.publisherWaitMs,
+    startToCloseTimeout: LIMITS.replicaPublishTimeoutMs,
+    retry: {
+      initialInterval: '2 seconds',
+      maximumInterval: '30 seconds',
+      maximumAttempts: LIMITS.replicaPublishAttempts,
+      nonRetryableErrorTypes: FINAL_PUBLISH_FAILURES,
+    },
+  });
+}
+
+/** Why a replica's publish failed, naming the replica, its URL and its queue. */
+function replicaFailure(settings: TrainingSettings, replica: Replica, error: unknown): string {
+  const where = `replica ${replica.name} (${replica.baseURL})`;
+  if (error instanceof ActivityFailure && error.cause instanceof TimeoutFailure) {
+    if (error.cause.timeoutType === 'SCHEDULE_TO_START') {
+      const seconds = Math.round((settings.publish.publisherWaitMs ?? LIMITS.publisherWaitMs) / 1000);
+      return `${where}: no publisher worker took the publish from queue ${replica.taskQueue} within ${seconds} s (start \`attune worker --role publisher --replica ${replica.name}\` beside it)`;
+    }
+    return `${where}: the publish timed out (${error.cause.timeoutType})`;
+  }
+  const cause = error instanceof ActivityFailure && error.cause ? error.cause : error;
+  return `${where}: ${failureMessage(cause)}`;
+}
+
+export interface ReplicasPublished {
+  version: string;
+  /** Epoch ms at which the last replica served the version's first token; null when one was not measured. */
+  firstTokenAtMs: number | null;
+}
+
+/**
+ * Publishes the step to every replica at once, each on its publisher's queue. The step is published
+ * once all serve it with the trainer's one digest; while one cannot (its publisher absent, its vLLM
+ * down after retries, a refused load), the run waits for the operator with every such replica named,
+ * and `attune resume` publishes again to the replicas not yet done. Never trains on a partial fleet.
+ * Null when the operator stopped the run instead.
+ */
+export async function publishToReplicas(
+  settings: TrainingSettings,
+  control: TrainingControl,
+  step: number,
+): Promise<ReplicasPublished | null> {
+  const replicas = settings.publish.replicas ?? [];
+  const keep = settings.publish.keep;
+  const done = new Map<string, ReplicaPublishResult>();
+  for (;;) {
+    const pending = replicas.filter((r) => !done.has(r.name));
+    const results = await Promise.allSettled(
+      pending.map((replica) =>
+        publisherOf(settings, replica).publishToReplica({
+          trainer: { url: settings.trainer.url, tokenEnv: settings.trainer.tokenEnv },
+          runName: settings.runName,
+          step,
+          replica: { name: replica.name, baseURL: replica.baseURL },
+          ...(keep !== undefined
+            ? { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } }
+            : {}),
+        }),
+      ),
+    );
+    const failures: string[] = [];
+    results.forEach((result, i) => {
+      const replica = pending[i]!;
+      if (result.status === 'fulfilled') done.set(replica.name, result.value);
+      else failures.push(replicaFailure(settings, replica, result.reason));
+    });
+    if (failures.length === 0) break;
+    if (
+      !(await control.resumedByOperator(`step ${step}: weights not published to every replica: ${failures.join('; ')}`))
+    )
+      return null;
+    control.setPhase('publishing');
+  }
+  const published = [...done.values()];
+  const digests = new Set(published.map((p) => p.digest));
+  if (digests.size > 1)
+    throw ApplicationFailure.nonRetryable(
+      `step ${step}: the replicas loaded different adapters under one name: ${published.map((p) => `${p.replica} ${p.digest}`).join(', ')}`,
+      'ReplicasDiverged',
+    );
+  const failedUnloads = published.flatMap((p) => p.unloadFailures.map((f) => `${p.replica}: ${f}`));
+  if (failedUnloads.length > 0) control.report(`step ${step}: old adapters not unloaded: ${failedUnloads.join('; ')}`);
+  const firstTokens = published.map((p) => p.firstTokenAtMs);
+  return {
+    version: `${settings.runName}@${step}`,
+    firstTokenAtMs: firstTokens.some((t) => t === null) ? null : Math.max(...(firstTokens as number[])),
+  };
+}

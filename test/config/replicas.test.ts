@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { loadConfig } from '../../src/config/load.js';
+import { trainingSettingsFromConfig } from '../../src/config/trainingSettingsFromConfig.js';
+import { replicaOrder } from '../../src/core/replicaChoice.js';
+import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
+
+const BASE = [`scenarios.train=${FIXTURE_SCENARIOS}`, `scenarios.eval=${FIXTURE_SCENARIOS}`, 'training.lora.r=8'];
+
+describe('policy.replicas', () => {
+  it('POLICY_REPLICAS (name=url,name=url) is the list, and a run publishing to vLLM carries each with its queue', () => {
+    const config = loadConfig({
+      env: { POLICY_REPLICAS: 'a=http://10.0.0.1:8000/v1, b=http://10.0.0.2:8000/v1' },
+      set: [...BASE, 'training.publish=vllm', 'temporal.taskQueuePrefix=p-'],
+    });
+    assert.deepEqual(config.policy.replicas, [
+      { name: 'a', baseURL: 'http://10.0.0.1:8000/v1' },
+      { name: 'b', baseURL: 'http://10.0.0.2:8000/v1' },
+    ]);
+    const settings = trainingSettingsFromConfig(config, 'r');
+    assert.deepEqual(settings.publish.replicas, [
+      { name: 'a', baseURL: 'http://10.0.0.1:8000/v1', taskQueue: 'p-attune-publish-a' },
+      { name: 'b', baseURL: 'http://10.0.0.2:8000/v1', taskQueue: 'p-attune-publish-b' },
+    ]);
+    assert.equal(settings.publish.policyBaseURL, 'http://10.0.0.1:8000/v1');
+    assert.deepEqual(settings.rollout.policy.replicas, ['http://10.0.0.1:8000/v1', 'http://10.0.0.2:8000/v1']);
+    // the replicas hold their adapters through their publishers, not the trainer's local path
+    assert.equal(settings.rollout.policy.reloadFrom, undefined);
+  });
+
+  it('absent, or with the trainer serving, nothing changes: no replicas in the run', () => {
+    const single = trainingSettingsFromConfig(loadConfig({ env: {}, set: [...BASE, 'training.publish=vllm'] }), 'r');
+    assert.equal(single.publish.replicas, undefined);
+    assert.equal(single.rollout.policy.replicas, undefined);
+    assert.ok(single.rollout.policy.reloadFrom);
+    const trainer = trainingSettingsFromConfig(
+      loadConfig({ env: { POLICY_REPLICAS: 'a=http://10.0.0.1:8000/v1' }, set: BASE }),
+      'r',
+    );
+    assert.equal(trainer.publish.replicas, undefined);
+  });
+
+  it('refuses a replica name used twice, naming the key', () => {
+    assert.throws(
+      () => loadConfig({ env: { POLICY_REPLICAS: 'a=http://h1/v1,a=http://h2/v1' }, set: BASE }),
+      /policy\.replicas\.1\.name[\s\S]*used twice/,
+    );
+  });
+
+  it('each call goes to the replica its seed picks, the others after it in ring order', () => {
+    const endpoint = { baseURL: 'http://a/v1', replicas: ['http://a/v1', 'http://b/v1', 'http://c/v1'] };
+    const firsts = new Set<string>();
+    for (let seed = 0; seed < 60; seed++) {
+      const order = replicaOrder(endpoint, seed);
+      assert.deepEqual(order, replicaOrder(endpoint, seed), 'the same seed, the same order');
+      assert.deepEqual([...order].sort(), [...endpoint.replicas].sort());
+      const i = endpoint.replicas.indexOf(order[0]!);
+      assert.deepEqual(
+        order,
+        [0, 1, 2].map((k) => endpoint.replicas[(i + k) % 3]),
+      );
+      firsts.add(order[0]!);
+    }
+    assert.equal(firsts.size, 3, 'the calls spread over every replica');
+    assert.deepEqual(replicaOrder({ baseURL: 'http://a/v1' }, 5), ['http://a/v1']);
+  });
+});
