@@ -16,6 +16,7 @@ import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
+import { artifactsConfigSchema } from './artifactsSchema.js';
 import { checkKeptCheckpoints, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
@@ -161,12 +162,7 @@ export const configSchema = z
         eval: z.string().min(1).default('scenarios/eval'),
       })
       .prefault({}),
-    artifacts: z
-      .strictObject({
-        /** Default: `<home>/artifacts`. */
-        dir: z.string().min(1).optional(),
-      })
-      .prefault({}),
+    artifacts: artifactsConfigSchema.prefault({}),
     /** The SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0. */
     evaluation: z
       .strictObject({
