@@ -102,7 +102,7 @@ describe('the S3 artifact store under faults (real MinIO)', function () {
     );
   });
 
-  describe('wrong credentials: a non-retryable failure naming the variables and the endpoint', () => {
+  describe('wrong credentials or bucket: a non-retryable failure naming what to fix and the endpoint', () => {
     const transcript = makeTranscript(
       {
         id: 's3-creds',
@@ -134,6 +134,24 @@ describe('the S3 artifact store under faults (real MinIO)', function () {
         });
       });
     }
+
+    it('a bucket that does not exist: non-retryable too, naming the bucket, artifacts.url and the endpoint', async () => {
+      const config = loadConfig({
+        env: {},
+        set: [...s3Set('creds'), 'artifacts.url=s3://no-such-bucket/runs'],
+      });
+      const activities = createArtifactActivities(openArtifactStore(config, minio.env));
+      await assert.rejects(activities.saveTranscript(transcript), (error: unknown) => {
+        assert.ok(error instanceof ApplicationFailure, String(error));
+        assert.equal(error.type, 'ArtifactStoreRejected');
+        assert.equal(error.nonRetryable, true);
+        assert.ok(
+          error.message.startsWith(`bucket "no-such-bucket" (artifacts.url) does not exist at ${minio.url}`),
+          error.message,
+        );
+        return true;
+      });
+    });
 
     it('a command that starts workers says so before it starts any work, and exits 1', async () => {
       const fake = await FakeOpenAIServer.start({});
