@@ -13,6 +13,8 @@ echo "== lint"; npx eslint src test $( [ -n "$(ls bench/*/*.ts 2>/dev/null)" ] &
 echo "== format"; npx prettier --check . || status=1
 echo "== ruff"; { .venv/bin/ruff check trainer && .venv/bin/ruff format --check trainer; } || status=1
 
+# The mocha suites include the S3 artifact store's against a real MinIO server: their before hooks build
+# it from the Go module proxy once (scripts/s3/build-server.sh, cached in ~/.cache/attune) and start it.
 echo "== mocha"
 npx mocha "test/**/*.test.ts" 2>&1 | tee test-output/mocha.log
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -1,18 +1,9 @@
-import { ApplicationFailure } from '@temporalio/common';
 import { transcriptKey, transcriptPartKey, transcriptPartsPrefix } from '../artifacts/keys.js';
 import { ArtifactNotFoundError, type ArtifactStore } from '../artifacts/store.js';
 import type { Transcript } from '../core/transcript.js';
+import { artifactFailure } from './artifactFailure.js';
 import { recordRollout } from './attuneMetrics.js';
 import { joinTranscript, type TranscriptPart, type TranscriptTail } from '../core/transcriptParts.js';
-
-/** A full disk does not clear by itself: retrying would only delay the operator's turn. */
-function diskFull(error: unknown, where: string): Error {
-  if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') return error as Error;
-  return ApplicationFailure.nonRetryable(
-    `artifact store ${where} is full (${(error as Error).message}); free space, then resume the run`,
-    'ArtifactStoreFull',
-  );
-}
 
 export function createArtifactActivities(store: ArtifactStore) {
   return {
@@ -24,7 +15,7 @@ export function createArtifactActivities(store: ArtifactStore) {
         recordRollout(transcript.outcome);
         return written;
       } catch (error) {
-        throw diskFull(error, store.locate(key));
+        throw artifactFailure(error, store.locate(key));
       }
     },
 
@@ -34,7 +25,7 @@ export function createArtifactActivities(store: ArtifactStore) {
       try {
         return await store.putJson(key, part);
       } catch (error) {
-        throw diskFull(error, store.locate(key));
+        throw artifactFailure(error, store.locate(key));
       }
     },
 
@@ -47,21 +38,21 @@ export function createArtifactActivities(store: ArtifactStore) {
       const key = transcriptKey(runName, rolloutId);
       const parts: TranscriptPart[] = [];
       try {
-        for (let index = 0; index < tail.parts; index++)
-          parts.push(await store.getJson<TranscriptPart>(transcriptPartKey(runName, rolloutId, index)));
-      } catch (error) {
-        if (!(error instanceof ArtifactNotFoundError) || (await store.getText(key)) === null) throw error;
+        try {
+          for (let index = 0; index < tail.parts; index++)
+            parts.push(await store.getJson<TranscriptPart>(transcriptPartKey(runName, rolloutId, index)));
+        } catch (error) {
+          if (!(error instanceof ArtifactNotFoundError) || (await store.getText(key)) === null) throw error;
+          await store.remove(transcriptPartsPrefix(runName, rolloutId));
+          return key;
+        }
+        await store.putJson(key, joinTranscript(parts, tail));
+        recordRollout(tail.transcript.outcome);
         await store.remove(transcriptPartsPrefix(runName, rolloutId));
         return key;
-      }
-      try {
-        await store.putJson(key, joinTranscript(parts, tail));
       } catch (error) {
-        throw diskFull(error, store.locate(key));
+        throw artifactFailure(error, store.locate(key));
       }
-      recordRollout(tail.transcript.outcome);
-      await store.remove(transcriptPartsPrefix(runName, rolloutId));
-      return key;
     },
   };
 }

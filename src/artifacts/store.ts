@@ -3,6 +3,7 @@ import { appendFile, mkdir, open, readFile, readdir, rename, rm } from 'node:fs/
 import { hostname } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { isValidArtifactKey } from './keys.js';
+import { ArtifactNotFoundError } from './storeErrors.js';
 
 /** Where transcripts, metrics and reports live. Small on purpose, so an object store can implement it. */
 export interface ArtifactStore {
@@ -21,20 +22,26 @@ export interface ArtifactStore {
   remove(prefix: string): Promise<void>;
   /** A location a person can open (a file path here, a URL for object stores). */
   locate(key: string): string;
+  /** The store itself, as a person names it: its directory, or `s3://BUCKET/PREFIX`. */
+  readonly location: string;
+  /**
+   * Asks an object store once whether it answers and takes the credentials, so a worker says so
+   * before it takes work (a directory has nothing to ask).
+   */
+  probe?(): Promise<void>;
 }
 
-export class ArtifactNotFoundError extends Error {
-  constructor(key: string, where: string) {
-    super(`artifact "${key}" not found in ${where}`);
-    this.name = 'ArtifactNotFoundError';
-  }
-}
+export { ArtifactNotFoundError } from './storeErrors.js';
 
 export class FileArtifactStore implements ArtifactStore {
   readonly root: string;
 
   constructor(root: string) {
     this.root = resolve(root);
+  }
+
+  get location(): string {
+    return this.root;
   }
 
   private pathOf(key: string): string {

@@ -1,5 +1,5 @@
-import { join, resolve } from 'node:path';
-import { FileArtifactStore } from '../artifacts/store.js';
+import { openArtifactStore } from '../artifacts/openArtifactStore.js';
+import type { ArtifactStore } from '../artifacts/store.js';
 import { loadConfig } from '../config/load.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { createLogger, type Logger } from '../log.js';
@@ -7,11 +7,7 @@ import { createLogger, type Logger } from '../log.js';
 export interface CommandContext {
   config: AttuneConfig;
   log: Logger;
-  store: FileArtifactStore;
-}
-
-export function artifactsDir(config: AttuneConfig): string {
-  return resolve(config.artifacts.dir ?? join(config.home, 'artifacts'));
+  store: ArtifactStore;
 }
 
 export function commandContext(
@@ -19,9 +15,8 @@ export function commandContext(
   component: string,
 ): CommandContext {
   const config = loadConfig({ ...(values.config ? { file: values.config } : {}), set: values.set ?? [] });
-  return { config, log: createLogger({ component }), store: new FileArtifactStore(artifactsDir(config)) };
+  return { config, log: createLogger({ component }), store: openArtifactStore(config) };
 }
-
 /** Resolves on SIGINT/SIGTERM, so long-running commands can shut down cleanly. */
 export function untilSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolveSignal) => {

@@ -1,3 +1,4 @@
+import { ArtifactStoreRejectedError, ArtifactStoreUnreachableError } from '../artifacts/storeErrors.js';
 import { configErrorFrom, ConfigError } from '../config/load.js';
 import { RunEndedError } from '../client/trainingRuns.js';
 import { isLogFormat, LOG_FORMATS, type LogFormat } from '../logFormat.js';
@@ -237,7 +238,11 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`attune ${name}: ${terminalSafe(error.message)}\n`);
       return 2;
     }
-    if (error instanceof RunEndedError) {
+    if (
+      error instanceof RunEndedError ||
+      error instanceof ArtifactStoreRejectedError ||
+      error instanceof ArtifactStoreUnreachableError
+    ) {
       process.stderr.write(`attune ${name}: ${terminalSafe(error.message)}\n`);
       return 1;
     }

@@ -49,11 +49,13 @@ export async function withRuntime<T>(
     temporal = await connectTemporal(config, log);
     if (!(await rolloutWorkersPolling(temporal, config))) {
       log.info('no workers polling: starting them in this process');
+      await ctx.store.probe?.();
       const connection = await connectWorkerSide(temporal);
       workers = await createLlmIoWorkers({ connection, namespace: temporal.namespace, config, store: ctx.store });
     }
     if (options.optimizer && !(await optimizerWorkerPolling(temporal, config))) {
       log.info('no optimizer worker polling: starting one in this process');
+      if (workers.length === 0) await ctx.store.probe?.();
       const connection = await connectWorkerSide(temporal);
       workers.push(
         await createOptimizerWorker({ connection, namespace: temporal.namespace, config, store: ctx.store }),

@@ -36,6 +36,8 @@ export const ENV_OVERRIDES: Record<string, string> = {
   MLFLOW_TRACKING_URI: 'tracking.mlflow.trackingUri',
   WANDB_PROJECT: 'tracking.wandb.project',
   WANDB_MODE: 'tracking.wandb.mode',
+  // The object store's region (its credentials are read by name where the store is opened).
+  AWS_REGION: 'artifacts.region',
 };
 
 type Tree = Record<string, unknown>;

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { endpointCallSchema, rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
+import { artifactStoreName } from './artifactsSchema.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
 import { LIMITS } from './limits.js';
 import { endpointKeyEnv } from './localLlmEndpoint.js';
@@ -58,6 +59,7 @@ export function rolloutSettingsFromConfig(
     ([localUrl, LOCAL_LLM_URL].includes(simulator.baseURL) ? LOCAL_ANALYSIS_MAX_CHARS : undefined);
   return rolloutSettingsSchema.parse({
     artifactsTaskQueue: queues.rollouts,
+    artifactStore: { name: artifactStoreName(config.artifacts, config.home), retry: config.artifacts.retry },
     turnsTaskQueue: queues.turns,
     llmCalls: rollout.llmCalls,
     activityPer: rollout.activityPer,

@@ -21,6 +21,7 @@ import {
   replicaSchema,
   trainingSettingsSchema,
 } from '../core/training/trainingSettingsSchema.js';
+import { artifactsConfigSchema } from './artifactsSchema.js';
 import { checkKeptCheckpoints, checkReplicas, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
@@ -195,12 +196,7 @@ export const configSchema = z
         eval: z.string().min(1).default('scenarios/eval'),
       })
       .prefault({}),
-    artifacts: z
-      .strictObject({
-        /** Default: `<home>/artifacts`. */
-        dir: z.string().min(1).optional(),
-      })
-      .prefault({}),
+    artifacts: artifactsConfigSchema.prefault({}),
     /** The SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0. */
     evaluation: z
       .strictObject({

@@ -3,18 +3,28 @@ import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio
 /** `rollout.maxWaitMinutes` by default: a day, long enough for an operator to notice and fix an outage. */
 export const DEFAULT_MAX_WAIT_MINUTES = 24 * 60;
 
+/** A transcript write whose object store stayed out of reach (down, 5xx) past the SDK's retries. */
+export const ARTIFACT_STORE_UNREACHABLE = 'ArtifactStoreUnreachable';
+
 /**
- * Failures of an LLM call that an operator can fix by bringing the endpoint back: timeouts, 429,
- * 5xx and an endpoint out of reach. A rejected request (4xx) or an unparseable reply is not one.
+ * Failures that an operator can fix by bringing the endpoint back: an LLM call's timeouts, 429,
+ * 5xx and an endpoint out of reach, and an artifact store out of reach. A rejected request (4xx),
+ * an unparseable reply, a full disk or refused credentials are not one.
  */
-export const OPERATOR_FIXABLE_TYPES = ['LlmTimeout', 'LlmUnreachable', 'LlmRateLimited', 'LlmServerError'] as const;
+export const OPERATOR_FIXABLE_TYPES = [
+  'LlmTimeout',
+  'LlmUnreachable',
+  'LlmRateLimited',
+  'LlmServerError',
+  ARTIFACT_STORE_UNREACHABLE,
+] as const;
 
 /** The failure an activity call rejected with, unwrapped to what the activity itself raised. */
 function rootOf(error: unknown): unknown {
   return error instanceof ActivityFailure ? error.cause : error;
 }
 
-/** Whether a failed LLM call's last error is one that waiting for the endpoint can fix. */
+/** Whether a failed call's last error (an LLM call's, a transcript write's) is one that waiting for the endpoint can fix. */
 export function operatorFixable(error: unknown): boolean {
   const root = rootOf(error);
   if (root instanceof TimeoutFailure) return true;
@@ -57,5 +67,5 @@ export function waitingReason(waits: readonly WaitingCall[]): string {
   const first = waits[0];
   const n = waits.length;
   if (!first) return '';
-  return `${n} dialogue${n === 1 ? '' : 's'} wait${n === 1 ? 's' : ''} for an operator at a failed LLM call (first: ${first.rolloutId} at ${first.call}, ${first.endpoint}: ${first.lastError}); fix the endpoint, then attune resume`;
+  return `${n} dialogue${n === 1 ? '' : 's'} wait${n === 1 ? 's' : ''} for an operator at a failed call (first: ${first.rolloutId} at ${first.call}, ${first.endpoint}: ${first.lastError}); fix the endpoint, then attune resume`;
 }

@@ -89,6 +89,11 @@ export const rolloutSettingsSchema = z.strictObject({
   policySystemPrompt: z.string().optional(),
   /** Queue of the rollout workflows' own activities (artifact writes). */
   artifactsTaskQueue: z.string().min(1),
+  /**
+   * The transcript writes: the store as a wait at a write names it, and the write activities'
+   * retries. Absent in older inputs: 10 attempts at Temporal's default intervals.
+   */
+  artifactStore: z.strictObject({ name: z.string().min(1), retry: retryPolicySchema }).optional(),
   /** Queue of turn activities (`activityPer: turn` with `llmCalls: activity`); absent in older inputs. */
   turnsTaskQueue: z.string().min(1).optional(),
   policy: endpointCallSchema,

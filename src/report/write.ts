@@ -72,11 +72,6 @@ async function executable(path: string): Promise<boolean> {
   }
 }
 
-function storeLocation(store: ArtifactStore): string {
-  const root = (store as { root?: unknown }).root;
-  return typeof root === 'string' ? root : 'the artifact store';
-}
-
 export function resolveChromium(explicit?: string): string {
   return explicit ?? process.env.CHROMIUM_PATH ?? DEFAULT_CHROMIUM;
 }
@@ -138,7 +133,7 @@ export async function writeReport(options: WriteReportOptions): Promise<ReportRe
   } else {
     const run = await loadRun(store, target);
     if (!run)
-      throw new ReportTargetNotFoundError(target, [evaluationKey(target), runMetricsKey(target)], storeLocation(store));
+      throw new ReportTargetNotFoundError(target, [evaluationKey(target), runMetricsKey(target)], store.location);
     kind = 'run';
     warnings.push(...run.notes);
     page = renderRunPage({
@@ -190,8 +185,7 @@ async function loadTarget(store: ArtifactStore, target: string, notes: string[])
     return { kind: 'evaluation', name: target, report: evaluation.report };
   }
   const run = await loadRun(store, target);
-  if (!run)
-    throw new ReportTargetNotFoundError(target, [evaluationKey(target), runMetricsKey(target)], storeLocation(store));
+  if (!run) throw new ReportTargetNotFoundError(target, [evaluationKey(target), runMetricsKey(target)], store.location);
   notes.push(...run.notes.map((n) => `${target}: ${n}`));
   return { kind: 'run', name: target, steps: run.steps, evaluations: run.evaluations };
 }

@@ -169,7 +169,12 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
         taskQueue: settings.simulator.taskQueue,
       });
   const turnActivity = settings.activityPer === 'turn' ? turnActivityProxy(settings, local) : null;
-  const artifactOptions = { startToCloseTimeout: LIMITS.artifactActivityTimeoutMs, retry: { maximumAttempts: 10 } };
+  // A store out of reach past these retries makes the write wait for the operator (the gate below).
+  const artifactRetry = settings.artifactStore?.retry;
+  const artifactOptions = {
+    startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
+    retry: artifactRetry ? retryOptions(artifactRetry) : { maximumAttempts: 10 },
+  };
   // With local LLM calls the scenario load and the transcript write run as local activities too:
   // the rollout worker hosts them anyway, and each saves a dialogue two server round trips (the
   // patch keeps rollouts started before this change replaying their artifact activities).
@@ -215,6 +220,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   });
   const policyAt = endpointName(settings.policy);
   const simulatorAt = endpointName(settings.simulator);
+  const storeAt = settings.artifactStore?.name ?? 'the artifact store';
   /** A call that waits for an operator when its endpoint stays down; `call` names it in the details. */
   const waitable = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, call: () => string, endpoint: string) =>
     gate.guard(fn, () => ({ call: call(), endpoint }));
@@ -284,11 +290,14 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
           ],
         )(turnInput);
       } else played = await playTurn(callsOfTurn, turnInput, onPhase);
-      if (partition.add(played.record) && patched(TRANSCRIPT_PARTS_PATCH))
-        await summarisedCall(
-          artifacts.saveTranscriptPart,
-          say(() => timeline.transcriptPartSummary(played.record.turn)),
+      if (partition.add(played.record) && patched(TRANSCRIPT_PARTS_PATCH)) {
+        const partSummary = () => timeline.transcriptPartSummary(played.record.turn);
+        await waitable(
+          summarisedCall(artifacts.saveTranscriptPart, say(partSummary)),
+          partSummary,
+          storeAt,
         )(partition.takePart());
+      }
       return played;
     },
     {
@@ -308,11 +317,16 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   showDetails();
   const transcript = ended.transcript({ rolloutId, runName, step, startedAt, finishedAt: new Date().toISOString() });
   const { reward, tokens } = transcript;
-  const saved = say(() => timeline.transcriptSummary(transcript.turns.length, outcome, finalEmotion));
+  const savedSummary = () => timeline.transcriptSummary(transcript.turns.length, outcome, finalEmotion);
+  const saved = say(savedSummary);
   const artifact =
     partition.parts === 0
-      ? await summarisedCall(artifacts.saveTranscript, saved)(transcript)
-      : await summarisedCall(artifacts.saveTranscriptFromParts, saved)(partition.tail(transcript));
+      ? await waitable(summarisedCall(artifacts.saveTranscript, saved), savedSummary, storeAt)(transcript)
+      : await waitable(
+          summarisedCall(artifacts.saveTranscriptFromParts, saved),
+          savedSummary,
+          storeAt,
+        )(partition.tail(transcript));
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.outcome, value: outcome },
     { key: SEARCH_ATTRIBUTES.finalEmotion, value: finalEmotion },

@@ -7,7 +7,8 @@ import type { DataConverter } from '@temporalio/common';
 import { NativeConnection } from '@temporalio/worker';
 import type { DevServer } from '../../src/temporal/devServer.js';
 import { temporalClient } from '../../src/temporal/connect.js';
-import { FileArtifactStore } from '../../src/artifacts/store.js';
+import { openArtifactStore } from '../../src/artifacts/openArtifactStore.js';
+import type { ArtifactStore } from '../../src/artifacts/store.js';
 import { runMetricsKey } from '../../src/artifacts/keys.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { AttuneConfig } from '../../src/config/schema.js';
@@ -29,7 +30,8 @@ export interface TrainingRig {
   trainer: TrainerProcess;
   config: AttuneConfig;
   configSet: string[];
-  store: FileArtifactStore;
+  /** The store the config names (`artifacts.*`), as the workers write to it. */
+  store: ArtifactStore;
   startWorkers(which?: { llm?: boolean; optimizer?: boolean }): Promise<void>;
   stopWorkers(): Promise<void>;
   start(
@@ -68,6 +70,8 @@ export async function createTrainingRig(
     trainerStateDir?: string;
     /** For the rig's own client and workers (default: the configured one, as the CLI's). */
     dataConverter?: DataConverter;
+    /** Where the artifact store's credentials are read (an S3 store in the config); default: none. */
+    storeEnv?: NodeJS.ProcessEnv;
   } = {},
 ): Promise<TrainingRig> {
   let address: string;
@@ -98,7 +102,7 @@ export async function createTrainingRig(
     ...(options.set ?? []),
   ]);
   const config = loadConfig({ env: {}, set: configSet });
-  const store = new FileArtifactStore(join(config.home, 'artifacts'));
+  const store = openArtifactStore(config, options.storeEnv ?? {});
   const running = new RunningWorkers();
   const rig: TrainingRig = {
     address,

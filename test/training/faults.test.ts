@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import type { WorkflowHandle } from '@temporalio/client';
-import { trainingWorkflowId, type training, type TrainingStatus } from '../../src/workflows/training.js';
+import { trainingWorkflowId, type TrainingStatus } from '../../src/workflows/training.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../../src/core/training/sameTrainerError.js';
 import { trainingStatus } from '../../src/client/trainingControl.js';
 import { attune } from '../cli/attuneProcess.js';
@@ -18,6 +17,7 @@ import {
 import { essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { statusWhen } from '../support/statusWhen.js';
+import { pausedBefore } from '../support/pausedBefore.js';
 
 // Simulator answers depend only on the request, so every run of the same seed sees the same dialogues.
 const BEHAVIOUR = { analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }) };
@@ -42,29 +42,6 @@ type Essentials = ReturnType<typeof essentials>;
 /** The run's status once it waits for the operator. */
 function waitingForOperator(rig: TrainingRig, run: string, timeoutMs: number): Promise<TrainingStatus> {
   return statusWhen(rig, run, (s) => s.phase === 'waiting-for-operator', 'the run to wait for the operator', timeoutMs);
-}
-
-/**
- * Holds the run between steps `step - 1` and `step`: paused once every dialogue of the earlier
- * step has started (a pause lets in-flight dialogues finish and starts no new one), so the caller
- * can break something before `step` begins and then resume.
- */
-async function pausedBefore(rig: TrainingRig, handle: WorkflowHandle<typeof training>, run: string, step: number) {
-  const before = await statusWhen(
-    rig,
-    run,
-    (s) =>
-      s.step >= step ||
-      (s.step === step - 1 &&
-        (s.phase === 'rollouts'
-          ? s.rollouts.total > 0 && s.rollouts.inFlight + s.rollouts.done + s.rollouts.failed === s.rollouts.total
-          : s.phase !== 'starting')),
-    `every dialogue of step ${step - 1} to start`,
-    120_000,
-  );
-  assert.equal(before.step, step - 1, `the run went past step ${step - 1} before it could be paused`);
-  await handle.executeUpdate('pause');
-  await statusWhen(rig, run, (s) => s.step === step && s.phase === 'paused', `the pause before step ${step}`, 120_000);
 }
 
 describe('training under faults: each disturbed run matches an undisturbed run of the same seed', function () {
@@ -318,7 +295,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     await baseline(GREEDY);
     rig = await createTrainingRig({ set: GREEDY, behaviour: BEHAVIOUR });
     const artifacts = join(rig.config.home, 'artifacts');
-    assert.equal(rig.store.root, artifacts);
+    assert.equal(rig.store.location, artifacts);
     mountTmpfs(artifacts, TMPFS_MIB);
     mounted.push(artifacts);
     await rig.startWorkers();

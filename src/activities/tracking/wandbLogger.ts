@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wandbStepDirKey } from '../../artifacts/keys.js';
-import type { ArtifactStore } from '../../artifacts/store.js';
+import { FileArtifactStore, type ArtifactStore } from '../../artifacts/store.js';
 import { stepScalars } from '../../core/tracking/trackedValues.js';
 import { REPO_ROOT } from '../../paths.js';
 import type { StepLogger } from './stepLogger.js';
@@ -9,6 +10,14 @@ import type { StepLogger } from './stepLogger.js';
 /** The helper that drives the `wandb` package (there is no W&B client for Node). */
 export const WANDB_STEP_SCRIPT = join(REPO_ROOT, 'trainer', 'tracking', 'wandb_step.py');
 const WANDB_STEP_TIMEOUT_MS = 120_000;
+
+/**
+ * Where the helper writes a step's W&B run directory: in a directory store, at its key; with an
+ * object store (a helper writes files, not objects), under the temp directory, so use online mode.
+ */
+function stepDir(store: ArtifactStore, key: string): string {
+  return store instanceof FileArtifactStore ? store.locate(key) : join(tmpdir(), 'attune-wandb', ...key.split('/'));
+}
 
 /** The W&B run id of an Attune run: fixed by its name, so every step's process resumes the same run. */
 export function wandbRunId(run: string): string {
@@ -54,7 +63,7 @@ export function wandbLogger(
     backend: 'wandb',
     async logStep(record, context) {
       await runHelper(settings.python, {
-        dir: store.locate(wandbStepDirKey(context.run, record.step)),
+        dir: stepDir(store, wandbStepDirKey(context.run, record.step)),
         project: settings.project,
         run_id: wandbRunId(context.run),
         run_name: context.run,

@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import { reportDirKey } from '../../artifacts/keys.js';
 import { compareEvaluations } from '../../client/evaluationComparison.js';
 import { loadEvaluationReport } from '../../client/evaluationReports.js';
 import { buildEvaluationInput, startOrAttachEvaluation } from '../../client/evaluations.js';
@@ -9,6 +8,7 @@ import { startOrAttachTraining } from '../../client/trainingRuns.js';
 import { loadConfig } from '../../config/load.js';
 import { REPO_ROOT } from '../../paths.js';
 import { writeReport } from '../../report/index.js';
+import { defaultReportDir } from '../../report/reportOutput.js';
 import { trainingWorkflowId } from '../../workflows/training.js';
 import { CONFIG_FLAGS, flagHelp, intOption, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
@@ -158,7 +158,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
         `[${elapsed()}] score ${comparison.score.a} -> ${comparison.score.b} (${comparison.score.delta >= 0 ? '+' : ''}${comparison.score.delta})`,
       );
 
-      const outDir = resolve(ctx.store.root, reportDirKey(runName));
+      const outDir = defaultReportDir(ctx.store, config.home, runName);
       const report = await writeReport({ store: ctx.store, target: runName, outDir });
       for (const warning of report.warnings) log.warn(warning);
       say('');

@@ -30,6 +30,7 @@ export async function devCommand(argv: string[]): Promise<number> {
   }
   const ctx = commandContext(values, 'dev');
   const { config, log } = ctx;
+  await ctx.store.probe?.();
   if (config.temporal.address) {
     log.warn('temporal.address is set: `attune dev` uses that server instead of starting one', {
       address: config.temporal.address,
@@ -59,7 +60,7 @@ export async function devCommand(argv: string[]): Promise<number> {
       `  Policy:    ${config.policy.baseURL} (${config.policy.model})`,
       `  Simulator: ${config.simulator.baseURL} (${config.simulator.model})`,
       `  Trainer:   ${config.trainer.url}${trainer.url ? ' (started here, CPU)' : ''}`,
-      `  Artifacts: ${ctx.store.root}`,
+      `  Artifacts: ${ctx.store.location}`,
       temporal.embedded ? `  State:     ${resolve(join(config.home, 'temporal', 'temporal.db'))}` : '',
       'Press Ctrl-C to stop.',
       '',

@@ -1,8 +1,7 @@
-import { join } from 'node:path';
-import { reportDirKey } from '../../artifacts/keys.js';
-import type { FileArtifactStore } from '../../artifacts/store.js';
+import type { ArtifactStore } from '../../artifacts/store.js';
+import { defaultReportDir, storeReportFiles } from '../../report/reportOutput.js';
 import { writeComparisonReport, writeReport } from '../../report/write.js';
-import { artifactsDir, commandContext } from '../context.js';
+import { commandContext } from '../context.js';
 import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { terminalSafe } from '../../core/terminalText.js';
 
@@ -11,7 +10,7 @@ export const REPORT_FLAGS = {
     type: 'string',
     short: 'o',
     value: 'DIR',
-    help: 'where to write index.html and the PNGs (default: <artifacts>/reports/<target>/,\nfor several: <artifacts>/reports/compare-<A>-vs-<B>.../)',
+    help: 'where to write index.html and the PNGs (default: <artifacts>/reports/<target>/,\nfor several: <artifacts>/reports/compare-<A>-vs-<B>.../; with an object store:\n<home>/reports/..., and the files are copied into the store too)',
   },
   'html-only': { type: 'boolean', help: 'skip the PNG charts (they need Chromium: apt-get install chromium)' },
   ...CONFIG_FLAGS,
@@ -28,7 +27,20 @@ over its steps, an evaluation's as a level), and the score per goal type (a run'
 
 ${flagHelp(REPORT_FLAGS)}`;
 
-async function compare(store: FileArtifactStore, targets: string[], outDir: string, png: boolean): Promise<number> {
+/** Prints where the page was written (and stored, with an object store). */
+async function printWritten(store: ArtifactStore, target: string, html: string, files: string[]): Promise<void> {
+  const stored = await storeReportFiles(store, target, files);
+  process.stdout.write(`report: ${html}\n`);
+  if (stored) process.stdout.write(`stored: ${stored}\n`);
+}
+
+async function compare(
+  store: ArtifactStore,
+  targets: string[],
+  outDir: string,
+  png: boolean,
+  storedAs: string,
+): Promise<number> {
   if (new Set(targets).size !== targets.length) throw new UsageError(`a target is named twice: ${targets.join(' ')}`);
   let result;
   try {
@@ -43,7 +55,7 @@ async function compare(store: FileArtifactStore, targets: string[], outDir: stri
   for (const warning of result.warnings) process.stderr.write(`attune report: warning: ${warning}\n`);
   process.stdout.write(`comparison report of ${targets.join(', ')}\n`);
   for (const file of result.pngs) process.stdout.write(`  chart ${file}\n`);
-  process.stdout.write(`report: ${result.html}\n`);
+  await printWritten(store, storedAs, result.html, [result.html, ...result.pngs]);
   return 0;
 }
 
@@ -57,10 +69,11 @@ export async function reportCommand(argv: string[]): Promise<number> {
   if (!target) throw new UsageError(`a run name or an evaluation id is required\n\n${REPORT_HELP}`);
   const { config, store } = commandContext(values, 'report');
   if (positionals.length > 1) {
-    const outDir = values.out ?? join(artifactsDir(config), reportDirKey(`compare-${positionals.join('-vs-')}`));
-    return compare(store, positionals, outDir, !values['html-only']);
+    const name = `compare-${positionals.join('-vs-')}`;
+    const outDir = values.out ?? defaultReportDir(store, config.home, name);
+    return compare(store, positionals, outDir, !values['html-only'], name);
   }
-  const outDir = values.out ?? join(artifactsDir(config), reportDirKey(target));
+  const outDir = values.out ?? defaultReportDir(store, config.home, target);
   let result;
   try {
     result = await writeReport({ store, target, outDir, png: !values['html-only'] });
@@ -74,6 +87,6 @@ export async function reportCommand(argv: string[]): Promise<number> {
   for (const warning of result.warnings) process.stderr.write(`attune report: warning: ${terminalSafe(warning)}\n`);
   process.stdout.write(`${result.kind} report of ${terminalSafe(target)}\n`);
   for (const png of result.pngs) process.stdout.write(`  chart ${png}\n`);
-  process.stdout.write(`report: ${result.html}\n`);
+  await printWritten(store, target, result.html, result.files);
   return 0;
 }

@@ -79,6 +79,7 @@ export async function workerCommand(argv: string[]): Promise<number> {
     deploymentName: values['deployment-name'],
   });
   const ctx = commandContext(values, 'worker');
+  await ctx.store.probe?.();
   installTemporalLogging(undefined, ctx.config.metrics.prometheus);
   const temporal = await connectTemporal(ctx.config, ctx.log, { startIfMissing: false });
   const connection = await connectWorkerSide(temporal);

@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { S3ArtifactStore } from '../../src/artifacts/s3Store.js';
+import { ArtifactNotFoundError, FileArtifactStore, type ArtifactStore } from '../../src/artifacts/store.js';
+import { S3_BUILD_TIMEOUT_MS, S3Server, TEST_BUCKET } from '../support/s3Server.js';
+
+/**
+ * The promises of the ArtifactStore interface, one table run against each store: the directory
+ * store and the S3 store on a real MinIO server. `open` gives a second instance on the same
+ * storage, as a second worker has.
+ */
+interface StoreUnderTest {
+  name: string;
+  before?: () => Promise<void>;
+  after?: () => Promise<void>;
+  /** A fresh, empty store, and a function opening another instance over the same storage. */
+  fresh: () => { store: ArtifactStore; again: () => ArtifactStore; locationOf: (key: string) => string };
+}
+
+let minio: S3Server | undefined;
+const s3Stores: S3ArtifactStore[] = [];
+
+function s3Store(prefix: string): S3ArtifactStore {
+  const store = new S3ArtifactStore({
+    location: { bucket: TEST_BUCKET, prefix },
+    endpoint: minio!.url,
+    region: 'us-east-1',
+    pathStyle: true,
+    env: minio!.env,
+  });
+  s3Stores.push(store);
+  return store;
+}
+
+const STORES: StoreUnderTest[] = [
+  {
+    name: 'file store',
+    fresh: () => {
+      const root = mkdtempSync(join(tmpdir(), 'attune-contract-'));
+      return {
+        store: new FileArtifactStore(root),
+        again: () => new FileArtifactStore(root),
+        locationOf: (key) => join(root, ...key.split('/')),
+      };
+    },
+  },
+  {
+    name: 'S3 store on a real MinIO',
+    before: async () => {
+      minio = await S3Server.start();
+    },
+    after: async () => {
+      for (const store of s3Stores.splice(0)) store.close();
+      await minio?.stop();
+    },
+    fresh: () => {
+      const prefix = `contract/${randomUUID()}`;
+      return {
+        store: s3Store(prefix),
+        again: () => s3Store(prefix),
+        locationOf: (key) => `s3://${TEST_BUCKET}/${prefix}/${key}`,
+      };
+    },
+  },
+];
+
+for (const subject of STORES) {
+  describe(`artifact store contract: ${subject.name}`, function () {
+    this.timeout(S3_BUILD_TIMEOUT_MS);
+    before(async () => subject.before?.());
+    after(async () => subject.after?.());
+
+    it('round-trips JSON, text and bytes', async () => {
+      const { store } = subject.fresh();
+      assert.equal(await store.putJson('runs/a/x.json', { a: [1, 'ü'] }), 'runs/a/x.json');
+      assert.deepEqual(await store.getJson('runs/a/x.json'), { a: [1, 'ü'] });
+      await store.putText('runs/a/t.txt', 'line one\nline two\n');
+      assert.equal(await store.getText('runs/a/t.txt'), 'line one\nline two\n');
+      await store.putBytes('runs/a/b.bin', new TextEncoder().encode('bytes ✓\n'));
+      assert.equal(await store.getText('runs/a/b.bin'), 'bytes ✓\n');
+    });
+
+    it('a put replaces the whole object, and writing the same again is harmless', async () => {
+      const { store } = subject.fresh();
+      await store.putText('k/v.txt', 'a much longer first version\n');
+      await store.putText('k/v.txt', 'short\n');
+      assert.equal(await store.getText('k/v.txt'), 'short\n');
+      await store.putJson('k/j.json', { n: 1 });
+      await store.putJson('k/j.json', { n: 1 });
+      assert.deepEqual(await store.getJson('k/j.json'), { n: 1 });
+      assert.deepEqual(await store.list('k'), ['k/j.json', 'k/v.txt']);
+    });
+
+    it('concurrent writes of one key each land whole', async () => {
+      const { store, again } = subject.fresh();
+      const other = again();
+      const values = Array.from({ length: 20 }, (_, i) => ({ writer: i, body: 'x'.repeat(2000 + i) }));
+      await Promise.all(values.map((v, i) => (i % 2 ? store : other).putJson('r/one.json', v)));
+      const stored = await store.getJson<{ writer: number; body: string }>('r/one.json');
+      assert.equal(stored.body.length, 2000 + stored.writer);
+    });
+
+    it('appendLine from two instances at once loses no line (2 x 50), each line whole and in its writer order', async () => {
+      const { store, again } = subject.fresh();
+      const other = again();
+      const writer = async (s: ArtifactStore, name: string) => {
+        for (let i = 0; i < 50; i++) await s.appendLine('runs/r/metrics.jsonl', JSON.stringify({ name, i }));
+      };
+      await Promise.all([writer(store, 'a'), writer(other, 'b')]);
+      const text = (await store.getText('runs/r/metrics.jsonl'))!;
+      assert.ok(text.endsWith('\n'));
+      const lines = text
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { name: string; i: number });
+      assert.equal(lines.length, 100);
+      for (const name of ['a', 'b'])
+        assert.deepEqual(
+          lines.filter((l) => l.name === name).map((l) => l.i),
+          Array.from({ length: 50 }, (_, i) => i),
+        );
+    });
+
+    it('appendLine adds one newline-terminated line, after what a put wrote', async () => {
+      const { store } = subject.fresh();
+      await store.appendLine('l/log.jsonl', '{"a":1}');
+      await store.appendLine('l/log.jsonl', '{"a":2}\n');
+      assert.equal(await store.getText('l/log.jsonl'), '{"a":1}\n{"a":2}\n');
+      await store.putText('l/log.jsonl', '{"a":0}\n');
+      await store.appendLine('l/log.jsonl', '{"a":3}');
+      assert.equal(await store.getText('l/log.jsonl'), '{"a":0}\n{"a":3}\n');
+    });
+
+    it('lists by prefix, sorted, never a sibling that only shares the prefix text', async () => {
+      const { store } = subject.fresh();
+      for (const key of ['runs/a/2.json', 'runs/a/1.json', 'runs/a/sub/3.json', 'runs/ab/x.json', 'other/y.json'])
+        await store.putText(key, key);
+      assert.deepEqual(await store.list('runs/a'), ['runs/a/1.json', 'runs/a/2.json', 'runs/a/sub/3.json']);
+      assert.deepEqual(await store.list('runs/a/'), ['runs/a/1.json', 'runs/a/2.json', 'runs/a/sub/3.json']);
+      assert.deepEqual(await store.list('runs'), [
+        'runs/a/1.json',
+        'runs/a/2.json',
+        'runs/a/sub/3.json',
+        'runs/ab/x.json',
+      ]);
+      assert.deepEqual((await store.list('')).length, 5);
+      assert.deepEqual(await store.list('nothing/here'), []);
+    });
+
+    it('lists past one page of results (over 1,000 keys)', async function () {
+      const { store } = subject.fresh();
+      const keys = Array.from({ length: 1005 }, (_, i) => `many/${String(i).padStart(4, '0')}.json`);
+      for (let i = 0; i < keys.length; i += 50)
+        await Promise.all(keys.slice(i, i + 50).map((key) => store.putText(key, '{}')));
+      assert.deepEqual(await store.list('many'), keys);
+      await store.remove('many');
+      assert.deepEqual(await store.list('many'), []);
+    });
+
+    it('removes a key, or every key under a prefix; removing nothing is not an error', async () => {
+      const { store } = subject.fresh();
+      for (const key of ['p/a/1.json', 'p/a/2.json', 'p/ab.json', 'p/b.json']) await store.putText(key, key);
+      await store.remove('p/b.json');
+      assert.equal(await store.getText('p/b.json'), null);
+      await store.remove('p/a');
+      assert.deepEqual(await store.list('p'), ['p/ab.json']);
+      await store.remove('p/a');
+      await store.remove('never/was');
+    });
+
+    it('missing keys: getText is null, getJson throws ArtifactNotFoundError', async () => {
+      const { store } = subject.fresh();
+      assert.equal(await store.getText('no/such.json'), null);
+      await assert.rejects(store.getJson('no/such.json'), (error: unknown) => {
+        assert.ok(error instanceof ArtifactNotFoundError, String(error));
+        assert.match((error as Error).message, /no\/such\.json/);
+        return true;
+      });
+    });
+
+    it('locates a key where a person finds it, and refuses keys that leave the store', async () => {
+      const { store, locationOf } = subject.fresh();
+      assert.equal(store.locate('runs/r/metrics.jsonl'), locationOf('runs/r/metrics.jsonl'));
+      for (const bad of ['../x', 'a/../../x', '/abs', 'a//b', ''])
+        assert.throws(() => store.locate(bad), /invalid artifact key/);
+      await assert.rejects(store.putText('../escape.txt', 'x'), /invalid artifact key/);
+    });
+  });
+}
