@@ -23,6 +23,11 @@ export class HostProcess {
     return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** The command's own pid (`ip netns exec` execs it); null before the first start. */
+  get pid(): number | null {
+    return this.child?.pid ?? null;
+  }
+
   get log(): string {
     return this.output;
   }

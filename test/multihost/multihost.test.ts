@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { taskQueuesFor } from '../../src/config/taskQueues.js';
 import { runMetricsKey, runTranscriptsPrefix } from '../../src/artifacts/keys.js';
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import { fetchAdapterManifest } from '../../src/trainer/adapterFiles.js';
@@ -6,8 +7,10 @@ import { S3_BUILD_TIMEOUT_MS } from '../support/s3Server.js';
 import { essentials } from '../support/runEssentials.js';
 import { fakeHostStateSchema } from './fakeHostState.js';
 import { until } from './hostProcess.js';
+import { polledSince } from './pollers.js';
 import { createNetwork, removeNetwork, setLink } from './network.js';
 import {
+  QUEUE_PREFIX,
   startCluster,
   startTopology,
   stopCluster,
@@ -98,12 +101,13 @@ describe('a run across hosts in network namespaces (Temporal cluster, MinIO, tra
     assert.ok(calm, 'the undisturbed run ran first');
     const run = 'mh-faults';
     const train = trainFromClient(topology, run);
+    const secondsSince = (ms: number) => Math.round((Date.now() - ms) / 100) / 10;
     const recovered: { fault: string; seconds: number | null }[] = [];
     /** From the fault's end to the trainer's next applied step (null: the others carried the run to its end meanwhile). */
     const recovery = async (fault: string, endedAt: number) => {
       const step = await trainerStep(run);
       if (step < STEPS) await until(async () => (await trainerStep(run)) > step, `a step after ${fault}`, 300_000);
-      recovered.push({ fault, seconds: step < STEPS ? Math.round((Date.now() - endedAt) / 100) / 10 : null });
+      recovered.push({ fault, seconds: step < STEPS ? secondsSince(endedAt) : null });
     };
     const stepAtLeast = (n: number) => until(async () => (await trainerStep(run)) >= n, `step ${n}`, 300_000);
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -129,16 +133,22 @@ describe('a run across hosts in network namespaces (Temporal cluster, MinIO, tra
     const s3Done = recovery('s3 away 30 s', Date.now());
     await workersACut;
     setLink('workers-a', 'up');
-    const workersADone = recovery('workers-a link down 60 s', Date.now());
+    // The others carry the run meanwhile: workers-a's recovery is its worker polling again.
+    const workersA = topology.process('workers-a', 'llm');
+    const linkUpAt = Date.now();
+    const workersADone = until(
+      () => polledSince(topology.temporalAddress, taskQueuesFor(QUEUE_PREFIX).policy, workersA.pid!, linkUpAt),
+      'poll from workers-a after its link came back',
+    ).then(() => recovered.push({ fault: 'workers-a link down 60 s (polls again)', seconds: secondsSince(linkUpAt) }));
     await Promise.all([workersBDone, vllmDone, s3Done, workersADone]);
     assert.ok(step < STEPS, `the faults landed before the run ended (step ${step})`);
-    assert.ok(topology.process('workers-a', 'llm').running, 'the cut-off worker outlived its link');
+    assert.ok(workersA.running, 'the cut-off worker outlived its link');
 
     await finished(run, train);
     assert.deepEqual(await assertRunWhole(run), calm, 'metrics equal to the undisturbed run of the same seed');
     process.stdout.write(
-      `\n      fault                            recovered after (s)\n${recovered
-        .map((r) => `      ${r.fault.padEnd(33)}${r.seconds ?? 'run ended meanwhile'}`)
+      `\n      fault                                     recovered after (s)\n${recovered
+        .map((r) => `      ${r.fault.padEnd(42)}${r.seconds ?? 'run ended meanwhile'}`)
         .join('\n')}\n`,
     );
   });

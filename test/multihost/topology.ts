@@ -19,6 +19,7 @@ const S3_PORT = 9000;
 export const TRAINER_TOKEN = 'multihost-trainer-token-0123456789';
 const S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'attune-mh', AWS_SECRET_ACCESS_KEY: 'attune-mh-secret' };
 export const STEPS = 4;
+export const QUEUE_PREFIX = 'mh-';
 
 export const urls = {
   trainer: `http://${HOSTS.trainer}:${SERVICE_PORT}`,
@@ -30,7 +31,9 @@ export const urls = {
 
 /** The Temporal cluster of test:postgres, started inside the `temporal` namespace on its address. */
 export async function startCluster(): Promise<{ address: string; state: string }> {
-  const state = mkdtempSync(join(tmpdir(), 'attune-mh-cluster-'));
+  // In /tmp as scripts/test-postgres.sh's: PostgreSQL runs as the `postgres` user, which cannot enter the
+  // mocha process's private scratch directory (TMPDIR, see test/support/rootHooks.ts).
+  const state = mkdtempSync('/tmp/attune-mh-cluster-');
   try {
     const { stdout } = await promisify(execFile)(
       'ip',
@@ -65,7 +68,7 @@ export function configSet(): string[] {
   const replicas = (['vllm-1', 'vllm-2'] as const).map((name) => ({ name, baseURL: `${urls.fake(name)}/v1` }));
   return [
     `home=${mkdtempSync(join(tmpdir(), 'attune-mh-home-'))}`,
-    'temporal.taskQueuePrefix=mh-',
+    `temporal.taskQueuePrefix=${QUEUE_PREFIX}`,
     `policy.baseURL=${urls.fake('vllm-1')}/v1`,
     'policy.model=fake-policy',
     'policy.timeoutMs=20000',
