@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: type check, lint, formatting (Prettier, ruff), mocha (real Temporal dev server, fake OpenAI server,
 # real local model server), pytest (trainer on CPU), a real vLLM on CPU, the suites against a Temporal cluster on
-# PostgreSQL, and the images and compose stack on Docker. Prints one summary line at the end.
+# PostgreSQL, the multi-host suite in network namespaces, and the images and compose stack on Docker. Prints one
+# summary line at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
@@ -46,6 +47,14 @@ bash scripts/test-postgres.sh 2>&1 | tee test-output/postgres.log
 pg_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/postgres.log | grep -Eo '[0-9]+' | tail -1)
 pg_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/postgres.log | grep -Eo '[0-9]+' | tail -1)
 
+# Attune's hosts as network namespaces (root only): a run across them through host and link faults
+# (scripts/test-multihost.sh; the same Temporal cluster build, the same MinIO).
+echo "== test:multihost"
+bash scripts/test-multihost.sh 2>&1 | tee test-output/multihost.log
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+mh_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/multihost.log | grep -Eo '[0-9]+' | tail -1)
+mh_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/multihost.log | grep -Eo '[0-9]+' | tail -1)
+
 # Attune's images and compose stack on a Docker engine of the suite's own (scripts/test-stack.sh):
 # it installs docker.io and debootstrap when missing and caches its images in ~/.cache/attune.
 echo "== test:stack"
@@ -54,8 +63,8 @@ bash scripts/test-stack.sh 2>&1 | tee test-output/stack.log
 stack_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/stack.log | grep -Eo '[0-9]+' | tail -1)
 stack_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/stack.log | grep -Eo '[0-9]+' | tail -1)
 
-passed=$(( ${mocha_passed:-0} + ${py_passed:-0} + ${vllm_passed:-0} + ${pg_passed:-0} + ${stack_passed:-0} ))
-failed=$(( ${mocha_failed:-0} + ${py_failed:-0} + ${vllm_failed:-0} + ${pg_failed:-0} + ${stack_failed:-0} ))
+passed=$(( ${mocha_passed:-0} + ${py_passed:-0} + ${vllm_passed:-0} + ${pg_passed:-0} + ${mh_passed:-0} + ${stack_passed:-0} ))
+failed=$(( ${mocha_failed:-0} + ${py_failed:-0} + ${vllm_failed:-0} + ${pg_failed:-0} + ${mh_failed:-0} + ${stack_failed:-0} ))
 if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi
 echo "tests: ${passed} passed, ${failed} failed"
 exit $status

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Writes the server's config file: both stores on postgres12 at 127.0.0.1:$2, and for each of the
-# four services its gRPC and membership port from $3 (a file of `service grpc membership` lines).
+# four services its gRPC and membership port from $3 (a file of `service grpc membership` lines),
+# bound to $4 (default 127.0.0.1; the multi-host suite gives its `temporal` namespace's address).
 set -euo pipefail
 state="$1"
 pg_port="$2"
 ports_file="$3"
+host="${4:-127.0.0.1}"
 port_of() { awk -v s="$1" -v c="$2" '$1 == s { print $c }' "$ports_file"; }
 mkdir -p "$state/config/dynamicconfig"
 # One partition per task queue, as the dev server of the other suites: a small cluster gains nothing
@@ -37,7 +39,7 @@ service() {
     rpc:
       grpcPort: $(port_of "$1" 2)
       membershipPort: $(port_of "$1" 3)
-      bindOnIP: 127.0.0.1
+      bindOnIP: $host
 YAML
 }
 {
@@ -57,7 +59,7 @@ $(store temporal_visibility 5)
 global:
   membership:
     maxJoinDuration: 30s
-    broadcastAddress: 127.0.0.1
+    broadcastAddress: $host
 services:
 $(service frontend)
 $(service history)
@@ -73,7 +75,7 @@ clusterMetadata:
       enabled: true
       initialFailoverVersion: 1
       rpcName: frontend
-      rpcAddress: "127.0.0.1:$(port_of frontend 2)"
+      rpcAddress: "$host:$(port_of frontend 2)"
 dcRedirectionPolicy:
   policy: noop
 dynamicConfigClient:

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Brings up a Temporal cluster on PostgreSQL, all on 127.0.0.1: builds (or reuses) the server,
+# Brings up a Temporal cluster on PostgreSQL: builds (or reuses) the server,
 # starts PostgreSQL, loads the schemas, writes the config, starts frontend, history, matching and
 # worker as four processes, waits for the frontend, creates the `default` namespace and registers
-# Attune's search attributes. Usage: up.sh STATE_DIR. Writes STATE_DIR/env (shell assignments:
+# Attune's search attributes. Usage: up.sh STATE_DIR. The services listen on ATTUNE_CLUSTER_HOST
+# (default 127.0.0.1; PostgreSQL always on 127.0.0.1 beside them). Writes STATE_DIR/env (shell assignments:
 # ATTUNE_TEST_TEMPORAL_ADDRESS, ATTUNE_TEST_TEMPORAL_CLUSTER) and prints its path.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 state="$1"
+host="${ATTUNE_CLUSTER_HOST:-127.0.0.1}"
 mkdir -p "$state"
 say() { printf '[temporal-cluster] %s\n' "$*" >&2; }
 
@@ -26,7 +28,7 @@ echo "$pg_port" >"$state/pg_port"
 say "PostgreSQL on 127.0.0.1:$pg_port"
 bash "$here/schema.sh" "$bin" "$pg_port" >"$state/schema.log" 2>&1 || { cat "$state/schema.log" >&2; exit 1; }
 say "schemas loaded"
-bash "$here/config.sh" "$state" "$pg_port" "$state/ports"
+bash "$here/config.sh" "$state" "$pg_port" "$state/ports" "$host"
 
 # history first: the frontend waits for a history member of the ring. The others start once history
 # has written the cluster metadata: services that start together race to insert it, and the losers
@@ -44,7 +46,7 @@ until [ -n "$(PGPASSWORD=temporal "$(cat "$state/pg_bindir")/psql" -h 127.0.0.1 
   sleep 0.5
 done
 for service in matching frontend worker; do bash "$here/service.sh" start "$state" "$service"; done
-address="127.0.0.1:${ports[1]}"
+address="$host:${ports[1]}"
 exit_if_a_service_died() {
   local service
   for service in history matching frontend worker; do

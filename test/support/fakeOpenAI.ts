@@ -104,19 +104,21 @@ export class FakeOpenAIServer {
   private constructor(
     private readonly server: Server,
     behaviour: FakeBehaviour,
+    private readonly host: string,
   ) {
     this.behaviour = behaviour;
   }
 
-  static async start(behaviour: FakeBehaviour = {}, port = 0): Promise<FakeOpenAIServer> {
+  /** On `host` (default loopback; a multi-host test's namespace address), port 0: a free one. */
+  static async start(behaviour: FakeBehaviour = {}, port = 0, host = '127.0.0.1'): Promise<FakeOpenAIServer> {
     let instance: FakeOpenAIServer | null = null;
     const server = createServer((req, res) => {
       void instance?.handle(req, res);
     });
     // Test clients are short-lived; don't let idle keep-alive sockets hold the event loop.
     server.keepAliveTimeout = 1000;
-    instance = new FakeOpenAIServer(server, behaviour);
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    instance = new FakeOpenAIServer(server, behaviour, host);
+    await new Promise<void>((resolve) => server.listen(port, host, resolve));
     return instance;
   }
 
@@ -125,7 +127,7 @@ export class FakeOpenAIServer {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}/v1`;
+    return `http://${this.host}:${this.port}/v1`;
   }
 
   count(role?: CallRole): number {
