@@ -150,7 +150,10 @@ describe('training with maxStaleness 1: rollouts of the next step overlap the op
     assert.ok(baseline, 'the undisturbed run above ran first');
     // Slows each optimizer step before its commit, so the kill lands inside step 2.
     rig = await createTrainingRig({
-      set: PIPELINED,
+      // The next step's dialogues sample from this trainer while it restarts: their policy calls retry
+      // until it answers again (a restart is an outage retries cover, not one to wait out; the suite's
+      // 50-200 ms retries give up within about a second, before a loaded machine has restarted it).
+      set: [...PIPELINED, 'policy.retry.maximumAttempts=0', 'policy.retry.maximumIntervalMs=1000'],
       behaviour: BEHAVIOUR,
       trainerEnv: { ATTUNE_TRAINER_FAULT_DELAY_S: '2' },
     });
