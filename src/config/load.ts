@@ -36,7 +36,9 @@ export const ENV_OVERRIDES: Record<string, string> = {
   MLFLOW_TRACKING_URI: 'tracking.mlflow.trackingUri',
   WANDB_PROJECT: 'tracking.wandb.project',
   WANDB_MODE: 'tracking.wandb.mode',
-  // The object store's region (its credentials are read by name where the store is opened).
+  // The object store (its credentials are read by name where the store is opened).
+  ATTUNE_ARTIFACTS_URL: 'artifacts.url',
+  ATTUNE_ARTIFACTS_ENDPOINT: 'artifacts.endpoint',
   AWS_REGION: 'artifacts.region',
 };
 

@@ -34,6 +34,16 @@ describe('artifacts.url: the S3 store in the config', () => {
     assert.equal(plain.location, '/tmp/attune-s3-config/artifacts');
   });
 
+  it('ATTUNE_ARTIFACTS_URL and ATTUNE_ARTIFACTS_ENDPOINT set the store (the compose stack passes them), empty ones do not', () => {
+    const env = { ATTUNE_ARTIFACTS_URL: 's3://attune/runs', ATTUNE_ARTIFACTS_ENDPOINT: 'http://object-store:9000' };
+    const config = loadConfig({ env, set: [] });
+    assert.equal(config.artifacts.url, 's3://attune/runs');
+    assert.equal(config.artifacts.endpoint, 'http://object-store:9000');
+    const unset = loadConfig({ env: { ATTUNE_ARTIFACTS_URL: '', ATTUNE_ARTIFACTS_ENDPOINT: '' }, set: [] });
+    assert.equal(unset.artifacts.url, undefined);
+    assert.equal(unset.artifacts.endpoint, undefined);
+  });
+
   it('AWS_REGION sets the region', () => {
     const config = loadConfig({ env: { AWS_REGION: 'eu-west-1' }, set: ['artifacts.url=s3://attune'] });
     assert.equal(config.artifacts.region, 'eu-west-1');

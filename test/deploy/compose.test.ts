@@ -68,6 +68,7 @@ describe('docker-compose.yml', () => {
     assert.deepEqual(services['attune-publisher']!.profiles, ['gpu']);
     assert.deepEqual(services['attune-publisher']!.command!.slice(0, 3), ['worker', '--role', 'publisher']);
     assert.deepEqual(services['attune']!.profiles, ['tools']);
+    assert.deepEqual(services['object-store']!.profiles, ['s3']);
     for (const name of ['postgresql', 'temporal', 'temporal-ui', 'attune-worker', 'attune-optimizer', 'trainer'])
       assert.equal(services[name]!.profiles, undefined, `${name} starts with a plain \`up\``);
   });
@@ -116,7 +117,14 @@ describe('docker-compose.yml', () => {
 
   it('keeps state in named volumes: database, artifacts, trainer state, models', () => {
     const declared = Object.keys(compose.volumes ?? {});
-    assert.deepEqual(declared.sort(), ['adapters', 'artifacts', 'models', 'postgresql-data', 'trainer-state']);
+    assert.deepEqual(declared.sort(), [
+      'adapters',
+      'artifacts',
+      'models',
+      'object-store-data',
+      'postgresql-data',
+      'trainer-state',
+    ]);
     const mounts = (name: string) => (services[name]!.volumes ?? []).map((v) => v.split(':').slice(0, 2).join(':'));
     assert.ok(mounts('postgresql').includes('postgresql-data:/var/lib/postgresql/data'));
     for (const name of ['attune-worker', 'attune-optimizer', 'attune'])
