@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DevServer } from '../../src/temporal/devServer.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
-import { essentials } from '../support/runEssentials.js';
+import { assertSameEssentials, essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { WorkerProcess } from '../support/workerProcess.js';
 
@@ -64,7 +64,7 @@ describe('training durability under crashes (real dev server with SQLite, real t
       'one metrics line per step',
     );
     // Same dialogues, same updates: a step applied twice or a lost rollout would change these.
-    assert.deepEqual(essentials(metrics), baseline);
+    assertSameEssentials(essentials(metrics), baseline);
   }
 
   it('SIGKILL of the LLM-I/O worker mid-step', async () => {

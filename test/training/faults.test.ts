@@ -14,7 +14,7 @@ import {
   tmpfsMountable,
   unmountTmpfs,
 } from '../support/tmpfs.js';
-import { essentials } from '../support/runEssentials.js';
+import { assertSameEssentials, essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { statusWhen } from '../support/statusWhen.js';
 import { pausedBefore } from '../support/pausedBefore.js';
@@ -96,7 +96,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
       'one metrics line per step',
     );
     // A step applied twice, or a dialogue lost or counted twice, would change these.
-    assert.deepEqual(essentials(metrics), await baseline(set));
+    assertSameEssentials(essentials(metrics), await baseline(set));
   }
 
   // The same fault with the next step's rollouts overlapping the optimizer step.

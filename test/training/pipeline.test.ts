@@ -4,7 +4,7 @@ import type { Transcript } from '../../src/core/transcript.js';
 import { scenariosForStep } from '../../src/core/training/scenarioSchedule.js';
 import type { TrainingStatus } from '../../src/workflows/training.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
-import { essentials } from '../support/runEssentials.js';
+import { assertSameEssentials, essentials, trainerLedger, type RunEssentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { WorkerProcess } from '../support/workerProcess.js';
 
@@ -59,7 +59,8 @@ describe('training with maxStaleness 1: rollouts of the next step overlap the op
   this.timeout(600_000);
   let rig: TrainingRig | undefined;
   let processes: WorkerProcess[] = [];
-  let baseline: ReturnType<typeof essentials>;
+  let baseline: RunEssentials;
+  let baselineLedger: Awaited<ReturnType<typeof trainerLedger>>;
 
   afterEach(async () => {
     for (const p of processes) await p.kill();
@@ -94,6 +95,16 @@ describe('training with maxStaleness 1: rollouts of the next step overlap the op
       assert.deepEqual(Object.keys(m.trainer.staleness_histogram ?? {}), [stale], `step ${m.step}`);
     }
     baseline = essentials(metrics);
+    baselineLedger = await trainerLedger(rig.trainer.stateDir, run);
+    assert.deepEqual(
+      baselineLedger.map((l) => l.step),
+      [1, 2, 3, 4],
+      'the ledger holds each step once',
+    );
+    assert.ok(
+      baselineLedger.every((l) => l.samples.length >= 4),
+      'each step trained on its 4 dialogues',
+    );
 
     // The same scenarios per step as without the overlap, each dialogue once.
     const transcripts = await rig.store.list(`rollouts/${run}`);
@@ -143,7 +154,12 @@ describe('training with maxStaleness 1: rollouts of the next step overlap the op
     await Promise.all([spawn('llm').ready(), spawn('optimizer').ready()]);
     assert.equal((await handle.result()).stepsApplied, STEPS);
     assert.equal((await rig.trainer.runState(run)).step, STEPS);
-    assert.deepEqual(essentials(await rig.metrics(run)), baseline);
+    assertSameEssentials(essentials(await rig.metrics(run)), baseline);
+    assert.deepEqual(
+      await trainerLedger(rig.trainer.stateDir, run),
+      baselineLedger,
+      'the same samples, each step once',
+    );
   });
 
   it('a trainer SIGKILLed inside a step while the next step rolls out, then restarted: the same metrics', async () => {
@@ -164,7 +180,12 @@ describe('training with maxStaleness 1: rollouts of the next step overlap the op
     await rig.trainer.restart();
     assert.equal((await handle.result()).stepsApplied, STEPS);
     assert.equal((await rig.trainer.runState(run)).step, STEPS);
-    assert.deepEqual(essentials(await rig.metrics(run)), baseline);
+    assertSameEssentials(essentials(await rig.metrics(run)), baseline);
+    assert.deepEqual(
+      await trainerLedger(rig.trainer.stateDir, run),
+      baselineLedger,
+      'the same samples, each step once',
+    );
   });
 
   it('stop while the next step rolls out: its dialogues finish and are trained, none half counted', async () => {

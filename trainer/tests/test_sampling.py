@@ -91,6 +91,32 @@ def test_a_step_completes_while_a_long_reply_is_sampled(engine):
     assert engine.run_state("r")["step"] == 1
 
 
+def test_a_step_applied_mid_reply_leaves_its_log_probs_bit_identical(engine):
+    """Where a step lands in a reply depends on timing (a loaded machine moves it), so the reply's
+    log-probs must not: they are the behaviour log-probs the next step trains on, and a restarted
+    run must train on exactly the numbers an undisturbed run did."""
+    run = _long_reply_run(engine)
+    body = {"model": "r", "messages": P, "max_tokens": 400, "seed": 5, "logprobs": True, "stop": ["\x00never"]}
+
+    def logprobs(reply):
+        return [t["logprob"] for t in reply["choices"][0]["logprobs"]["content"]]
+
+    alone = engine.chat(body)
+    counted, started = _count_decoding(run)
+    done = {}
+    sampler = threading.Thread(target=lambda: done.update(reply=engine.chat(body)))
+    sampler.start()
+    assert started.wait(60), "sampling never started"
+    engine.apply_step("r", {"step": 1, "samples": fixed_samples(1)})
+    tokens_before_step = counted["calls"]
+    sampler.join(120)
+    assert 0 < tokens_before_step < 400, "the step landed inside the reply"
+    reply = done["reply"]
+    assert reply["system_fingerprint"] == "r@0"
+    assert reply["choices"][0]["message"]["content"] == alone["choices"][0]["message"]["content"]
+    assert logprobs(reply) == logprobs(alone), "log-probs after the step differ from the undisturbed reply's"
+
+
 def test_a_checkpoint_is_sampled_while_a_step_holds_the_engine(engine):
     """The next step's rollouts sample an older version while this step trains (`maxStaleness`)."""
     engine.create_run(tiny_run("r"))

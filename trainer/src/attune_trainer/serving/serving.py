@@ -88,8 +88,9 @@ class Sampler:
     def _forward_on(self, run: LoadedRun, step: int, live: bool) -> Forward:
         """Each token's forward pass on the weights of `run@step`, holding the engine lock for that
         token only when they are the live weights. A step applied between two tokens moves the live
-        weights on: the reply then continues on the step's checkpoint, its cache rebuilt from the
-        tokens so far."""
+        weights on: the reply then continues on the step's checkpoint, which holds the same weights,
+        so it keeps the cache built so far. Rebuilding the cache in one pass would change the
+        log-probs in their last bits, and then by where the step happened to land: timing."""
         compute = self.compute
         current = {"model": run.policy if live else self._checkpoint_model(run, step), "live": live}
 
@@ -100,8 +101,10 @@ class Sampler:
                 return forward_pass(current["model"], ids, past, compute.acc.autocast)
             with self.runs.lock.token():
                 if current["live"] and not (self.runs.loaded.get(run.run_id) is run and run.step == step):
-                    current.update(model=self._checkpoint_model(run, step), live=False)
-                    past = None
+                    checkpoint = self._checkpoint_model(run, step)
+                    if not _same_dtype(checkpoint, current["model"]):
+                        past = None  # a cache in the live weights' precision does not fit the copy
+                    current.update(model=checkpoint, live=False)
                 return forward_pass(current["model"], ids, past, compute.acc.autocast)
 
         return forward
@@ -212,6 +215,10 @@ class Sampler:
                     }
                 )
         return out
+
+
+def _same_dtype(a, b) -> bool:
+    return next(a.parameters()).dtype == next(b.parameters()).dtype
 
 
 def _logprobs(tokenizer, choice: Generated, as_token_ids: bool | None) -> dict:
