@@ -1,4 +1,4 @@
-import { manifestDifferences } from '../core/evaluationManifest.js';
+import { isEnvironmentField, manifestDifferences, manifestFieldDifferences } from '../core/evaluationManifest.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
 import type { Interval } from '../core/evaluationStatistics.js';
 import { pairedDifference, type Pair } from '../core/statistics/pairedDifference.js';
@@ -23,6 +23,8 @@ export interface EvaluationComparison {
   method: string;
   /** Protocol differences between the two manifests (also printed to stderr). */
   warnings: string[];
+  /** The environment fields (protocol, simulator, prompts) in which the two differ: their scores do not compare. */
+  environmentDiffers: string[];
   /** Per scenario: mean final emotion of its finished dialogues on each side, and the mean paired difference. */
   scenarios: { id: string; a: number | null; b: number | null; delta: number | null }[];
   /** Per dialogue (scenario and repeat, 0-based): the pairs the statistics use. */
@@ -76,6 +78,12 @@ export function compareEvaluations(a: EvaluationReport, b: EvaluationReport): Ev
     pairedScenarios: paired.clusters,
     method: COMPARISON_METHOD,
     warnings: manifestDifferences(a.manifest, b.manifest, { a: a.evalId, b: b.evalId }),
+    environmentDiffers:
+      a.manifest && b.manifest
+        ? manifestFieldDifferences(a.manifest, b.manifest)
+            .map((d) => d.field)
+            .filter(isEnvironmentField)
+        : [],
     scenarios: perScenario(dialogues),
     dialogues,
   };

@@ -68,6 +68,36 @@ function flatten(value: unknown, prefix: string, out: Map<string, string>): void
 // The policy is what a comparison compares; per-dialogue seeds follow from the base seed and the scenarios.
 const NOT_PROTOCOL = [/^policy\./, /^seeds\.dialogues\./];
 
+/** A manifest field in which two evaluations differ, with both values (JSON), `absent` where one lacks it. */
+export interface ManifestDifference {
+  field: string;
+  a: string;
+  b: string;
+}
+
+/**
+ * The fields that make two scores incomparable: the protocol, the simulated user (endpoint and model)
+ * and its prompts. A different Attune version or base seed is a warning only: the same protocol with
+ * other dialogues is still the same measurement.
+ */
+const ENVIRONMENT = [/^protocol\./, /^simulator\./, /^promptHash$/];
+
+export function isEnvironmentField(field: string): boolean {
+  return ENVIRONMENT.some((re) => re.test(field));
+}
+
+/** The manifest fields (dotted paths, sorted) in which two evaluations differ; the policy is what is compared. */
+export function manifestFieldDifferences(a: EvaluationManifest, b: EvaluationManifest): ManifestDifference[] {
+  const fa = new Map<string, string>();
+  const fb = new Map<string, string>();
+  flatten(a, '', fa);
+  flatten(b, '', fb);
+  const keys = [...new Set([...fa.keys(), ...fb.keys()])].filter((k) => !NOT_PROTOCOL.some((re) => re.test(k))).sort();
+  return keys
+    .filter((k) => fa.get(k) !== fb.get(k))
+    .map((field) => ({ field, a: fa.get(field) ?? 'absent', b: fb.get(field) ?? 'absent' }));
+}
+
 /**
  * The manifest fields in which two evaluations differ, as sentences naming the field and both
  * values; a missing manifest (a report written before manifests) is one warning of its own.
@@ -83,14 +113,7 @@ export function manifestDifferences(
       `no manifest for ${missing.join(' and ')} (written before manifests): protocol differences cannot be checked`,
     ];
   }
-  const fa = new Map<string, string>();
-  const fb = new Map<string, string>();
-  flatten(a, '', fa);
-  flatten(b, '', fb);
-  const keys = [...new Set([...fa.keys(), ...fb.keys()])].filter((k) => !NOT_PROTOCOL.some((re) => re.test(k))).sort();
-  return keys
-    .filter((k) => fa.get(k) !== fb.get(k))
-    .map(
-      (k) => `protocol differs: ${k} is ${fa.get(k) ?? 'absent'} in ${names.a}, ${fb.get(k) ?? 'absent'} in ${names.b}`,
-    );
+  return manifestFieldDifferences(a, b).map(
+    (d) => `protocol differs: ${d.field} is ${d.a} in ${names.a}, ${d.b} in ${names.b}`,
+  );
 }

@@ -219,14 +219,16 @@ describe('the attune command', function () {
     assert.match(bad.stderr, /--repeats "0": a whole number from 1 to 20/);
   });
 
-  it('eval --name runs under that id; eval compare prints the differences, as a table or JSON', async () => {
-    // One artifact store for the three commands, a fresh task-queue prefix for each.
+  it('eval --name runs under that id; eval compare refuses other environments, and prints the differences, as a table or JSON', async function () {
+    this.timeout(480_000); // three evaluations
+    // One artifact store for the commands, a fresh task-queue prefix for each.
     const home = ['--set', `home=${mkdtempSync(join(tmpdir(), 'attune-compare-'))}`];
     const env = { TEMPORAL_ADDRESS: address };
     const stamp = Date.now();
-    for (const [name, turns] of [
-      [`cmp-a-${stamp}`, 2],
-      [`cmp-b-${stamp}`, 3],
+    for (const [name, turns, emotion] of [
+      [`cmp-a-${stamp}`, 2, 40],
+      [`cmp-b-${stamp}`, 3, 40],
+      [`cmp-c-${stamp}`, 2, 45],
     ] as const) {
       const result = await attune(
         [
@@ -237,6 +239,8 @@ describe('the attune command', function () {
           name,
           '--set',
           `evaluation.maxTurns=${turns}`,
+          '--set',
+          `evaluation.initialEmotion=${emotion}`,
           ...set(),
           ...home,
         ],
@@ -245,12 +249,32 @@ describe('the attune command', function () {
       assert.equal(result.code, 0, result.stderr);
       assert.match(result.stdout, new RegExp(`HTML report: attune report ${name}\n$`));
     }
-    const table = await attune(['eval', 'compare', `cmp-a-${stamp}`, `cmp-b-${stamp}`, ...set(), ...home]);
+    // Evaluations that differ only in the starting emotion measure different things: refused, field named.
+    const emotion = await attune(['eval', 'compare', `cmp-a-${stamp}`, `cmp-c-${stamp}`, ...set(), ...home]);
+    assert.equal(emotion.code, 1, emotion.stderr);
+    assert.match(emotion.stderr, /different environments \(protocol\.initialEmotion\)/);
+    assert.match(emotion.stderr, /protocol\.initialEmotion is 40 in cmp-a-\d+, 45 in cmp-c-\d+/);
+    assert.match(emotion.stderr, /--allow-different-environment/);
+    assert.equal(emotion.stdout, '');
+    const refused = await attune(['eval', 'compare', `cmp-a-${stamp}`, `cmp-b-${stamp}`, ...set(), ...home]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /different environments \(protocol\.maxTurns\)/);
+    const allow = ['--allow-different-environment'];
+    const table = await attune(['eval', 'compare', `cmp-a-${stamp}`, `cmp-b-${stamp}`, ...allow, ...set(), ...home]);
     assert.equal(table.code, 0, table.stderr);
     assert.match(table.stdout, new RegExp(`^A = cmp-a-${stamp}\nB = cmp-b-${stamp}\n`));
     assert.match(table.stdout, /^score +48 +52 +\+4$/m);
     assert.match(table.stdout, /^test-venting-negative-baker +48 +52 +\+4$/m);
-    const json = await attune(['eval', 'compare', `cmp-a-${stamp}`, `cmp-b-${stamp}`, '--json', ...set(), ...home]);
+    const json = await attune([
+      'eval',
+      'compare',
+      `cmp-a-${stamp}`,
+      `cmp-b-${stamp}`,
+      '--json',
+      ...allow,
+      ...set(),
+      ...home,
+    ]);
     assert.equal(json.code, 0, json.stderr);
     const comparison = JSON.parse(json.stdout) as { score: { a: number; b: number; delta: number } };
     assert.deepEqual(comparison.score, { a: 48, b: 52, delta: 4 });
@@ -261,7 +285,9 @@ describe('the attune command', function () {
       pValue: number;
       significant: boolean;
       warnings: string[];
+      environmentDiffers: string[];
     };
+    assert.deepEqual(paired.environmentDiffers, ['protocol.maxTurns']);
     assert.equal(paired.difference, 4);
     assert.deepEqual(paired.ci, { low: 4, high: 4 });
     assert.equal(paired.pValue, 0.5);

@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
-import { evaluationManifest, manifestDifferences } from '../../src/core/evaluationManifest.js';
+import {
+  evaluationManifest,
+  isEnvironmentField,
+  manifestDifferences,
+  manifestFieldDifferences,
+} from '../../src/core/evaluationManifest.js';
 import { evaluationDialogueSeed, planEvaluationDialogues } from '../../src/core/evaluationPlan.js';
 import { simulatorPromptHash } from '../../src/core/prompts/simulatorPromptHash.js';
 import type { RolloutSettings } from '../../src/core/rolloutSettingsSchema.js';
@@ -87,5 +92,23 @@ describe('core: evaluation plan and manifest', () => {
     ]);
     assert.match(manifestDifferences(a, { ...a, promptHash: '00000000' })[0]!, /promptHash/);
     assert.match(manifestDifferences(null, a, { a: 'old', b: 'new' })[0]!, /no manifest for old/);
+  });
+
+  it('the environment that makes scores incomparable: protocol, simulator and prompts, not the version or the base seed', () => {
+    const seeds = { base: 1, repeats: 1, dialogues: [{ scenarioId: 'a', seed: 5 }] };
+    const a = evaluationManifest(settings, seeds);
+    const b = evaluationManifest(
+      { ...settings, initialEmotion: 30, simulator: { ...settings.simulator, model: 'other' } },
+      { ...seeds, base: 2 },
+    );
+    const differing = manifestFieldDifferences({ ...a, attuneVersion: '0.0.1' }, { ...b, promptHash: '00000000' });
+    assert.deepEqual(
+      differing.filter((d) => isEnvironmentField(d.field)).map((d) => d.field),
+      ['promptHash', 'protocol.initialEmotion', 'simulator.model'],
+    );
+    assert.deepEqual(
+      differing.filter((d) => !isEnvironmentField(d.field)).map((d) => d.field),
+      ['attuneVersion', 'seeds.base'],
+    );
   });
 });

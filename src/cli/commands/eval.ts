@@ -37,7 +37,14 @@ export const EVAL_FLAGS = {
 } as const satisfies Flags;
 
 /** `eval compare A B` (its --json output is described in the help's compare paragraph). */
-export const EVAL_COMPARE_FLAGS = { json: EVAL_FLAGS.json, ...CONFIG_FLAGS } as const satisfies Flags;
+export const EVAL_COMPARE_FLAGS = {
+  json: EVAL_FLAGS.json,
+  'allow-different-environment': {
+    type: 'boolean',
+    help: 'compare evaluations whose protocol or simulator differ (refused otherwise); the differences are printed as warnings',
+  },
+  ...CONFIG_FLAGS,
+} as const satisfies Flags;
 
 export const EVAL_HELP = `attune eval [--scenarios DIR | --split eval|train] [options]
 attune eval compare A B [--json]
@@ -57,9 +64,12 @@ ${flagHelp(EVAL_FLAGS)}
 compare A B: the differences B - A between two evaluations (ids): aggregate, per scenario, and
 the paired difference in final emotion over dialogues finished in both (same scenario and repeat)
 with its 95 % confidence interval (bootstrap over scenarios) and a two-sided p-value (sign-flip
-permutation test over scenarios, exact up to 16 scenarios), or "not significant". It warns (stderr,
-and \`warnings\` in --json) when the two manifests differ in protocol. --json: difference, ci,
-pValue, significant, warnings, score, success, failure, scenarios, dialogues.`;
+permutation test over scenarios, exact up to 16 scenarios), or "not significant". Two evaluations
+whose environments differ in protocol, simulator or simulator prompts do not measure the same thing:
+compare refuses them (exit 1), naming the fields, unless --allow-different-environment is given; it
+then warns (stderr, and \`warnings\` in --json), as it does for any other manifest difference.
+--json: difference, ci, pValue, significant, warnings, environmentDiffers, score, success, failure,
+scenarios, dialogues.`;
 
 function parseRepeats(text: string): number {
   const value = Number(text);
@@ -81,6 +91,16 @@ async function compareCommand(argv: string[]): Promise<number> {
     await loadEvaluationReport(ctx.store, a),
     await loadEvaluationReport(ctx.store, b),
   );
+  if (comparison.environmentDiffers.length > 0 && !values['allow-different-environment']) {
+    const fields = comparison.environmentDiffers.join(', ');
+    const details = comparison.warnings.filter((w) => comparison.environmentDiffers.some((f) => w.includes(` ${f} `)));
+    process.stderr.write(
+      `attune eval compare: ${a} and ${b} were measured in different environments (${fields}), so their scores do not compare:\n` +
+        details.map((d) => `  ${terminalSafe(d)}\n`).join('') +
+        'pass --allow-different-environment to compare them anyway\n',
+    );
+    return 1;
+  }
   for (const warning of comparison.warnings) process.stderr.write(`warning: ${terminalSafe(warning)}\n`);
   process.stdout.write(
     values.json ? `${JSON.stringify(comparison)}\n` : `${terminalSafe(renderEvaluationComparison(comparison))}\n`,
