@@ -78,18 +78,44 @@ function zodOf(name: string, p: Property): string {
   }
 }
 
-function comment(p: Property): string {
-  return p.description ? `  /** ${p.description.replace(/\*\//g, '*\\/')} */\n` : '';
+/** A field's help text, written once in the trainer's model; a default that only the trainer applies is named in it. */
+function helpText(p: Property, trainerDefault: boolean): string {
+  const fromTrainer =
+    trainerDefault && p.default !== undefined ? `the trainer's default: ${JSON.stringify(p.default)}` : '';
+  return [p.description ?? '', fromTrainer].filter(Boolean).join('; ');
+}
+
+/** A string literal as Prettier writes it: single quotes unless the text holds more of them than double ones. */
+function quoted(text: string): string {
+  const escaped = text.replace(/\\/g, '\\\\');
+  const singles = (text.match(/'/g) ?? []).length;
+  const doubles = (text.match(/"/g) ?? []).length;
+  return singles > doubles ? `"${escaped.replace(/"/g, '\\"')}"` : `'${escaped.replace(/'/g, "\\'")}'`;
+}
+
+/** The help texts of one model, by field, in a table of their own so that the schema's lines stay short. */
+function helpTable(name: string, schema: ObjectSchema, withDefaults: boolean): string {
+  const required = new Set(schema.required ?? []);
+  const rows = Object.entries(schema.properties)
+    .map(([field, p]) => [field, helpText(p, !withDefaults && !required.has(field))] as const)
+    .filter(([, text]) => text !== '')
+    .map(([field, text]) => {
+      const line = `  ${field}: ${quoted(text)},`;
+      // Prettier's way with a line over 120 columns: the value on a line of its own.
+      return line.length > 120 ? `  ${field}:\n    ${quoted(text)},\n` : `${line}\n`;
+    });
+  return `const ${name} = {\n${rows.join('')}} as const;\n\n`;
 }
 
 /** Every field optional where the trainer has a default (it fills it in); `withDefaults` writes the default instead. */
-function zodObject(schema: ObjectSchema, withDefaults: boolean): string {
+function zodObject(schema: ObjectSchema, withDefaults: boolean, help: string): string {
   const required = new Set(schema.required ?? []);
   const fields = Object.entries(schema.properties).map(([name, p]) => {
     let tail = '';
     if (!required.has(name))
       tail = withDefaults && p.default !== undefined ? `.default(${JSON.stringify(p.default)})` : '.optional()';
-    return `${comment(p)}  ${name}: ${zodOf(name, p)}${tail},\n`;
+    const described = helpText(p, !withDefaults && !required.has(name)) !== '' ? `.describe(${help}.${name})` : '';
+    return `  ${name}: ${zodOf(name, p)}${described}${tail},\n`;
   });
   return `z.strictObject({\n${fields.join('')}})`;
 }
@@ -119,8 +145,10 @@ export function renderTrainerSettings(schema: TrainerSettingsSchema): Record<str
     "import { z } from 'zod';\n\n" +
     `/** The trainer's algorithm names (RunCreate.algorithm). */\n` +
     `export const TRAINER_ALGORITHMS = ${JSON.stringify(schema.algorithms).replace(/"/g, "'").replace(/,/g, ', ')} as const;\n\n` +
-    `export const trainerHyperparametersSchema = ${zodObject(schema.Hyperparameters, false)};\n\n` +
-    `export const trainerLoraSchema = ${zodObject(schema.LoraSpec, true)};\n`;
+    helpTable('HYPERPARAMETER_HELP', schema.Hyperparameters, false) +
+    `export const trainerHyperparametersSchema = ${zodObject(schema.Hyperparameters, false, 'HYPERPARAMETER_HELP')};\n\n` +
+    helpTable('LORA_HELP', schema.LoraSpec, true) +
+    `export const trainerLoraSchema = ${zodObject(schema.LoraSpec, true, 'LORA_HELP')};\n`;
   const table =
     HEADER(command) +
     '// No zod here: the workflow bundle imports this table (see liveSet.ts).\n\n' +

