@@ -16,6 +16,10 @@ export interface ArtifactStore {
   getJson<T = unknown>(key: string): Promise<T>;
   /** The text of an artifact (JSONL files), or null when it does not exist. */
   getText(key: string): Promise<string | null>;
+  /**
+   * Adds one newline-terminated line at the end. Appends from several instances at once keep every
+   * line; one append adds its line once, even when a client retries a write whose answer was lost.
+   */
   appendLine(key: string, line: string): Promise<void>;
   list(prefix: string): Promise<string[]>;
   /** Removes a key, or every key under a prefix; nothing there is not an error (activities may run twice). */
