@@ -76,16 +76,21 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
     },
 
     /**
-     * Records the step's line once: a retried activity finds it there and writes nothing. The file
-     * is replaced atomically, never appended to, so a crash cannot leave half a line; a torn line
-     * left by an older writer is dropped on the next record.
+     * Records the step's line once: a retried activity finds it there and writes nothing. The next
+     * step's line is appended (on S3 a conditional write: an attempt that outlived its timeout loses
+     * no other step's line, at worst it adds its own step again, and the last record of a step wins
+     * on reading). A log with a torn or bad line (a crash mid-write), or a step recorded out of order,
+     * is replaced atomically instead, with the bad lines dropped.
      */
     async recordStepMetrics(record: StepMetricsRecord): Promise<void> {
       const key = runMetricsKey(record.run);
       const text = (await store.getText(key)) ?? '';
       const recorded = parseStepRecords(text, key);
       if (recorded.notes.length === 0 && recorded.steps.some((r) => r.step === record.step)) return;
-      await store.putText(key, withStepRecord(text, record));
+      const whole = recorded.notes.length === 0 && (text === '' || text.endsWith('\n'));
+      if (whole && (recorded.steps.at(-1)?.step ?? -Infinity) < record.step)
+        await store.appendLine(key, JSON.stringify(record));
+      else await store.putText(key, withStepRecord(text, record));
     },
   };
 }

@@ -6,6 +6,7 @@ import {
   S3Client,
   type PutObjectCommandInput,
 } from '@aws-sdk/client-s3';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isValidArtifactKey } from './keys.js';
 import { ConditionalWriteLost, s3Failure, type S3FailureContext } from './s3Failures.js';
@@ -26,6 +27,12 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 /** Rounds of read-then-conditional-write one appendLine makes before it gives up on writers in its way. */
 const APPEND_ROUNDS = 200;
+/**
+ * The object's metadata entry (x-amz-meta-attune-appends) that lists the ids of its latest appends,
+ * oldest first, and how many it keeps (17 bytes each: well under S3's 2 KB of metadata).
+ */
+const APPEND_IDS_META = 'attune-appends';
+const APPEND_IDS_KEPT = 64;
 /** DeleteObjects takes at most this many keys a request. */
 const DELETE_BATCH = 1000;
 
@@ -49,6 +56,8 @@ export interface S3StoreOptions {
  * the old object or the new one, whole); appendLine reads the object and writes it back only if it is
  * unchanged (If-Match its ETag, or If-None-Match when new) and tries again when another writer came
  * first, so concurrent appends lose no line and the object reads exactly like the file store's file.
+ * Each append also records its id in the object's metadata: when the answer to a write that landed
+ * is lost and the SDK's retry of it meets 412, the re-read finds the id and the line is not added again.
  */
 export class S3ArtifactStore implements ArtifactStore {
   readonly location: string;
@@ -119,7 +128,7 @@ export class S3ArtifactStore implements ArtifactStore {
     key: string,
     body: string | Uint8Array,
     contentType: string,
-    condition: Pick<PutObjectCommandInput, 'IfMatch' | 'IfNoneMatch'> = {},
+    condition: Pick<PutObjectCommandInput, 'IfMatch' | 'IfNoneMatch' | 'Metadata'> = {},
   ): Promise<string> {
     const command = new PutObjectCommand({
       Bucket: this.bucket,
@@ -136,12 +145,13 @@ export class S3ArtifactStore implements ArtifactStore {
     return key;
   }
 
-  /** The object's text and ETag, or null when there is none. */
-  private async read(key: string): Promise<{ text: string; etag: string } | null> {
+  /** The object's text, ETag and the ids of its latest appends, or null when there is none. */
+  private async read(key: string): Promise<{ text: string; etag: string; appendIds: string[] } | null> {
     try {
       const object = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
       const text = (await object.Body?.transformToString('utf8')) ?? '';
-      return { text, etag: object.ETag ?? '' };
+      const appendIds = (object.Metadata?.[APPEND_IDS_META] ?? '').split(' ').filter(Boolean);
+      return { text, etag: object.ETag ?? '', appendIds };
     } catch (error) {
       const failure = s3Failure(error, this.context('reading', key));
       if (failure instanceof ArtifactNotFoundError) return null;
@@ -161,17 +171,26 @@ export class S3ArtifactStore implements ArtifactStore {
 
   async appendLine(key: string, line: string): Promise<void> {
     const added = line.endsWith('\n') ? line : `${line}\n`;
+    const id = randomBytes(8).toString('hex');
     for (let round = 1; ; round++) {
       const current = await this.read(key);
+      // A write of ours landed although its answer was lost (the SDK's retry of it then met 412).
+      if (current?.appendIds.includes(id)) return;
       const condition = current ? { IfMatch: current.etag } : { IfNoneMatch: '*' };
+      const appendIds = [...(current?.appendIds ?? []), id].slice(-APPEND_IDS_KEPT).join(' ');
       try {
-        await this.put(key, `${current?.text ?? ''}${added}`, 'text/plain; charset=utf-8', condition);
+        await this.put(key, `${current?.text ?? ''}${added}`, 'text/plain; charset=utf-8', {
+          ...condition,
+          Metadata: { [APPEND_IDS_META]: appendIds },
+        });
         return;
       } catch (error) {
         if (!(error instanceof ConditionalWriteLost)) throw error;
         if (round >= APPEND_ROUNDS)
-          throw new Error(`appending to ${this.locate(key)}: other writers changed it ${round} times in a row`);
-        // Another writer came first: read its line too, after a short random pause so we do not collide again.
+          throw new Error(
+            `appending to ${this.locate(key)} at ${this.endpoint}: other writers changed it ${round} times in a row`,
+          );
+        // Another writer came first (or our own write did): read again, after a short random pause so we do not collide again.
         await sleep(Math.floor(Math.random() * Math.min(100, 5 * round)));
       }
     }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { appendFile, mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { isValidArtifactKey } from './keys.js';
@@ -16,6 +16,10 @@ export interface ArtifactStore {
   getJson<T = unknown>(key: string): Promise<T>;
   /** The text of an artifact (JSONL files), or null when it does not exist. */
   getText(key: string): Promise<string | null>;
+  /**
+   * Adds one newline-terminated line at the end. Appends from several instances at once keep every
+   * line; one append adds its line once, even when a client retries a write whose answer was lost.
+   */
   appendLine(key: string, line: string): Promise<void>;
   list(prefix: string): Promise<string[]>;
   /** Removes a key, or every key under a prefix; nothing there is not an error (activities may run twice). */
@@ -122,7 +126,14 @@ export class FileArtifactStore implements ArtifactStore {
   async appendLine(key: string, line: string): Promise<void> {
     const path = this.pathOf(key);
     await mkdir(dirname(path), { recursive: true });
-    await appendFile(path, line.endsWith('\n') ? line : `${line}\n`, 'utf8');
+    // Append mode: each write lands at the end, so writers keep each other's lines; flushed like a put.
+    const file = await open(path, 'a');
+    try {
+      await file.appendFile(line.endsWith('\n') ? line : `${line}\n`, 'utf8');
+      await file.sync();
+    } finally {
+      await file.close();
+    }
   }
 
   async remove(prefix: string): Promise<void> {

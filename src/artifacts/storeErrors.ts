@@ -1,7 +1,8 @@
 /**
  * The failures of an artifact store that callers tell apart: a missing artifact, a store out of
  * reach (it may come back: retry, then wait for the operator) and a store that refuses who we are
- * or what we asked (it will not change by itself: say what to fix).
+ * or what we asked (it will not change by itself: say what to fix), and a call that failed in this
+ * process before any answer (a defect: retrying repeats it).
  */
 
 export class ArtifactNotFoundError extends Error {
@@ -30,5 +31,22 @@ export class ArtifactStoreRejectedError extends Error {
   ) {
     super(message);
     this.name = 'ArtifactStoreRejectedError';
+  }
+}
+
+/**
+ * A store call failed in this process with no answer from the store and no network error (a
+ * programming error, a request the client could not build): retrying repeats it. The original
+ * error is its cause, and its stack follows this one's message.
+ */
+export class ArtifactStoreCallError extends Error {
+  constructor(
+    readonly endpoint: string,
+    message: string,
+    cause: unknown,
+  ) {
+    super(message, { cause });
+    this.name = 'ArtifactStoreCallError';
+    if (cause instanceof Error && cause.stack) this.stack = `${this.name}: ${message}\ncaused by ${cause.stack}`;
   }
 }

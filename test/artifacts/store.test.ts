@@ -42,6 +42,19 @@ describe('run metrics records', () => {
     );
   });
 
+  it('appends the next step, and puts a step recorded out of order in its place', async () => {
+    const { path, activities } = storeWithMetrics('');
+    for (const step of [1, 3, 2]) await activities.recordStepMetrics(stepRecord(step));
+    assert.deepEqual(
+      readFileSync(path, 'utf8')
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as { step: number }).step),
+      [1, 2, 3],
+      path,
+    );
+  });
+
   it('is idempotent by step: a retried record writes nothing new', async () => {
     const { path, activities } = storeWithMetrics('');
     await activities.recordStepMetrics(stepRecord(1));

@@ -16,8 +16,16 @@ interface StoreUnderTest {
   name: string;
   before?: () => Promise<void>;
   after?: () => Promise<void>;
-  /** A fresh, empty store, and a function opening another instance over the same storage. */
-  fresh: () => { store: ArtifactStore; again: () => ArtifactStore; locationOf: (key: string) => string };
+  /**
+   * A fresh, empty store, a function opening another instance over the same storage, and where a
+   * key is, for messages (the S3 store's with its endpoint).
+   */
+  fresh: () => {
+    store: ArtifactStore;
+    again: () => ArtifactStore;
+    locationOf: (key: string) => string;
+    where: (key: string) => string;
+  };
 }
 
 let minio: S3Server | undefined;
@@ -44,6 +52,7 @@ const STORES: StoreUnderTest[] = [
         store: new FileArtifactStore(root),
         again: () => new FileArtifactStore(root),
         locationOf: (key) => join(root, ...key.split('/')),
+        where: (key) => join(root, ...key.split('/')),
       };
     },
   },
@@ -62,6 +71,7 @@ const STORES: StoreUnderTest[] = [
         store: s3Store(prefix),
         again: () => s3Store(prefix),
         locationOf: (key) => `s3://${TEST_BUCKET}/${prefix}/${key}`,
+        where: (key) => `bucket ${TEST_BUCKET}, key ${prefix}/${key} at ${minio!.url}`,
       };
     },
   },
@@ -94,33 +104,56 @@ for (const subject of STORES) {
       assert.deepEqual(await store.list('k'), ['k/j.json', 'k/v.txt']);
     });
 
-    it('concurrent writes of one key each land whole', async () => {
-      const { store, again } = subject.fresh();
+    it("concurrent writes of one key each land whole: a read after each write, and the final object, is one writer's entire value", async () => {
+      const { store, again, where } = subject.fresh();
       const other = again();
+      const key = 'r/one.json';
       const values = Array.from({ length: 20 }, (_, i) => ({ writer: i, body: 'x'.repeat(2000 + i) }));
-      await Promise.all(values.map((v, i) => (i % 2 ? store : other).putJson('r/one.json', v)));
-      const stored = await store.getJson<{ writer: number; body: string }>('r/one.json');
-      assert.equal(stored.body.length, 2000 + stored.writer);
+      const written = new Set(values.map((v) => `${JSON.stringify(v, null, 2)}\n`));
+      // Each writer reads right after its own write, while the others are still writing.
+      const reads = await Promise.all(
+        values.map(async (v, i) => {
+          const writer = i % 2 ? store : other;
+          await writer.putJson(key, v);
+          return writer.getText(key);
+        }),
+      );
+      const final = await store.getText(key);
+      const wrong = [...reads, final].filter((text) => text === null || !written.has(text));
+      assert.equal(
+        wrong.length,
+        0,
+        `${where(key)}: ${wrong.length} of ${reads.length + 1} reads saw no writer's whole value, e.g. ${JSON.stringify(wrong[0]?.slice(0, 80))} (${wrong[0]?.length} chars)`,
+      );
     });
 
-    it('appendLine from two instances at once loses no line (2 x 50), each line whole and in its writer order', async () => {
-      const { store, again } = subject.fresh();
+    it('appendLine from two instances at once: every appended line is there exactly once (2 x 50), whole and in its writer order', async () => {
+      const { store, again, where } = subject.fresh();
       const other = again();
+      const key = 'runs/r/metrics.jsonl';
+      const linesOf = (name: string) => Array.from({ length: 50 }, (_, i) => JSON.stringify({ name, i }));
       const writer = async (s: ArtifactStore, name: string) => {
-        for (let i = 0; i < 50; i++) await s.appendLine('runs/r/metrics.jsonl', JSON.stringify({ name, i }));
+        for (const line of linesOf(name)) await s.appendLine(key, line);
       };
       await Promise.all([writer(store, 'a'), writer(other, 'b')]);
-      const text = (await store.getText('runs/r/metrics.jsonl'))!;
-      assert.ok(text.endsWith('\n'));
-      const lines = text
-        .trimEnd()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { name: string; i: number });
-      assert.equal(lines.length, 100);
+      const text = (await store.getText(key))!;
+      assert.ok(text.endsWith('\n'), `${where(key)} ends without a newline`);
+      const lines = text.trimEnd().split('\n');
+      const count = new Map<string, number>();
+      for (const line of lines) count.set(line, (count.get(line) ?? 0) + 1);
+      const appended = [...linesOf('a'), ...linesOf('b')];
+      const notOnce = appended.filter((l) => count.get(l) !== 1).map((l) => `${l} x${count.get(l) ?? 0}`);
+      const strangers = lines.filter((l) => !appended.includes(l));
+      assert.deepEqual(
+        { notOnce, strangers },
+        { notOnce: [], strangers: [] },
+        `${where(key)}: ${notOnce.length} of the 100 appended lines are not there exactly once, ${strangers.length} lines were never appended (${lines.length} lines in all)`,
+      );
       for (const name of ['a', 'b'])
         assert.deepEqual(
-          lines.filter((l) => l.name === name).map((l) => l.i),
-          Array.from({ length: 50 }, (_, i) => i),
+          lines.filter((l) => (JSON.parse(l) as { name: string }).name === name),
+          linesOf(name),
+          `${where(key)}: the lines of writer ${name} in its order`,
         );
     });
 
