@@ -90,6 +90,7 @@ const stepResponseSchema = z
       .nullable()
       .optional(),
     replayed: z.boolean().optional(),
+    commit_to_answer_ms: z.number().nullable().optional(),
   })
   .passthrough();
 
@@ -100,8 +101,11 @@ export interface OptimizerStepResult {
   exportPath: string | null;
   replayed: boolean;
   samples: number;
-  /** Epoch ms the trainer's answer arrived: the step committed (absent in older histories). */
-  committedAtMs?: number;
+  /**
+   * Milliseconds from the trainer's commit of the step to its answer, on the trainer's clock; null
+   * for a step applied earlier (its stored result) or a trainer that does not report it.
+   */
+  commitToAnswerMs?: number | null;
   /** What the step's replies look like, for the guardrails (absent in results recorded before them). */
   signals?: ReplySignals;
 }
@@ -199,7 +203,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
           exportPath: r.checkpoint?.export_path ?? null,
           replayed: r.replayed ?? false,
           samples: samples.length,
-          committedAtMs: Date.now(),
+          commitToAnswerMs: r.commit_to_answer_ms ?? null,
           signals: replySignals(replies),
         };
       } catch (error) {

@@ -4,7 +4,7 @@ import { createLogger } from '../log.js';
 import { downloadAdapter, fetchAdapterManifest } from '../trainer/adapterFiles.js';
 import { loadLoraAdapter } from '../vllm/load.js';
 import { listedWithVersion, policyHeaders, probeAndUnload } from '../vllm/served.js';
-import type { PublishResult } from './runBookkeeping.js';
+import { msSince, type PublishResult } from './runBookkeeping.js';
 
 const log = createLogger({ component: 'publisher' });
 
@@ -45,6 +45,7 @@ export function createPublisherActivities(options: PublisherOptions) {
   const base = options.policyBaseURL.replace(/\/$/, '');
   return {
     async publishToReplica(input: ReplicaPublishInput): Promise<ReplicaPublishResult> {
+      const startedAtMs = Date.now();
       const version = `${input.runName}@${input.step}`;
       const manifest = await fetchAdapterManifest(input.trainer, input.runName, input.step);
       if (manifest.run_id !== input.runName || manifest.step !== input.step)
@@ -65,7 +66,13 @@ export function createPublisherActivities(options: PublisherOptions) {
         dir,
         downloaded: !reused,
       });
-      return { version, replica: input.replica.name, digest: manifest.digest, ...served };
+      return {
+        version,
+        replica: input.replica.name,
+        digest: manifest.digest,
+        ...served,
+        publishMs: msSince(startedAtMs, served.firstTokenAtMs),
+      };
     },
   };
 }

@@ -26,9 +26,20 @@ export interface PublishResult {
   version: string;
   /** Epoch ms of the first token the new version served (vLLM mode); null when not measured. */
   firstTokenAtMs: number | null;
+  /**
+   * Milliseconds from this publish attempt's start (it learns of the committed step) to the new
+   * version's first token, both read on the publishing host's clock; null when not measured.
+   * Absent in results recorded before it was measured.
+   */
+  publishMs?: number | null;
   unloaded: string[];
   /** Unloads vLLM refused or that did not reach it: reported by the run, not fatal. */
   unloadFailures: string[];
+}
+
+/** `firstTokenAtMs` less `startedAtMs`, both read on this host's clock; null when not measured. */
+export function msSince(startedAtMs: number, firstTokenAtMs: number | null): number | null {
+  return firstTokenAtMs === null ? null : firstTokenAtMs - startedAtMs;
 }
 
 export function createRunBookkeepingActivities(store: ArtifactStore) {
@@ -53,6 +64,7 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
      * version serves and unloads the run's versions older than the newest `unload.keep`.
      */
     async publishPolicyVersion(input: PublishInput): Promise<PublishResult> {
+      const startedAtMs = Date.now();
       const base = input.policyBaseURL.replace(/\/$/, '');
       const headers = policyHeaders(input.apiKeyEnv);
       if (input.mode === 'vllm') {
@@ -71,8 +83,9 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
       }
       const listed = await listedWithVersion(base, headers, input.apiKeyEnv, input.version);
       if (input.mode !== 'vllm')
-        return { version: input.version, firstTokenAtMs: null, unloaded: [], unloadFailures: [] };
-      return { version: input.version, ...(await probeAndUnload(base, headers, input.version, listed, input.unload)) };
+        return { version: input.version, firstTokenAtMs: null, publishMs: null, unloaded: [], unloadFailures: [] };
+      const served = await probeAndUnload(base, headers, input.version, listed, input.unload);
+      return { version: input.version, ...served, publishMs: msSince(startedAtMs, served.firstTokenAtMs) };
     },
 
     /**

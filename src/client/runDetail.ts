@@ -16,8 +16,10 @@ export interface RunDetailStep extends OffPolicyFigures {
   rewardMean: number;
   successRate: number;
   evalScore: number | null;
-  /** Trainer's commit to the new version's first served token, ms (null: not measured, see StepMetricsRecord). */
+  /** The publish's start to the new version's first served token, ms (null: not measured, see StepMetricsRecord). */
   publishLatencyMs: number | null;
+  /** The trainer's commit to its answer, ms (null: not reported, see StepMetricsRecord). */
+  commitToAnswerMs: number | null;
 }
 
 export interface RunDetail {
@@ -37,6 +39,7 @@ export function runDetailStep(s: StepMetricsRecord): RunDetailStep {
     successRate: s.successRate,
     evalScore: s.eval?.score ?? null,
     publishLatencyMs: s.publishLatencyMs ?? null,
+    commitToAnswerMs: s.commitToAnswerMs ?? null,
     ...offPolicyFigures(s.trainer),
   };
 }

@@ -67,12 +67,20 @@ export interface StepMetricsRecord {
   /** Present when the kept dialogues' calls waited for a tokens-per-minute budget: per endpoint, how often and how long. */
   rateLimitWaits?: { policy: { waits: number; seconds: number }; simulator: { waits: number; seconds: number } };
   /**
-   * Milliseconds from the trainer's commit of the step to the first token vLLM served from the new
-   * version (`training.publish: vllm`: load, listing, then a one-token completion of `run@step`).
-   * Null with `publish: trainer`: the trainer serves the weights it just committed, nothing is
-   * loaded. Absent in records written before it was measured.
+   * Milliseconds from the publish's start (it learns of the committed step) to the first token vLLM
+   * served from the new version (`training.publish: vllm`: load, listing, then a one-token
+   * completion of `run@step`), both read on the publishing host's clock; with replicas, the slowest
+   * replica's. Null with `publish: trainer` (the trainer serves the weights it just committed,
+   * nothing is loaded) and in results recorded before the publisher timed itself. Absent in
+   * records written before it was measured.
    */
   publishLatencyMs?: number | null;
+  /**
+   * Milliseconds from the trainer's commit of the step to its answer, on the trainer's clock. Null
+   * when the step was applied earlier (a retried post got the stored result) or the trainer did not
+   * report it; absent in older records.
+   */
+  commitToAnswerMs?: number | null;
   /** Present on steps that ran an evaluation. */
   eval?: { evalId: string; score: number; success: number; failure: number; count: number };
 }

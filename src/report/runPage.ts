@@ -249,7 +249,7 @@ export function renderRunPage(input: RunPageInput): string {
     steps.length === 0
       ? empty('No steps recorded yet.')
       : html`<div class="table-wrap tall"><table class="sortable steps">
-<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable title="max |sampler − trainer| log-prob over completion tokens">Log-prob gap</th>${OFF_POLICY_HEADERS}${STEP_SIGNAL_HEADERS}<th class="num" data-sortable>Rollouts</th><th class="num" data-sortable title="trainer's commit to the new version's first token on vLLM">Publish ms</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
+<thead><tr><th class="num" data-sortable>Step</th><th data-sortable>Sampled from</th><th class="num" data-sortable>Reward ± std</th><th class="num" data-sortable>Success</th><th class="num" data-sortable>Failure</th><th class="num" data-sortable>Malformed</th><th class="num" data-sortable>Turns</th><th class="num" data-sortable>Loss</th><th class="num" data-sortable>KL</th><th class="num" data-sortable>Entropy</th><th class="num" data-sortable>Grad norm</th><th class="num" data-sortable title="max |sampler − trainer| log-prob over completion tokens">Log-prob gap</th>${OFF_POLICY_HEADERS}${STEP_SIGNAL_HEADERS}<th class="num" data-sortable>Rollouts</th><th class="num" data-sortable title="the publish's start to the new version's first token on vLLM, on the publisher's clock">Publish ms</th><th class="num" data-sortable>Eval</th><th data-sortable>Time (UTC)</th></tr></thead>
 <tbody>${[...steps].reverse().map(
           (s) => html`<tr>
 <td class="num" data-v="${s.step}"><b>${s.step}</b></td>
@@ -351,7 +351,7 @@ ${
   steps.some((s) => finite(s.publishLatencyMs) !== null)
     ? small(
         'Publish latency',
-        "ms from the trainer's commit of a step to the first token vLLM serves from its adapter",
+        "ms from the publish's start to the first token vLLM serves from the step's adapter",
         'publish-latency',
         [{ name: 'publish ms', color: SERIES.orange, points: pts((s) => s.publishLatencyMs) }],
       )

@@ -2,6 +2,7 @@ import {
   condition,
   defineSignal,
   getExternalWorkflowHandle,
+  patched,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -12,8 +13,32 @@ import type { FinishedCalls } from '../activities/dialogueTurn.js';
 import { lastErrorOf, operatorFixable, type WaitingCall, type WaitingNotice } from '../core/outageWait.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
-/** Rollouts started after this patch wait at an LLM call whose endpoint stays down past its retries. */
-export const WAIT_AT_OUTAGE_PATCH = 'wait-at-outage';
+/**
+ * Rollouts started after this patch wait at an LLM call whose endpoint stays down past its retries.
+ * Asked when the rollout starts, so a rollout already running when the change deployed fails at an
+ * outage as it did when it started.
+ */
+export const WAIT_AT_OUTAGE_PATCH = 'wait-at-outage-from-start';
+/**
+ * The same change as first shipped: asked only when a call first failed, so its marker sits at
+ * that call. Histories holding it waited there, and replay so.
+ */
+export const WAIT_AT_OUTAGE_ASKED_LATE_PATCH = 'wait-at-outage';
+
+/**
+ * Whether this rollout waits at an outage. Call it when the rollout starts; the answer it returns
+ * is read when a call fails.
+ */
+export function outageWaitEnabled(): () => boolean {
+  if (patched(WAIT_AT_OUTAGE_PATCH)) return () => true;
+  let askedLate = false;
+  return () => {
+    // Only a replayed history can hold the older marker; live, a rollout without the new one
+    // started before the change and must not start waiting now.
+    askedLate ||= workflowInfo().unsafe.isReplaying && patched(WAIT_AT_OUTAGE_ASKED_LATE_PATCH);
+    return askedLate;
+  };
+}
 
 /** Sent to a waiting rollout (from the Temporal UI, `attune resume` or its parent): retry the failed call and go on. */
 export const continueSignal = defineSignal('continue');
@@ -56,7 +81,7 @@ export class OutageWait {
 
   constructor(
     private readonly options: {
-      /** Whether this rollout waits (a patch check: asked only when a call fails that way). */
+      /** Whether this rollout waits (see outageWaitEnabled). */
       enabled: () => boolean;
       rolloutId: string;
       maxWaitMinutes: number;

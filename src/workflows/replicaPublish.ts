@@ -49,8 +49,8 @@ function replicaFailure(settings: TrainingSettings, replica: Replica, error: unk
 
 export interface ReplicasPublished {
   version: string;
-  /** Epoch ms at which the last replica served the version's first token; null when one was not measured. */
-  firstTokenAtMs: number | null;
+  /** The slowest replica's publish, from its start to the first token on its own clock; null when one was not measured. */
+  publishMs: number | null;
 }
 
 /**
@@ -105,9 +105,9 @@ export async function publishToReplicas(
     );
   const failedUnloads = published.flatMap((p) => p.unloadFailures.map((f) => `${p.replica}: ${f}`));
   if (failedUnloads.length > 0) control.report(`step ${step}: old adapters not unloaded: ${failedUnloads.join('; ')}`);
-  const firstTokens = published.map((p) => p.firstTokenAtMs);
+  const durations = published.map((p) => p.publishMs ?? null);
   return {
     version: `${settings.runName}@${step}`,
-    firstTokenAtMs: firstTokens.some((t) => t === null) ? null : Math.max(...(firstTokens as number[])),
+    publishMs: durations.some((t) => t === null) ? null : Math.max(...(durations as number[])),
   };
 }

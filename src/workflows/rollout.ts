@@ -31,7 +31,7 @@ import * as timeline from '../core/rolloutTimeline.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { summarisedCall } from './summarisedCall.js';
-import { endpointName, finishedCallsOf, OutageWait, WAIT_AT_OUTAGE_PATCH } from './outageWait.js';
+import { endpointName, finishedCallsOf, OutageWait, outageWaitEnabled } from './outageWait.js';
 
 export interface RolloutInput {
   rolloutId: string;
@@ -136,6 +136,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const local = settings.llmCalls === 'local';
   // Asked first, so the marker leads the history; recorded histories without it schedule as before.
   const summaries = patched(ACTIVITY_SUMMARIES_PATCH);
+  const waitsAtOutage = outageWaitEnabled();
   const policyOptions = {
     startToCloseTimeout: activityTimeoutFor(settings.policy.timeoutMs),
     retry: retryOptions(settings.policy.retry),
@@ -211,9 +212,8 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     if (gate.waiting) setCurrentDetails(`${waitingDetails(gate.waiting, maxWaitMinutes)}\n\n${details}`);
     else if (summaries) setCurrentDetails(details);
   };
-  // Asked only when a call first fails that way: histories recorded before it failed there as before.
   const gate = new OutageWait({
-    enabled: () => patched(WAIT_AT_OUTAGE_PATCH),
+    enabled: waitsAtOutage,
     rolloutId: input.rolloutId,
     maxWaitMinutes,
     onChange: showDetails,

@@ -23,7 +23,7 @@ export function checkGuardrails(
   if (rules.length === 0 || !patched(GUARDRAILS_PATCH)) return { record, pause: null };
   const checked = guardStep(state.guard ?? previous, rules, guardPointOf(record));
   state.guard = checked.state;
-  const trips = [...(checked.pause ? [checked.pause] : []), ...checked.warnings];
+  const trips = [...(checked.pause ? [checked.pause] : []), ...checked.alsoPausing, ...checked.warnings];
   return {
     record:
       trips.length === 0

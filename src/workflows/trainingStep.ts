@@ -169,7 +169,7 @@ async function publishStepWithOperator(
   if (settings.publish.mode === 'vllm' && settings.publish.replicas) {
     const published = await publishToReplicas(settings, control, step);
     if (published === null) return null;
-    return { version: published.version, latencyMs: latencySinceCommit(applied, published.firstTokenAtMs) };
+    return { version: published.version, latencyMs: published.publishMs };
   }
   for (;;) {
     try {
@@ -213,7 +213,7 @@ function optimizeStep({ optimizer, settings, state }: StepContext, done: StepToA
 
 interface PublishedStep {
   version: string;
-  /** Trainer's commit to the version's first served token (null: not measured, see StepMetricsRecord). */
+  /** The publish's start to the version's first served token (null: not measured, see StepMetricsRecord). */
   latencyMs: number | null;
 }
 
@@ -245,13 +245,8 @@ async function publishStep(
   if (typeof (published as PublishResult | string) === 'string') return { version, latencyMs: null };
   if (published.unloadFailures.length > 0)
     control.report(`step ${step}: old adapters not unloaded: ${published.unloadFailures.join('; ')}`);
-  return { version, latencyMs: latencySinceCommit(applied, published.firstTokenAtMs) };
-}
-
-/** The trainer's commit to the version's first served token; null when the first token was not measured. */
-function latencySinceCommit(applied: OptimizerStepResult, firstTokenAtMs: number | null): number | null {
-  const committedAt = applied.committedAtMs ?? Date.now();
-  return firstTokenAtMs === null ? null : Math.max(0, firstTokenAtMs - committedAt);
+  // Results recorded before the publisher timed itself carry no duration on one clock.
+  return { version, latencyMs: published.publishMs ?? null };
 }
 
 /** Evaluates the new version when it is due; a failed evaluation is reported, not fatal to training. */
@@ -328,6 +323,7 @@ async function recordStep(
     dropped: survivors.decision.dropped.length,
     trainer: done.applied.metrics,
     publishLatencyMs: done.publishLatencyMs,
+    ...(done.applied.commitToAnswerMs !== undefined ? { commitToAnswerMs: done.applied.commitToAnswerMs } : {}),
     ...(done.applied.signals ? { replies: done.applied.signals } : {}),
     ...(state.guard?.lastEvalScore !== undefined ? { previousEvalScore: state.guard.lastEvalScore } : {}),
     ...(settings.credit ? { credit: settings.credit } : {}),

@@ -109,10 +109,17 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
     fake.lora.servesOnlyLoaded = true;
     const before = Date.now();
     const published = await publish('run@1', adapterDir(8));
+    const after = Date.now();
     assert.deepEqual(fake.probes, ['run@1']);
     assert.ok(
       published.firstTokenAtMs !== null && published.firstTokenAtMs >= before,
       String(published.firstTokenAtMs),
+    );
+    // The latency the step records: from this publish's own start to that first token, on one clock.
+    const { publishMs } = published;
+    assert.ok(
+      typeof publishMs === 'number' && publishMs >= 0 && publishMs <= after - before,
+      `publishMs ${publishMs} outside the publish's own ${after - before} ms`,
     );
   });
 

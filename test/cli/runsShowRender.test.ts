@@ -9,6 +9,7 @@ const OLD = stepRecord(1);
 const OFF_POLICY: StepMetricsRecord = {
   ...stepRecord(2),
   publishLatencyMs: 87,
+  commitToAnswerMs: 3.5,
   trainer: {
     ...stepRecord(2).trainer,
     staleness_histogram: { '1': 6, '0': 2 },
@@ -50,6 +51,7 @@ describe('attune runs show: off-policy figures and publish latency per step', ()
       isWeightMax: null,
       isTruncatedShare: null,
       publishLatencyMs: null,
+      commitToAnswerMs: null,
     });
     assert.deepEqual(offPolicy, {
       step: 2,
@@ -62,6 +64,7 @@ describe('attune runs show: off-policy figures and publish latency per step', ()
       isWeightMax: 1.8,
       isTruncatedShare: 0.015,
       publishLatencyMs: 87,
+      commitToAnswerMs: 3.5,
     });
   });
 

@@ -83,15 +83,20 @@ describe('rate-limit waits in attune status', () => {
   });
 
   it("shows the last step's publish latency, or why there is none", () => {
-    const metrics = (publishLatencyMs?: number | null) =>
+    const metrics = (publishLatencyMs?: number | null, commitToAnswerMs?: number) =>
       ({
         ...LAST_STEP,
         ...(publishLatencyMs !== undefined ? { publishLatencyMs } : {}),
+        ...(commitToAnswerMs !== undefined ? { commitToAnswerMs } : {}),
       }) as unknown as StepMetricsRecord;
     const render = (m: StepMetricsRecord) => renderStatus({ ...STATUS, lastMetrics: m } as unknown as TrainingStatus);
     assert.match(
       render(metrics(64)),
-      /^publish latency +64 ms from the trainer's commit to r@2's first token \(step 2\)$/m,
+      /^publish latency +64 ms from the publish's start to r@2's first token \(step 2\)$/m,
+    );
+    assert.match(
+      render(metrics(64, 2.5)),
+      /^publish latency +64 ms from the publish's start to r@2's first token \(step 2\); the trainer answered 2\.5 ms after its commit$/m,
     );
     assert.match(render(metrics(null)), /^publish latency +not measured \(the trainer serves its own weights\)$/m);
     assert.doesNotMatch(render(metrics()), /publish latency/);

@@ -2,6 +2,14 @@
  * Records the workflow histories that the replay tests replay. Run it when a workflow change is
  * meant to be incompatible (and version the workflow), never to make a failing replay pass:
  *   node --import tsx test/support/recordHistories.ts [NAME...]   (default: all; names below)
+ *
+ * Two histories were recorded by older workflow code, in a scratch copy of the commit before the
+ * change, with the rollout rig of that commit (scenario test-not-my-fault-avoidant-cyclist, seed
+ * 4242, 4 turns, simulator and policy retries at 2 attempts), and cannot be recorded again here:
+ * - rollout-failed-before-wait-at-outage.json: the code before rollouts waited at an outage; the
+ *   simulator's analysis answers 500 from its 3rd call on, and the rollout fails;
+ * - rollout-waited-at-outage-asked-late.json: the code that asked the wait-at-outage patch only
+ *   when a call failed; turn 3's analysis answers 500 until the rollout waits, then `continue`.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

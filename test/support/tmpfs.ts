@@ -6,24 +6,34 @@ import { join } from 'node:path';
 
 /** Small RAM-backed file systems that tests fill to make a directory run out of space (needs root). */
 
-let probed: boolean | null = null;
+/** Why this process cannot mount a tmpfs; null when it can. */
+let probed: string | null | undefined;
 
-/** Whether this process may mount a tmpfs (root, and a mount that works here); probed once. */
-export function tmpfsMountable(): boolean {
-  if (probed !== null) return probed;
-  probed = false;
-  if (process.getuid?.() !== 0) return false;
+/**
+ * Throws, with the reason, unless this process may mount a tmpfs (root, and a mount that works
+ * here, which a container without CAP_SYS_ADMIN refuses); probed once. Tests that fill a small
+ * file system call it first, so a machine that cannot mount fails them instead of faking the fault.
+ */
+export function requireTmpfs(): void {
+  probed ??= tmpfsProblem();
+  if (probed !== null)
+    throw new Error(`this test mounts a size-limited tmpfs: run the suite as root, with mount(8): ${probed}`);
+}
+
+function tmpfsProblem(): string | null {
+  const uid = process.getuid?.();
+  if (uid !== 0) return `running as uid ${uid ?? '(unknown)'}, not root`;
   const probe = mkdtempSync(join(tmpdir(), 'attune-tmpfs-probe-'));
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1M', 'tmpfs', probe], { stdio: 'pipe' });
     execFileSync('umount', [probe], { stdio: 'pipe' });
-    probed = true;
-  } catch {
-    // no privilege to mount here (a container without CAP_SYS_ADMIN, say)
+    return null;
+  } catch (error) {
+    const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
+    return `mount -t tmpfs failed: ${stderr || (error as Error).message}`;
   } finally {
     rmdirSync(probe);
   }
-  return probed;
 }
 
 export function mountTmpfs(dir: string, sizeMiB: number): void {

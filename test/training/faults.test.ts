@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { trainingWorkflowId, type TrainingStatus } from '../../src/workflows/training.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../../src/core/training/sameTrainerError.js';
@@ -11,7 +12,7 @@ import {
   removeBallast,
   resizeTmpfs,
   shrinkTmpfsToUse,
-  tmpfsMountable,
+  requireTmpfs,
   unmountTmpfs,
 } from '../support/tmpfs.js';
 import { assertSameEssentials, essentials } from '../support/runEssentials.js';
@@ -34,6 +35,8 @@ const PIPELINED = [...SAMPLED, 'training.maxStaleness=1'];
 const GREEDY = [...TINY_TRAINING('ppo', STEPS), 'policy.temperature=0'];
 /** Each step's LoRA adapter published to vLLM (the fake's runtime LoRA API). */
 const VLLM = [...SAMPLED, 'training.publish=vllm', 'training.lora.r=8'];
+/** statfs(2)'s f_type of a tmpfs (linux/magic.h). */
+const TMPFS_MAGIC = 0x01021994;
 /** Room for a tiny-random run's checkpoints; the ballast takes whatever is left. */
 const TMPFS_MIB = 16;
 
@@ -214,27 +217,22 @@ describe('training under faults: each disturbed run matches an undisturbed run o
   });
 
   it('the trainer state directory fills up during a commit: the run waits for the operator, resume completes it', async () => {
+    requireTmpfs();
     const run = 'fault-trainer-disk';
     await baseline(SAMPLED);
-    const mountable = tmpfsMountable();
-    // Without the right to mount, the trainer's fault switch raises the same ENOSPC in the commit.
-    rig = await createTrainingRig({
-      set: SAMPLED,
-      behaviour: BEHAVIOUR,
-      trainerEnv: mountable ? {} : { ATTUNE_TRAINER_FAULT_INJECTION: 'during_commit@2:1' },
-    });
+    rig = await createTrainingRig({ set: SAMPLED, behaviour: BEHAVIOUR });
     const stateDir = rig.trainer.stateDir;
-    if (mountable) {
-      // The trainer moves onto a small file system of its own before the run begins.
-      await rig.trainer.kill();
-      mountTmpfs(stateDir, TMPFS_MIB);
-      mounted.push(stateDir);
-      await rig.trainer.start();
-    }
+    // The trainer moves onto a small file system of its own before the run begins.
+    await rig.trainer.kill();
+    mountTmpfs(stateDir, TMPFS_MIB);
+    mounted.push(stateDir);
+    await rig.trainer.start();
     await rig.startWorkers();
     const { handle } = await rig.start(run);
     await pausedBefore(rig, handle, run, 2);
-    const ballast = mountable ? await fillWithBallast(stateDir) : null;
+    assert.equal(statfsSync(stateDir).type, TMPFS_MAGIC, `the trainer's state directory ${stateDir} is the tmpfs`);
+    const ballast = await fillWithBallast(stateDir);
+    assert.equal(statfsSync(stateDir).bavail, 0, 'the ballast took every free block');
     await handle.executeUpdate('resume');
 
     const blocked = await waitingForOperator(rig, run, 120_000);
@@ -250,13 +248,13 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     assert.equal(shown.phase, 'waiting-for-operator');
     assert.match(shown.blockedReason ?? '', diskFull);
 
-    if (ballast) await removeBallast(ballast);
+    await removeBallast(ballast);
     await handle.executeUpdate('resume');
     await expectSameAsBaseline(SAMPLED, run);
   });
 
   it('the trainer state directory tmpfs is shrunk to 64 KB above its use after step 1: the run waits for the operator within a minute, resume after enlarging completes it', async () => {
-    assert.ok(tmpfsMountable(), 'this test mounts a size-limited tmpfs: run the suite as root, with mount(8)');
+    requireTmpfs();
     const run = 'fault-trainer-disk-shrunk';
     await baseline(SAMPLED);
     rig = await createTrainingRig({ set: SAMPLED, behaviour: BEHAVIOUR });
@@ -290,7 +288,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
   });
 
   it('the artifact directory fills up while transcripts are written: the run waits for the operator, resume completes it', async function () {
-    assert.ok(tmpfsMountable(), 'this test mounts a size-limited tmpfs: run the suite as root, with mount(8)');
+    requireTmpfs();
     const run = 'fault-artifact-disk';
     await baseline(GREEDY);
     rig = await createTrainingRig({ set: GREEDY, behaviour: BEHAVIOUR });

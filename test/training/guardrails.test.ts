@@ -86,6 +86,27 @@ describe('guardrails', () => {
     assert.equal(checked.pause?.step, 4);
   });
 
+  it('two pausing rules on one step: both are recorded as pauses, neither as resumed past', () => {
+    const LONG: Guardrail = { kind: 'above', name: 'long', action: 'pause', signal: 'replyLengthMean', value: 100 };
+    const both = (step: number) => point(step, { emptyShare: 0.5, replyLengthMean: 300 });
+    const checked = guardStep(emptyGuardState(), [EMPTY, LONG], both(1));
+    assert.equal(checked.pause?.rule, 'empty');
+    assert.deepEqual(
+      checked.alsoPausing.map((t) => [t.rule, t.action, t.message]),
+      [['long', 'pause', 'guardrail long at step 1: replyLengthMean 300 above 100']],
+    );
+    assert.deepEqual(checked.warnings, [], 'nobody resumed past either rule');
+    assert.deepEqual(checked.state.warnings, []);
+    // resumed past the rule the run waited on: the other one still pauses, the resumed one warns
+    const next = guardStep(acknowledged(checked.state, checked.pause!), [EMPTY, LONG], both(2));
+    assert.equal(next.pause?.rule, 'long');
+    assert.deepEqual(
+      next.warnings.map((w) => [w.rule, w.action]),
+      [['empty', 'warn']],
+    );
+    assert.match(next.warnings[0]!.message, /\(resumed past\)$/);
+  });
+
   it('points come from step records; the defaults parse', () => {
     const record = {
       step: 3,

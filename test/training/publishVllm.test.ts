@@ -166,7 +166,7 @@ describe('training.publish: vllm against the fake vLLM (real dev server, real tr
     assert.match(
       text.stdout.replace(/\s+/g, ' '),
       new RegExp(
-        `publish latency ${metrics[4]?.publishLatencyMs} ms from the trainer's commit to ${run}@5's first token`,
+        `publish latency ${metrics[4]?.publishLatencyMs} ms from the publish's start to ${run}@5's first token`,
       ),
     );
   });

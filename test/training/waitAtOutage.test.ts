@@ -110,7 +110,29 @@ describe('training: dialogues wait at a call whose endpoint is down past its ret
       listed.map((r) => r.step),
       [1, 1, 1, 1],
     );
-    assert.ok(listed.every((r) => r.uiUrl === null || r.uiUrl.endsWith(encodeURIComponent(r.rolloutId))));
+    // Through TEMPORAL_ADDRESS the CLI knows no UI for that server: no link, rather than a guessed one.
+    assert.deepEqual(
+      listed.map((r) => r.uiUrl),
+      [null, null, null, null],
+    );
+    // Through the local dev server's port the CLI links each dialogue in that server's UI.
+    const uiPort = 18_233;
+    const local = await attune(
+      [
+        ...['rollouts', 'list', run, '--waiting', '--json'],
+        ...rig.configSet.flatMap((s) => ['--set', s]),
+        ...['--set', `temporal.devServer.port=${new URL(`http://${rig.address}`).port}`],
+        ...['--set', `temporal.devServer.uiPort=${uiPort}`],
+      ],
+      { TEMPORAL_ADDRESS: '' },
+    );
+    assert.equal(local.code, 0, local.stderr);
+    const linked = JSON.parse(local.stdout) as (WaitingRollout & { uiUrl: string | null })[];
+    assert.deepEqual(
+      linked.map((r) => r.uiUrl),
+      linked.map((r) => `http://127.0.0.1:${uiPort}/namespaces/default/workflows/${encodeURIComponent(r.rolloutId)}`),
+    );
+    assert.deepEqual(linked.map((r) => r.rolloutId).sort(), listed.map((r) => r.rolloutId).sort());
     assert.equal((await rig.trainer.runState(run)).step, 0, 'no step was applied while its dialogues wait');
 
     down = false;

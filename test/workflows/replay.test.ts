@@ -7,6 +7,8 @@ import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
+import { ACTIVITY_SUMMARIES_PATCH } from '../../src/workflows/rollout.js';
+import { WAIT_AT_OUTAGE_ASKED_LATE_PATCH } from '../../src/workflows/outageWait.js';
 
 const HISTORIES = join(__dirname, '..', 'fixtures', 'histories');
 
@@ -62,6 +64,39 @@ describe('workflow replay (determinism guard)', () => {
       { workflowBundle: await sharedWorkflowBundle() },
       before,
       'replay-fixture-rollout-local-turn-before',
+    );
+  });
+
+  it('replays a rollout recorded before rollouts waited at an outage: it fails at the failed call, no wait', async () => {
+    const history = historyFromJSON(loadHistory('rollout-failed-before-wait-at-outage.json'));
+    const events = history.events ?? [];
+    assert.deepEqual(patchIds(events), [ACTIVITY_SUMMARIES_PATCH], 'no wait-at-outage marker');
+    assert.equal(events.filter((e) => e.timerStartedEventAttributes).length, 0, 'no wait');
+    assert.ok(
+      events.some((e) => e.activityTaskFailedEventAttributes),
+      'an activity failed',
+    );
+    assert.ok(events.at(-1)?.workflowExecutionFailedEventAttributes, 'the rollout failed');
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      history,
+      'replay-fixture-rollout-failed-before-wait-at-outage',
+    );
+  });
+
+  it('replays a rollout that waited when the wait-at-outage patch was asked at the failed call', async () => {
+    const history = historyFromJSON(loadHistory('rollout-waited-at-outage-asked-late.json'));
+    const events = history.events ?? [];
+    assert.deepEqual(patchIds(events), [ACTIVITY_SUMMARIES_PATCH, WAIT_AT_OUTAGE_ASKED_LATE_PATCH]);
+    assert.ok(
+      events.some((e) => e.timerStartedEventAttributes),
+      'the rollout waited',
+    );
+    assert.ok(events.at(-1)?.workflowExecutionCompletedEventAttributes, 'and went on to the end');
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      history,
+      'replay-fixture-rollout-waited-at-outage-asked-late',
     );
   });
 

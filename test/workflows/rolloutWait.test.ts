@@ -94,6 +94,19 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
     assert.equal(after.typedSearchAttributes.get(SEARCH_ATTRIBUTES.outcome), resumed.outcome);
   });
 
+  it('whether a rollout waits is asked when it starts: a rollout that never fails records the patch before its first call', async () => {
+    rig = await createRolloutRig({ behaviour, set: RETRIES });
+    await rig.startWorkers();
+    const handle = await rig.startRollout(fixtureScenario(SCENARIO), 17, { maxTurns: 2 });
+    await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
+    assert.ok(!events.some((e) => e.activityTaskFailedEventAttributes), 'no call failed');
+    const marker = events.findIndex((e) => patchIds([e]).includes(WAIT_AT_OUTAGE_PATCH));
+    const firstCall = events.findIndex((e) => e.activityTaskScheduledEventAttributes);
+    assert.ok(marker >= 0, `no ${WAIT_AT_OUTAGE_PATCH} marker among ${patchIds(events).join(', ')}`);
+    assert.ok(marker < firstCall, 'the marker comes before the first call, in the first workflow task');
+  });
+
   it('rollout.activityPer=turn: the turn waits, and going on does not make its finished policy call again', async () => {
     rig = await createRolloutRig({ behaviour, set: [...RETRIES, 'rollout.activityPer=turn'] });
     await rig.startWorkers();

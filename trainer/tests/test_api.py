@@ -85,6 +85,8 @@ def test_step_exactly_once(client, engine):
     assert r1.status_code == 200, r1.text
     b1 = r1.json()
     assert b1["step"] == 1 and b1["replayed"] is False
+    # the commit-to-answer time, on the trainer's clock: measured, short, never negative
+    assert isinstance(b1["commit_to_answer_ms"], float) and 0 <= b1["commit_to_answer_ms"] < 5000
     for k in (
         "loss",
         "policy_loss",
@@ -104,6 +106,7 @@ def test_step_exactly_once(client, engine):
     ck = policy_tensors(engine.state_dir, "s", 1)
     r2 = client.post("/v1/runs/s/steps", json={"step": 1, "samples": fixed_samples(1)})
     assert r2.status_code == 200 and r2.json()["replayed"] is True
+    assert r2.json()["commit_to_answer_ms"] is None, "the stored result was committed by the first post"
     assert r2.json()["metrics"] == b1["metrics"]
     after2 = _params(engine, "s")
     assert all(torch.equal(after1[k], after2[k]) for k in after1)

@@ -74,7 +74,11 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
         'publish latency',
         m.publishLatencyMs === null
           ? 'not measured (the trainer serves its own weights)'
-          : `${m.publishLatencyMs} ms from the trainer's commit to ${m.run}@${m.step}'s first token (step ${m.step})`,
+          : `${m.publishLatencyMs} ms from the publish's start to ${m.run}@${m.step}'s first token (step ${m.step})${
+              typeof m.commitToAnswerMs === 'number'
+                ? `; the trainer answered ${m.commitToAnswerMs} ms after its commit`
+                : ''
+            }`,
       ]);
     if (m.turnReward && m.turnReturn)
       rows.push([

@@ -122,28 +122,30 @@ export function checkRule(rule: Guardrail, points: readonly GuardPoint[]): Guard
 }
 
 /**
- * Adds a recorded step and checks the rules: the warnings it raises, and the first pausing trip
- * of a rule not resumed past (null: the run goes on). A rule the operator resumed past warns
- * instead until a step where it is clear.
+ * Adds a recorded step and checks the rules: the first pausing trip of a rule not resumed past
+ * (null: the run goes on), the other pausing trips of rules not resumed past (they pause the run
+ * again on a later step if they still trip), and the warnings. A rule the operator resumed past
+ * warns instead until a step where it is clear.
  */
 export function guardStep(
   state: GuardState,
   rules: readonly Guardrail[],
   point: GuardPoint,
-): { state: GuardState; pause: GuardTrip | null; warnings: GuardTrip[] } {
+): { state: GuardState; pause: GuardTrip | null; alsoPausing: GuardTrip[]; warnings: GuardTrip[] } {
   const points = [...state.points, point].slice(-KEPT_POINTS);
   const trips = rules.flatMap((r) => checkRule(r, points) ?? []);
   const tripped = new Set(trips.map((t) => t.rule));
   const acknowledged = state.acknowledged.filter((r) => tripped.has(r));
-  const pause = trips.find((t) => t.action === 'pause' && !acknowledged.includes(t.rule)) ?? null;
+  const pausing = trips.filter((t) => t.action === 'pause' && !acknowledged.includes(t.rule));
   const warnings = trips
-    .filter((t) => t !== pause)
+    .filter((t) => !pausing.includes(t))
     .map((t): GuardTrip =>
       t.action === 'pause' ? { ...t, action: 'warn', message: `${t.message} (resumed past)` } : t,
     );
   return {
     state: { ...state, points, acknowledged, warnings: [...state.warnings, ...warnings].slice(-KEPT_WARNINGS) },
-    pause,
+    pause: pausing[0] ?? null,
+    alsoPausing: pausing.slice(1),
     warnings,
   };
 }

@@ -42,6 +42,8 @@ export interface StepRecordInput {
   trainer: TrainerStepMetrics;
   /** See StepMetricsRecord.publishLatencyMs; absent: not measured (recorded as absent). */
   publishLatencyMs?: number | null;
+  /** See StepMetricsRecord.commitToAnswerMs; absent: not reported (recorded as absent). */
+  commitToAnswerMs?: number | null;
   eval?: StepEvalSummary;
 }
 
@@ -66,6 +68,7 @@ export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
     ...turnCreditStats(kept, input.credit ?? FINAL_CREDIT),
     trainer: input.trainer,
     ...(input.publishLatencyMs !== undefined ? { publishLatencyMs: input.publishLatencyMs } : {}),
+    ...(input.commitToAnswerMs !== undefined ? { commitToAnswerMs: input.commitToAnswerMs } : {}),
     ...signalsOf(input),
     ...(waits
       ? {

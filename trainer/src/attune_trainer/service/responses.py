@@ -103,6 +103,8 @@ class StepResult(Open):
     checkpoint: StepCheckpoint
     trained_samples: list[TrainedSample] | None = None
     replayed: bool | None = None
+    # ms from the checkpoint's commit to this answer, on the trainer's clock; null for a stored result
+    commit_to_answer_ms: float | None = None
 
 
 class AssistantMessage(Open):

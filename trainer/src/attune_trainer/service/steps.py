@@ -60,10 +60,12 @@ class StepApplier:
                     field="step",
                     expected_step=run.step + 1,
                 )
-            stored = self._apply(run, request, digest)
+            stored, committed = self._apply(run, request, digest)
             out = dict(stored)
             out.pop("samples_sha256", None)
             out["replayed"] = False
+            # On this host's clock: the client's clock times the publish that follows, from its own start.
+            out["commit_to_answer_ms"] = round((time.monotonic() - committed) * 1000, 3)
             return out
 
     def _replay(self, run: LoadedRun, step: int, digest: str) -> dict:
@@ -86,11 +88,12 @@ class StepApplier:
         out = dict(stored or {})
         out.pop("samples_sha256", None)
         out["replayed"] = True
+        out["commit_to_answer_ms"] = None  # committed by an earlier request
         log("info", "step already applied; returning the stored result", run_id=run.run_id, step=step)
         return out
 
-    def _apply(self, run: LoadedRun, request: StepRequest, digest: str) -> dict:
-        """Update the weights and commit the checkpoint; returns the stored result."""
+    def _apply(self, run: LoadedRun, request: StepRequest, digest: str) -> tuple[dict, float]:
+        """Update the weights and commit the checkpoint; returns the stored result and the commit's monotonic time."""
         step = request.step
         run.in_progress_step = step
         t0 = time.time()
@@ -118,6 +121,7 @@ class StepApplier:
                 },
             }
             self.checkpoints.save(run, step, stored=stored, digest=digest)
+            committed = time.monotonic()
         except Exception as e:
             self.metrics.step_failed()
             self._recover(run, step, e)
@@ -136,7 +140,7 @@ class StepApplier:
             step=step,
             **{k: metrics[k] for k in ("loss", "reward_mean", "kl", "grad_norm", "tokens", "seconds")},
         )
-        return stored
+        return stored, committed
 
     def _recover(self, run: LoadedRun, step: int, error: Exception) -> None:
         """After a failure inside a step, the run is exactly its newest committed checkpoint.
