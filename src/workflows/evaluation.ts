@@ -15,38 +15,14 @@ import {
 } from '../core/evaluationReport.js';
 import { evaluationManifest } from '../core/evaluationManifest.js';
 import { planEvaluationDialogues } from '../core/evaluationPlan.js';
-import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
+import type { EvaluationInput } from '../core/evaluationInput.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
-import type { GoalType, Personality } from '../core/scenario.js';
 import type { RolloutProgressCounts } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { boundedFanOut, counted, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
 import { DialogueWaits } from './dialogueWaits.js';
-
-export interface EvaluationScenario {
-  id: string;
-  goalType: GoalType;
-  personality: Personality;
-}
-
-export interface EvaluationInput {
-  evalId: string;
-  /** Directory the workers load scenarios from, and the scenarios to run (ids plus what the report groups by). */
-  scenarioDir: string;
-  scenarios: EvaluationScenario[];
-  /** Label for the report (a directory or split name). */
-  source: string;
-  settings: RolloutSettings;
-  seed: number;
-  /** Dialogues per scenario, each with its own simulator seed; absent (older inputs) = 1. */
-  repeats?: number;
-  /** Dialogues in flight at once. */
-  concurrency: number;
-  runName?: string | null;
-  step?: number | null;
-}
 
 /** What an evaluation returns to its parent: the headline numbers; the report stays in the artifact store. */
 export type EvaluationSummary = Pick<
