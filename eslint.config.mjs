@@ -69,13 +69,62 @@ const workflowImportRule = {
   ],
 };
 
-/** Layers: config is pure projection of the operator's file; the client talks to Temporal, not to activities. */
-const layerRule = (forbidden, message) => ({
-  '@typescript-eslint/no-restricted-imports': [
-    'error',
-    { patterns: [{ group: forbidden.flatMap((dir) => [`**/${dir}/*`, `**/${dir}`]), message }] },
-  ],
-});
+/**
+ * Layers point one way: each layer of src/ imports only its own and lower ones. The operator's inputs
+ * (the config and the scenario library) sit above the pure core; the I/O edges above them; then the
+ * activities; the workflows and the workers that host them; the client; the CLI on top.
+ */
+const LAYERS = [
+  ['core'],
+  ['config', 'scenarios'],
+  ['artifacts', 'vllm', 'codec', 'localllm', 'report', 'trainer', 'temporal', 'ruleuser'],
+  ['activities'],
+  ['workflows', 'workers'],
+  ['client'],
+  ['cli'],
+];
+
+/** Import patterns for the directories of src/ that `dir` may not import: every higher layer, plus `extra`. */
+function higherLayerPatterns(dir, extra = []) {
+  const level = LAYERS.findIndex((layer) => layer.includes(dir));
+  const forbidden = [...LAYERS.slice(level + 1).flat(), ...extra];
+  return forbidden.length === 0
+    ? []
+    : [
+        {
+          // Relative imports only: `@temporalio/client` is a package, not src/client.
+          regex: `^\\.\\.?/(.*/)?(${forbidden.join('|')})(/|$)`,
+          message: `src/${dir} may not import from a higher layer (${forbidden.join(', ')}): move the shared code down.`,
+        },
+      ];
+}
+
+/** Workflow and core code keep the sandbox rules and add their layer's. */
+function withLayer(rules, dir) {
+  const [level, options] = rules['@typescript-eslint/no-restricted-imports'];
+  return {
+    ...rules,
+    '@typescript-eslint/no-restricted-imports': [
+      level,
+      { ...options, patterns: [...options.patterns, ...higherLayerPatterns(dir)] },
+    ],
+  };
+}
+
+// The client talks to Temporal, not to activities: shared code lives in a neutral module (e.g. src/trainer).
+const EXTRA_FORBIDDEN = { client: ['activities'] };
+
+const layerConfigs = LAYERS.flat()
+  .filter((dir) => !['core', 'workflows', 'cli'].includes(dir))
+  .map((dir) => ({
+    files: [`src/${dir}/**/*.ts`],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: higherLayerPatterns(dir, EXTRA_FORBIDDEN[dir]) },
+      ],
+    },
+  }));
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '.venv/**', '.attune/**', 'trainer/**', 'test-output/**', 'bin/**', '**/*.mjs'] },
@@ -89,21 +138,15 @@ export default tseslint.config(
   },
   {
     // Test fixtures bundled into workflows (interceptor modules) run in the same sandbox.
-    files: ['src/workflows/**/*.ts', 'src/core/**/*.ts', 'test/fixtures/workflowInterceptors/**/*.ts'],
+    files: ['test/fixtures/workflowInterceptors/**/*.ts'],
     rules: workflowImportRule,
   },
+  { files: ['src/core/**/*.ts'], rules: withLayer(workflowImportRule, 'core') },
+  { files: ['src/workflows/**/*.ts'], rules: withLayer(workflowImportRule, 'workflows') },
+  ...layerConfigs,
   {
-    files: ['src/config/**/*.ts'],
-    rules: layerRule(
-      ['client', 'activities', 'cli'],
-      'src/config builds settings from the config alone: no client, activities or CLI.',
-    ),
-  },
-  {
-    files: ['src/client/**/*.ts'],
-    rules: layerRule(
-      ['activities'],
-      'src/client may not import activities: share the code through a neutral module (e.g. src/trainer).',
-    ),
+    // No product function a reader cannot hold in mind.
+    files: ['src/**/*.ts', 'src/**/*.js'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
   },
 );

@@ -119,6 +119,45 @@ function asFailure(error: unknown): unknown {
     : ApplicationFailure.retryable(error.message, 'TrainerError');
 }
 
+/** The step's dialogues as the trainer's samples, and the policy's replies (for the guardrails' signals). */
+async function stepSamples(store: ArtifactStore, input: OptimizerStepInput) {
+  const samples = [];
+  const replies: string[] = [];
+  for (const rollout of input.rollouts) {
+    const transcript = await store.getJson<Transcript>(rollout.artifact);
+    replies.push(...transcript.turns.map((t) => t.policy.reply));
+    for (const sample of samplesFromTranscript(transcript, rollout.group, input.credit))
+      samples.push(input.policyVersion === undefined ? sample : { ...sample, policy_version: input.policyVersion });
+  }
+  return { samples, replies };
+}
+
+/** What a failed step post becomes: a typed failure, after recording a repeated trainer error. */
+function stepFailure(error: unknown, input: OptimizerStepInput, sameErrors: SameErrorRun | null): unknown {
+  // A full state directory stays full until someone frees space: retrying would hide it; the
+  // workflow waits for the operator instead, then posts the same step (applied at most once).
+  if (error instanceof TrainerHttpError && error.status === 507)
+    return ApplicationFailure.nonRetryable(error.message, 'TrainerDiskFull');
+  if (error instanceof TrainerHttpError && error.status === 409) {
+    const expected = (error.body as { error?: { expected_step?: number } } | null)?.error?.expected_step;
+    return ApplicationFailure.nonRetryable(
+      `${error.message}${expected !== undefined ? ` (trainer expects step ${expected})` : ''}`,
+      'TrainerStepConflict',
+    );
+  }
+  if (error instanceof TrainerHttpError && error.status >= 500) {
+    const run = nextSameErrorRun(sameErrors, error.message);
+    if (run.attempts >= (input.sameErrorAttempts ?? DEFAULT_SAME_ERROR_ATTEMPTS))
+      return ApplicationFailure.nonRetryable(
+        `trainer answered step ${input.step} with the same error on ${run.attempts} attempts in a row: ${error.message}`,
+        'TrainerKeepsFailing',
+      );
+    // flushed with the failure: the next attempt starts from it
+    Context.current().heartbeat({ phase: 'failed', sameErrors: run });
+  }
+  return asFailure(error);
+}
+
 export function createOptimizerActivities(store: ArtifactStore) {
   return {
     /** Creates the trainer run, or confirms the existing one has the same config (the trainer answers 409 otherwise). */
@@ -153,14 +192,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
       const ctx = Context.current();
       // read before this attempt's own heartbeats replace them
       const sameErrors = sameErrorsBefore(ctx.info.heartbeatDetails);
-      const samples = [];
-      const replies: string[] = [];
-      for (const rollout of input.rollouts) {
-        const transcript = await store.getJson<Transcript>(rollout.artifact);
-        replies.push(...transcript.turns.map((t) => t.policy.reply));
-        for (const sample of samplesFromTranscript(transcript, rollout.group, input.credit))
-          samples.push(input.policyVersion === undefined ? sample : { ...sample, policy_version: input.policyVersion });
-      }
+      const { samples, replies } = await stepSamples(store, input);
       if (samples.length === 0) throw ApplicationFailure.nonRetryable(`step ${input.step} has no samples`, 'EmptyStep');
       ctx.heartbeat({ phase: 'posting', samples: samples.length });
       log.info('optimizer step posting', {
@@ -207,28 +239,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
           signals: replySignals(replies),
         };
       } catch (error) {
-        // A full state directory stays full until someone frees space: retrying would hide it; the
-        // workflow waits for the operator instead, then posts the same step (applied at most once).
-        if (error instanceof TrainerHttpError && error.status === 507)
-          throw ApplicationFailure.nonRetryable(error.message, 'TrainerDiskFull');
-        if (error instanceof TrainerHttpError && error.status === 409) {
-          const expected = (error.body as { error?: { expected_step?: number } } | null)?.error?.expected_step;
-          throw ApplicationFailure.nonRetryable(
-            `${error.message}${expected !== undefined ? ` (trainer expects step ${expected})` : ''}`,
-            'TrainerStepConflict',
-          );
-        }
-        if (error instanceof TrainerHttpError && error.status >= 500) {
-          const run = nextSameErrorRun(sameErrors, error.message);
-          if (run.attempts >= (input.sameErrorAttempts ?? DEFAULT_SAME_ERROR_ATTEMPTS))
-            throw ApplicationFailure.nonRetryable(
-              `trainer answered step ${input.step} with the same error on ${run.attempts} attempts in a row: ${error.message}`,
-              'TrainerKeepsFailing',
-            );
-          // flushed with the failure: the next attempt starts from it
-          ctx.heartbeat({ phase: 'failed', sameErrors: run });
-        }
-        throw asFailure(error);
+        throw stepFailure(error, input, sameErrors);
       } finally {
         clearInterval(beat);
       }

@@ -4,16 +4,9 @@
  * made of KEY_PART_CHARS only; names from outside (run names, ids) pass through `keyPart`.
  */
 
-import { KEY_PART_CHARS, keyPart } from '../core/names.js';
+import { isValidArtifactKey, keyPart } from '../core/names.js';
 
-export { keyPart };
-
-const VALID_KEY = new RegExp(`^[${KEY_PART_CHARS}]+(/[${KEY_PART_CHARS}]+)*$`);
-
-/** Whether a key is well formed: allowed characters only, no empty, `.` or `..` parts. */
-export function isValidArtifactKey(key: string): boolean {
-  return VALID_KEY.test(key) && key.split('/').every((part) => part !== '.' && part !== '..');
-}
+export { isValidArtifactKey, keyPart };
 
 /** Transcripts of rollouts outside any run sit under this run name. */
 export const ADHOC_RUN = 'adhoc';

@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import type { ArtifactsConfig } from '../config/artifactsSchema.js';
 import { S3ArtifactStore } from './s3Store.js';
-import { parseS3Url } from './s3Url.js';
+import { parseS3Url } from '../core/s3Url.js';
 import { FileArtifactStore, type ArtifactStore } from './store.js';
 
 /** What opening a store needs of the config: its `artifacts` section, and `home` for the default directory. */

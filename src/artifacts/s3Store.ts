@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isValidArtifactKey } from './keys.js';
 import { ConditionalWriteLost, s3Failure, type S3FailureContext } from './s3Failures.js';
-import { s3EndpointName, s3UrlOf, type S3Location } from './s3Url.js';
+import { s3EndpointName, s3UrlOf, type S3Location } from '../core/s3Url.js';
 import type { ArtifactStore } from './store.js';
 import { ArtifactNotFoundError, ArtifactStoreRejectedError } from './storeErrors.js';
 

@@ -2,7 +2,8 @@ import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle 
 import type { AttuneConfig } from '../config/schema.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
-import { evaluation, type EvaluationInput } from '../workflows/evaluation.js';
+import type { EvaluationInput } from '../core/evaluationInput.js';
+import { evaluation } from '../workflows/evaluation.js';
 
 // Built from the config alone, so the training settings can build one too without the client.
 export {

@@ -59,6 +59,26 @@ async function readBody(req: IncomingMessage, where: string): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** The payloads of a request's `{"payloads": [...]}` body; a 400 when it is not JSON or not that shape. */
+async function payloadsOf(req: IncomingMessage, where: string) {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readBody(req, where));
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
+    throw new HttpError(400, `${where}: the body is not JSON: ${(error as Error).message}`);
+  }
+  const body = payloadsBodySchema.safeParse(json);
+  if (!body.success) {
+    const issue = body.error.issues[0];
+    throw new HttpError(
+      400,
+      `${where}: expected {"payloads": [{"metadata": {...}, "data": "<base64>"}]}: ${issue?.path.join('.') || 'body'}: ${issue?.message}`,
+    );
+  }
+  return body.data.payloads.map(payloadFromJson);
+}
+
 /**
  * The Temporal codec server protocol: `POST …/encode` and `POST …/decode` (only the last path
  * segment counts, so the endpoints can sit under any prefix, e.g. a namespace) with a proto3-JSON
@@ -100,22 +120,7 @@ export async function startCodecServer(options: CodecServerOptions): Promise<Run
       res.setHeader('WWW-Authenticate', 'Bearer realm="attune codec server"');
       throw new HttpError(401, `${where}: missing or wrong Authorization (Bearer token of ${CODEC_SERVER_TOKEN_ENV})`);
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(await readBody(req, where));
-    } catch (error) {
-      if (error instanceof HttpError) throw error;
-      throw new HttpError(400, `${where}: the body is not JSON: ${(error as Error).message}`);
-    }
-    const body = payloadsBodySchema.safeParse(json);
-    if (!body.success) {
-      const issue = body.error.issues[0];
-      throw new HttpError(
-        400,
-        `${where}: expected {"payloads": [{"metadata": {...}, "data": "<base64>"}]}: ${issue?.path.join('.') || 'body'}: ${issue?.message}`,
-      );
-    }
-    const payloads = body.data.payloads.map(payloadFromJson);
+    const payloads = await payloadsOf(req, where);
     let result;
     try {
       result = endpoint === 'decode' ? await codec.decode(payloads) : await codec.encode(payloads);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseS3Url, s3EndpointName } from '../artifacts/s3Url.js';
+import { parseS3Url, s3EndpointName } from '../core/s3Url.js';
 import { retryPolicySchema } from '../core/rolloutSettingsSchema.js';
 
 /**

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { nameProblem } from '../core/names.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
-import type { EvaluationInput } from '../workflows/evaluation.js';
+import type { EvaluationInput } from '../core/evaluationInput.js';
 import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
 import type { AttuneConfig } from './schema.js';
 

@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { describeIssues } from '../core/scenario.js';
-import { LOCAL_LLM_TOKEN_ENV } from '../localllm/access.js';
+import { LOCAL_LLM_TOKEN_ENV } from './localLlmEndpoint.js';
 import { configSchema, type AttuneConfig } from './schema.js';
 
 export class ConfigError extends Error {

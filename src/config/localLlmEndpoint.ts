@@ -1,5 +1,8 @@
 import type { AttuneConfig } from './schema.js';
 
+/** The variable the local model server (`localllm/main.ts`) and `attune` read the server's token from. */
+export const LOCAL_LLM_TOKEN_ENV = 'LOCAL_LLM_TOKEN';
+
 /** Whether an endpoint's base URL is the embedded local model server's (loopback, its port). */
 export function pointsAtLocalServer(baseURL: string, port: number): boolean {
   try {

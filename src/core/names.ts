@@ -66,3 +66,10 @@ export function namesClashingWith(name: string, others: readonly string[]): stri
   const key = storedNameKey(name);
   return others.filter((other) => other !== name && storedNameKey(other) === key);
 }
+
+const VALID_KEY = new RegExp(`^[${KEY_PART_CHARS}]+(/[${KEY_PART_CHARS}]+)*$`);
+
+/** Whether an artifact key is well formed: allowed characters only, no empty, `.` or `..` parts. */
+export function isValidArtifactKey(key: string): boolean {
+  return VALID_KEY.test(key) && key.split('/').every((part) => part !== '.' && part !== '..');
+}

@@ -1,5 +1,6 @@
 import type { Algorithm } from './training/algorithms.js';
 import type { ReplySignals } from './training/replySignals.js';
+import type { ValueStats } from './statistics/valueStats.js';
 
 /** The trainer's per-step metrics (POST /v1/runs/{run}/steps response). */
 export interface TrainerStepMetrics {
@@ -44,7 +45,7 @@ export interface StepMetricsRecord {
   /** The policy version the step's rollouts sampled from (e.g. run@step-1). */
   policyVersion: string;
   rollouts: { ok: number; failed: number; dropped: number };
-  reward: { mean: number; std: number; min: number; max: number };
+  reward: ValueStats;
   successRate: number;
   failureRate: number;
   malformedRate: number;
@@ -54,8 +55,8 @@ export interface StepMetricsRecord {
    * its sample was trained on under `training.credit` (= the dialogue's reward with `final`).
    * Absent in records written before they existed.
    */
-  turnReward?: { mean: number; std: number; min: number; max: number };
-  turnReturn?: { mean: number; std: number; min: number; max: number };
+  turnReward?: ValueStats;
+  turnReturn?: ValueStats;
   trainer: TrainerStepMetrics;
   /**
    * The step's replies (replySignals.ts) and, on a step that evaluated after an earlier

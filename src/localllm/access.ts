@@ -2,9 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
-
-/** The variable `main.ts` and `attune` read the token from. */
-export const LOCAL_LLM_TOKEN_ENV = 'LOCAL_LLM_TOKEN';
+import { LOCAL_LLM_TOKEN_ENV } from '../config/localLlmEndpoint.js';
 
 export class InsecureBindError extends Error {
   constructor(host: string) {

@@ -6,7 +6,8 @@
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.js';
 import { REPO_ROOT } from '../paths.js';
-import { InsecureBindError, LOCAL_LLM_TOKEN_ENV } from './access.js';
+import { LOCAL_LLM_TOKEN_ENV } from '../config/localLlmEndpoint.js';
+import { InsecureBindError } from './access.js';
 import { findSmolLm2Gguf } from './modelPath.js';
 import { startLocalLlmServer, type LocalLlmServer } from './server.js';
 

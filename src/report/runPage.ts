@@ -101,6 +101,7 @@ function fixed(value: number | null | undefined, digits: number): string {
   return value.toFixed(digits);
 }
 
+// eslint-disable-next-line max-lines-per-function -- still to split
 export function renderRunPage(input: RunPageInput): string {
   const { run, steps } = input;
   const evals = runEvalPoints(steps, input.evaluations);

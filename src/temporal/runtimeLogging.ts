@@ -5,7 +5,7 @@ import {
   type RuntimeOptions,
   type LogLevel as TemporalLogLevel,
 } from '@temporalio/worker';
-import { LLM_LATENCY_BUCKETS_MS, METRIC_NAMES } from '../activities/attuneMetrics.js';
+import { LLM_LATENCY_BUCKETS_MS, METRIC_NAMES } from '../core/metricNames.js';
 import { formatLogRecord, resolveLogFormat } from '../logFormat.js';
 
 let installed = false;

@@ -1,14 +1,8 @@
 import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { ArtifactStore } from '../artifacts/store.js';
-import {
-  dialogueTurnActivities,
-  endpointGates,
-  gatedLlmCalls,
-  queuedPolicyActivities,
-  rolloutQueueActivities,
-  queuedSimulatorActivities,
-} from '../activities/index.js';
+import { endpointGates } from '../activities/index.js';
+import { QUEUE_ACTIVITIES } from '../activities/queueActivities.js';
 import { configureTokenRateLimits } from '../activities/tokenRateLimits.js';
 import { configuredDataConverter } from '../codec/dataConverter.js';
 import type { AttuneConfig } from '../config/schema.js';
@@ -76,16 +70,12 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const local = config.rollout.llmCalls === 'local';
   const gates = endpointGates({ policy: config.policy, simulator: config.simulator });
   configureTokenRateLimits({ policy: config.policy, simulator: config.simulator });
-  const turnActivities = dialogueTurnActivities(gates);
+  const deps = { store: options.store, gates };
   const rollouts = await Worker.create({
     ...common,
     taskQueue: queues.rollouts,
     ...workflowSource,
-    activities: {
-      ...rolloutQueueActivities(options.store),
-      ...gatedLlmCalls(gates),
-      ...turnActivities,
-    },
+    activities: QUEUE_ACTIVITIES.rollouts(deps),
     maxConcurrentWorkflowTaskExecutions: local
       ? Math.max(LIMITS.maxConcurrentWorkflowTasks, callsInFlight)
       : LIMITS.maxConcurrentWorkflowTasks,
@@ -97,7 +87,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const policy = await Worker.create({
     ...common,
     taskQueue: queues.policy,
-    activities: queuedPolicyActivities,
+    activities: QUEUE_ACTIVITIES.policy(),
     maxConcurrentActivityTaskExecutions: config.policy.maxConcurrency,
     ...(config.policy.requestsPerSecond !== undefined
       ? { maxTaskQueueActivitiesPerSecond: config.policy.requestsPerSecond }
@@ -106,7 +96,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const simulator = await Worker.create({
     ...common,
     taskQueue: queues.simulator,
-    activities: queuedSimulatorActivities,
+    activities: QUEUE_ACTIVITIES.simulator(),
     maxConcurrentActivityTaskExecutions: config.simulator.maxConcurrency,
     ...(config.simulator.requestsPerSecond !== undefined
       ? { maxTaskQueueActivitiesPerSecond: config.simulator.requestsPerSecond }
@@ -115,7 +105,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const turns = await Worker.create({
     ...common,
     taskQueue: queues.turns,
-    activities: turnActivities,
+    activities: QUEUE_ACTIVITIES.turns(deps),
     maxConcurrentActivityTaskExecutions: callsInFlight,
     maxHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,
     defaultHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,

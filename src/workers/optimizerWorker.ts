@@ -1,5 +1,5 @@
 import { Worker } from '@temporalio/worker';
-import { optimizerQueueActivities } from '../activities/index.js';
+import { QUEUE_ACTIVITIES } from '../activities/queueActivities.js';
 import { LIMITS } from '../config/limits.js';
 import { taskQueuesFor } from '../config/taskQueues.js';
 import { commonWorkerOptions, type LlmIoWorkerOptions } from './llmIoWorkers.js';
@@ -13,7 +13,7 @@ export async function createOptimizerWorker(options: Omit<LlmIoWorkerOptions, 'w
   return Worker.create({
     ...commonWorkerOptions(options, LIMITS.optimizerShutdownGraceTimeMs),
     taskQueue: queues.optimizer,
-    activities: optimizerQueueActivities(options.store),
+    activities: QUEUE_ACTIVITIES.optimizer(options),
     maxConcurrentActivityTaskExecutions: 1,
   });
 }

@@ -1,5 +1,6 @@
 import { Worker } from '@temporalio/worker';
-import { createPublisherActivities, type PublisherOptions } from '../activities/publisher.js';
+import type { PublisherOptions } from '../activities/publisher.js';
+import { QUEUE_ACTIVITIES } from '../activities/queueActivities.js';
 import { LIMITS } from '../config/limits.js';
 import { publishQueueFor } from '../config/taskQueues.js';
 import type { AttuneConfig } from '../config/schema.js';
@@ -46,7 +47,7 @@ export async function createPublisherWorker(options: PublisherWorkerOptions): Pr
   return Worker.create({
     ...commonWorkerOptions(options, LIMITS.shutdownGraceTimeMs),
     taskQueue: target.taskQueue,
-    activities: createPublisherActivities(publisher),
+    activities: QUEUE_ACTIVITIES.publish(publisher),
     maxConcurrentActivityTaskExecutions: 4,
   });
 }

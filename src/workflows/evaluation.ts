@@ -14,39 +14,16 @@ import {
   type EvaluationReport,
 } from '../core/evaluationReport.js';
 import { evaluationManifest } from '../core/evaluationManifest.js';
-import { planEvaluationDialogues } from '../core/evaluationPlan.js';
-import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
+import { planEvaluationDialogues, type PlannedDialogue as Planned } from '../core/evaluationPlan.js';
+import type { EvaluationInput, EvaluationScenario } from '../core/evaluationInput.js';
+import type { RolloutSummary } from '../core/transcript.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
-import type { GoalType, Personality } from '../core/scenario.js';
 import type { RolloutProgressCounts } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { boundedFanOut, counted, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
 import { DialogueWaits } from './dialogueWaits.js';
-
-export interface EvaluationScenario {
-  id: string;
-  goalType: GoalType;
-  personality: Personality;
-}
-
-export interface EvaluationInput {
-  evalId: string;
-  /** Directory the workers load scenarios from, and the scenarios to run (ids plus what the report groups by). */
-  scenarioDir: string;
-  scenarios: EvaluationScenario[];
-  /** Label for the report (a directory or split name). */
-  source: string;
-  settings: RolloutSettings;
-  seed: number;
-  /** Dialogues per scenario, each with its own simulator seed; absent (older inputs) = 1. */
-  repeats?: number;
-  /** Dialogues in flight at once. */
-  concurrency: number;
-  runName?: string | null;
-  step?: number | null;
-}
 
 /** What an evaluation returns to its parent: the headline numbers; the report stays in the artifact store. */
 export type EvaluationSummary = Pick<
@@ -59,6 +36,58 @@ export type EvaluationProgress = RolloutProgressCounts;
 
 /** Answered from the workflow's memory: a query adds no event, so recorded histories replay as before. */
 export const evaluationProgressQuery = defineQuery<EvaluationProgress>('evaluationProgress');
+
+type PlannedDialogue = Planned<EvaluationScenario>;
+
+/** Each dialogue's entry in the report: its summary, or why it failed. */
+function entriesOf(
+  dialogues: readonly PlannedDialogue[],
+  outcomes: readonly ({ ok: true; value: RolloutSummary } | { ok: false; error: unknown })[],
+): EvaluationEntry[] {
+  return outcomes.map((outcome, i) => {
+    const { scenario, repeat, seed } = dialogues[i]!;
+    const entry: EvaluationEntry = outcome.ok
+      ? entryFromSummary(outcome.value)
+      : {
+          status: 'failed',
+          scenarioId: scenario.id,
+          goalType: scenario.goalType,
+          personality: scenario.personality,
+          error: failureMessage(outcome.error),
+        };
+    return { ...entry, repeat, seed };
+  });
+}
+
+function evaluationReportOf(
+  input: EvaluationInput,
+  dialogues: readonly PlannedDialogue[],
+  results: EvaluationEntry[],
+): ReturnType<typeof evaluationReportCounts> {
+  const repeats = input.repeats ?? 1;
+  return evaluationReportCounts({
+    evalId: input.evalId,
+    createdAt: new Date().toISOString(),
+    policyModel: input.settings.policy.model,
+    simulatorModel: input.settings.simulator.model,
+    scenarios: input.source,
+    settings: {
+      initialEmotion: input.settings.initialEmotion,
+      maxTurns: input.settings.maxTurns,
+      think: input.settings.think,
+      simulatorTemperature: input.settings.simulator.temperature,
+    },
+    results,
+    runName: input.runName ?? null,
+    step: input.step ?? null,
+    repeats,
+    manifest: evaluationManifest(input.settings, {
+      base: input.seed,
+      repeats,
+      dialogues: dialogues.map((d) => ({ scenarioId: d.scenario.id, seed: d.seed })),
+    }),
+  });
+}
 
 /**
  * A benchmark over a set of scenarios: one rollout child per scenario and repeat, with bounded
@@ -105,41 +134,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
       }),
     ),
   );
-  const results: EvaluationEntry[] = outcomes.map((outcome, i) => {
-    const { scenario, repeat, seed } = dialogues[i]!;
-    const entry: EvaluationEntry = outcome.ok
-      ? entryFromSummary(outcome.value)
-      : {
-          status: 'failed',
-          scenarioId: scenario.id,
-          goalType: scenario.goalType,
-          personality: scenario.personality,
-          error: failureMessage(outcome.error),
-        };
-    return { ...entry, repeat, seed };
-  });
-  const report = evaluationReportCounts({
-    evalId: input.evalId,
-    createdAt: new Date().toISOString(),
-    policyModel: input.settings.policy.model,
-    simulatorModel: input.settings.simulator.model,
-    scenarios: input.source,
-    settings: {
-      initialEmotion: input.settings.initialEmotion,
-      maxTurns: input.settings.maxTurns,
-      think: input.settings.think,
-      simulatorTemperature: input.settings.simulator.temperature,
-    },
-    results,
-    runName: input.runName ?? null,
-    step: input.step ?? null,
-    repeats,
-    manifest: evaluationManifest(input.settings, {
-      base: input.seed,
-      repeats,
-      dialogues: dialogues.map((d) => ({ scenarioId: d.scenario.id, seed: d.seed })),
-    }),
-  });
+  const report = evaluationReportOf(input, dialogues, entriesOf(dialogues, outcomes));
   const artifact = await activities.saveEvaluation(report);
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.meanReward, value: report.score / 100 }]);
   return {

@@ -1,11 +1,6 @@
 import {
   ApplicationFailure,
-  defineQuery,
   patched,
-  proxyActivities,
-  proxyLocalActivities,
-  setCurrentDetails,
-  setHandler,
   setWorkflowOptions,
   upsertSearchAttributes,
   workflowInfo,
@@ -18,20 +13,22 @@ import type {
   SimulatorActivities,
 } from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
-import { Dialogue } from '../core/dialogue.js';
+import { Dialogue, type EndedDialogue, type TurnHooks } from '../core/dialogue.js';
 import { emotionAfterTurn } from '../core/emotion.js';
-import { playTurn, type DialogueCalls, type TurnPhase } from '../core/dialogueTurn.js';
-import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettingsSchema.js';
-import { DEFAULT_MAX_WAIT_MINUTES, waitingDetails } from '../core/outageWait.js';
+import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
+import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import type { Scenario } from '../core/scenario.js';
-import type { Outcome } from '../core/termination.js';
 import type { RolloutSummary } from '../core/transcript.js';
 import { TranscriptPartition } from '../core/transcriptParts.js';
 import * as timeline from '../core/rolloutTimeline.js';
-import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { summarisedCall } from './summarisedCall.js';
-import { endpointName, finishedCallsOf, OutageWait, outageWaitEnabled } from './outageWait.js';
+import { endpointName, finishedCallsOf, outageWaitEnabled } from './outageWait.js';
+import { artifactActivities, llmCallActivities, turnActivities, type ActivityProxy } from './rolloutActivities.js';
+import { RolloutView, sayWhen, type Say } from './rolloutView.js';
+
+export { LOCAL_ARTIFACT_ACTIVITIES_PATCH } from './rolloutActivities.js';
+export { rolloutProgressQuery, type RolloutProgress } from './rolloutView.js';
 
 export interface RolloutInput {
   rolloutId: string;
@@ -44,72 +41,19 @@ export interface RolloutInput {
   step?: number | null;
 }
 
-export interface RolloutProgress {
-  turn: number;
-  emotion: number;
-  emotions: number[];
-  outcome: Outcome | null;
-  /** `turn`: a turn activity is playing the whole turn (`activityPer: turn`). */
-  phase: 'opening' | TurnPhase | 'turn' | 'saving' | 'done';
-}
-
-export const rolloutProgressQuery = defineQuery<RolloutProgress>('rolloutProgress');
-
-/** The HTTP timeout plus headroom for queueing in the worker; short enough that a dead worker's call is retried soon. */
-function activityTimeoutFor(httpTimeoutMs: number): number {
-  return Math.ceil(httpTimeoutMs * 1.25) + 1000;
-}
-
-function retryOptions(retry: RetryPolicySettings) {
-  return {
-    initialInterval: retry.initialIntervalMs,
-    backoffCoefficient: retry.backoffCoefficient,
-    maximumInterval: retry.maximumIntervalMs,
-    // 0 means unlimited: the SDK wants the field left out for that.
-    ...(retry.maximumAttempts > 0 ? { maximumAttempts: retry.maximumAttempts } : {}),
-    nonRetryableErrorTypes: ['LlmRequestRejected', 'UnparseableSimulatorOutput'],
-  };
-}
-
-/** Retries of a turn activity: as patient as the more patient of its two endpoints. */
-function turnRetry(settings: RolloutSettings): RetryPolicySettings {
-  const a = settings.policy.retry;
-  const b = settings.simulator.retry;
-  return {
-    initialIntervalMs: Math.min(a.initialIntervalMs, b.initialIntervalMs),
-    backoffCoefficient: Math.max(a.backoffCoefficient, b.backoffCoefficient),
-    maximumIntervalMs: Math.max(a.maximumIntervalMs, b.maximumIntervalMs),
-    maximumAttempts:
-      a.maximumAttempts === 0 || b.maximumAttempts === 0 ? 0 : Math.max(a.maximumAttempts, b.maximumAttempts),
-  };
-}
-
-function turnActivityProxy(settings: RolloutSettings, local: boolean) {
-  const options = {
-    // Waits for endpoint slots count against the timeout too; the HTTP timeouts bound each call.
-    startToCloseTimeout: LIMITS.turnActivityTimeoutMs,
-    retry: retryOptions(turnRetry(settings)),
-  };
-  if (local) return proxyLocalActivities<DialogueTurnActivities>(options);
-  if (!settings.turnsTaskQueue)
-    throw ApplicationFailure.nonRetryable(
-      'rollout settings with activityPer=turn need turnsTaskQueue',
-      'BadRolloutInput',
-    );
-  // A dead worker is noticed as soon as its single call would be, or within the turn heartbeat timeout.
-  const heartbeatTimeout = Math.min(
-    LIMITS.turnHeartbeatTimeoutMs,
-    activityTimeoutFor(Math.min(settings.policy.timeoutMs, settings.simulator.timeoutMs)),
-  );
-  return proxyActivities<DialogueTurnActivities>({ ...options, taskQueue: settings.turnsTaskQueue, heartbeatTimeout });
-}
-
-/** Rollouts with local LLM calls started after this patch load and save artifacts locally too. */
-export const LOCAL_ARTIFACT_ACTIVITIES_PATCH = 'local-artifact-activities';
 /** Rollouts started after this patch write a long transcript in parts as it grows. */
 export const TRANSCRIPT_PARTS_PATCH = 'transcript-parts';
 /** Rollouts started after this patch give each activity a summary for the UI's timeline. */
 export const ACTIVITY_SUMMARIES_PATCH = 'activity-summaries';
+
+/** Where the rollout's calls go, as the details and the waits name them. */
+interface Endpoints {
+  policy: string;
+  simulator: string;
+  store: string;
+}
+
+type PlayOneTurn = (turnInput: TurnInput) => Promise<PlayedTurn>;
 
 /**
  * One dialogue between the policy and the simulated user; the transcript goes to the artifact store
@@ -128,103 +72,34 @@ export const ACTIVITY_SUMMARIES_PATCH = 'activity-summaries';
  *   rollouts). The scenario load and the transcript write are then local too.
  */
 export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
-  const { settings, seed } = input;
+  const { settings, rolloutId } = input;
   const runName = input.runName ?? null;
   const step = input.step ?? null;
   const startedAt = new Date().toISOString();
-
   const local = settings.llmCalls === 'local';
   // Asked first, so the marker leads the history; recorded histories without it schedule as before.
   const summaries = patched(ACTIVITY_SUMMARIES_PATCH);
   const waitsAtOutage = outageWaitEnabled();
-  const policyOptions = {
-    startToCloseTimeout: activityTimeoutFor(settings.policy.timeoutMs),
-    retry: retryOptions(settings.policy.retry),
-  };
-  // A call may first wait for its endpoint's slot in the worker (a local call) or for the endpoint's
-  // token budget (any call), and those waits count against the activity's timeout; the HTTP timeout
-  // inside still bounds the call itself.
-  const waitingOptions = <T extends { startToCloseTimeout: number }>(options: T): T => ({
-    ...options,
-    startToCloseTimeout: Math.max(options.startToCloseTimeout, LIMITS.llmCallTimeoutMs),
-  });
-  // A queued call heartbeats while it waits: a dead worker's call moves on in seconds.
-  const queuedCallOptions = { heartbeatTimeout: LIMITS.llmCallHeartbeatTimeoutMs };
-  const policy = local
-    ? proxyLocalActivities<PolicyActivities>(waitingOptions(policyOptions))
-    : proxyActivities<PolicyActivities>({
-        ...waitingOptions(policyOptions),
-        ...queuedCallOptions,
-        taskQueue: settings.policy.taskQueue,
-      });
-  const simulatorOptions = {
-    // The analysis activity may ask again after an unparseable answer, within one attempt.
-    startToCloseTimeout: activityTimeoutFor(settings.simulator.timeoutMs) * (settings.simulator.parseRetries + 1),
-    retry: retryOptions(settings.simulator.retry),
-  };
-  const simulator = local
-    ? proxyLocalActivities<SimulatorActivities>(waitingOptions(simulatorOptions))
-    : proxyActivities<SimulatorActivities>({
-        ...waitingOptions(simulatorOptions),
-        ...queuedCallOptions,
-        taskQueue: settings.simulator.taskQueue,
-      });
-  const turnActivity = settings.activityPer === 'turn' ? turnActivityProxy(settings, local) : null;
-  // A store out of reach past these retries makes the write wait for the operator (the gate below).
-  const artifactRetry = settings.artifactStore?.retry;
-  const artifactOptions = {
-    startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
-    retry: artifactRetry ? retryOptions(artifactRetry) : { maximumAttempts: 10 },
-  };
-  // With local LLM calls the scenario load and the transcript write run as local activities too:
-  // the rollout worker hosts them anyway, and each saves a dialogue two server round trips (the
-  // patch keeps rollouts started before this change replaying their artifact activities).
-  const artifacts =
-    local && patched(LOCAL_ARTIFACT_ACTIVITIES_PATCH)
-      ? proxyLocalActivities<ArtifactActivities>(artifactOptions)
-      : proxyActivities<ArtifactActivities>({ ...artifactOptions, taskQueue: settings.artifactsTaskQueue });
+  const { policy, simulator } = llmCallActivities(settings, local);
+  const turnActivity = settings.activityPer === 'turn' ? turnActivities(settings, local) : null;
+  const artifacts = artifactActivities(settings, local);
+  const scenario = await scenarioOf(input, artifacts, sayWhen(summaries));
 
-  /** The summary when this rollout gives summaries (see ACTIVITY_SUMMARIES_PATCH). */
-  const say = (text: () => string) => () => (summaries ? text() : undefined);
-
-  let scenario: Scenario;
-  if (input.scenario) scenario = input.scenario;
-  else if (input.scenarioRef) {
-    const ref = input.scenarioRef;
-    scenario = await summarisedCall(
-      artifacts.loadScenario,
-      say(() => timeline.scenarioLoadSummary(ref.id)),
-    )(ref);
-  } else throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
-
-  const dialogue = new Dialogue({ settings, scenario, seed });
-  const progress: RolloutProgress = {
-    turn: 0,
-    emotion: settings.initialEmotion,
+  const dialogue = new Dialogue({ settings, scenario, seed: input.seed });
+  const view = new RolloutView({
+    rolloutId,
+    settings,
+    scenarioId: scenario.id,
+    summaries,
+    waitsAtOutage,
     emotions: dialogue.emotions,
-    outcome: null,
-    phase: 'opening',
-  };
-  setHandler(rolloutProgressQuery, () => progress);
-  const maxWaitMinutes = settings.maxWaitMinutes ?? DEFAULT_MAX_WAIT_MINUTES;
-  const showDetails = () => {
-    const details = timeline.rolloutDetails({ scenarioId: scenario.id, maxTurns: settings.maxTurns, ...progress });
-    if (gate.waiting) setCurrentDetails(`${waitingDetails(gate.waiting, maxWaitMinutes)}\n\n${details}`);
-    else if (summaries) setCurrentDetails(details);
-  };
-  const gate = new OutageWait({
-    enabled: waitsAtOutage,
-    rolloutId: input.rolloutId,
-    maxWaitMinutes,
-    onChange: showDetails,
   });
-  const policyAt = endpointName(settings.policy);
-  const simulatorAt = endpointName(settings.simulator);
-  const storeAt = settings.artifactStore?.name ?? 'the artifact store';
-  /** A call that waits for an operator when its endpoint stays down; `call` names it in the details. */
-  const waitable = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, call: () => string, endpoint: string) =>
-    gate.guard(fn, () => ({ call: call(), endpoint }));
-  showDetails();
+  const at: Endpoints = {
+    policy: endpointName(settings.policy),
+    simulator: endpointName(settings.simulator),
+    store: settings.artifactStore?.name ?? 'the artifact store',
+  };
+  view.show();
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.kind, value: 'rollout' },
     { key: SEARCH_ATTRIBUTES.scenarioId, value: scenario.id },
@@ -232,107 +107,28 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     ...(step !== null ? [{ key: SEARCH_ATTRIBUTES.step, value: step }] : []),
   ]);
 
+  const opening = view.say(timeline.openingSummary);
   await dialogue.open(
-    waitable(
-      summarisedCall(simulator.writeUserMessage, say(timeline.openingSummary)),
-      timeline.openingSummary,
-      simulatorAt,
-    ),
+    view.waitable(summarisedCall(simulator.writeUserMessage, opening), timeline.openingSummary, at.simulator),
   );
-  // Per call, the workflow plays the turn itself and each call is an activity; per turn, one activity plays it.
-  // (Activity proxies have no own keys to spread: each function is looked up by name.)
-  let emotionAfterAnalysis = progress.emotion;
-  const analysisSummary = () => timeline.analysisSummary(progress.turn, progress.emotion);
-  const analyse = waitable(
-    summarisedCall(simulator.analyzeAssistantReply, say(analysisSummary)),
-    analysisSummary,
-    simulatorAt,
-  );
-  const policyReplySummary = () => timeline.policyReplySummary(progress.turn);
-  const userReplySummary = () => timeline.userReplySummary(progress.turn, progress.emotion, emotionAfterAnalysis);
-  const callsOfTurn: DialogueCalls = {
-    generatePolicyTurn: waitable(
-      summarisedCall(policy.generatePolicyTurn, say(policyReplySummary)),
-      policyReplySummary,
-      policyAt,
-    ),
-    analyzeAssistantReply: async (callInput) => {
-      const analysed = await analyse(callInput);
-      emotionAfterAnalysis = emotionAfterTurn(progress.emotion, analysed.analysis.emotionChange);
-      return analysed;
-    },
-    writeUserMessage: waitable(
-      summarisedCall(simulator.writeUserMessage, say(userReplySummary)),
-      userReplySummary,
-      simulatorAt,
-    ),
-  };
-  const onPhase = (phase: TurnPhase) => {
-    progress.phase = phase;
-    showDetails();
-  };
-  const rolloutId = input.rolloutId;
+  const playOne = turnActivity ? turnByActivity(turnActivity, view, at) : turnByCalls(policy, simulator, view, at);
   // A transcript is written in parts as it grows, so no payload ever carries all of it.
   const partition = new TranscriptPartition({ runName, rolloutId });
   const ended = await dialogue.playToEnd(
     async (turnInput) => {
-      let played;
-      if (turnActivity) {
-        progress.phase = 'turn';
-        showDetails();
-        // A turn waits as a whole; going on plays it again after the calls its failure says it finished.
-        const turnSummary = () => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion);
-        played = await gate.guard(
-          summarisedCall(turnActivity.playDialogueTurn, say(turnSummary)),
-          () => ({ call: turnSummary(), endpoint: `${policyAt}, ${simulatorAt}` }),
-          (error, [playedFrom]): [ResumedTurnInput] => [
-            { ...playedFrom, finished: finishedCallsOf(error) ?? playedFrom.finished },
-          ],
-        )(turnInput);
-      } else played = await playTurn(callsOfTurn, turnInput, onPhase);
-      if (partition.add(played.record) && patched(TRANSCRIPT_PARTS_PATCH)) {
-        const partSummary = () => timeline.transcriptPartSummary(played.record.turn);
-        await waitable(
-          summarisedCall(artifacts.saveTranscriptPart, say(partSummary)),
-          partSummary,
-          storeAt,
-        )(partition.takePart());
-      }
+      const played = await playOne(turnInput);
+      await savePartWhenDue(partition, played, artifacts, view, at.store);
       return played;
     },
-    {
-      beforeTurn: (turnInput) => {
-        progress.turn = turnInput.turn;
-      },
-      afterTurn: () => {
-        progress.emotion = dialogue.emotion;
-        showDetails();
-      },
-    },
+    progressHooks(view, dialogue),
   );
 
-  const { outcome, emotion: finalEmotion } = ended;
-  progress.outcome = outcome;
-  progress.phase = 'saving';
-  showDetails();
-  const transcript = ended.transcript({ rolloutId, runName, step, startedAt, finishedAt: new Date().toISOString() });
-  const { reward, tokens } = transcript;
-  const savedSummary = () => timeline.transcriptSummary(transcript.turns.length, outcome, finalEmotion);
-  const saved = say(savedSummary);
-  const artifact =
-    partition.parts === 0
-      ? await waitable(summarisedCall(artifacts.saveTranscript, saved), savedSummary, storeAt)(transcript)
-      : await waitable(
-          summarisedCall(artifacts.saveTranscriptFromParts, saved),
-          savedSummary,
-          storeAt,
-        )(partition.tail(transcript));
-  upsertSearchAttributes([
-    { key: SEARCH_ATTRIBUTES.outcome, value: outcome },
-    { key: SEARCH_ATTRIBUTES.finalEmotion, value: finalEmotion },
-  ]);
-  progress.phase = 'done';
-  showDetails();
+  const transcript = await saveEnded(ended, partition, artifacts, view, at.store, {
+    rolloutId,
+    runName,
+    step,
+    startedAt,
+  });
   return {
     rolloutId,
     runName,
@@ -341,14 +137,149 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     goalType: scenario.goalType,
     personality: scenario.personality,
     policyModel: settings.policy.model,
-    outcome,
-    finalEmotion,
-    reward,
-    turns: transcript.turns.length,
+    outcome: ended.outcome,
+    finalEmotion: ended.emotion,
+    reward: transcript.reward,
+    turns: transcript.turns,
     emotions: dialogue.emotions,
-    tokens,
-    artifact,
+    tokens: transcript.tokens,
+    artifact: transcript.artifact,
   };
+}
+
+/** The scenario given, or the one its reference names, loaded by an activity. */
+async function scenarioOf(
+  input: RolloutInput,
+  artifacts: ActivityProxy<ArtifactActivities>,
+  say: Say,
+): Promise<Scenario> {
+  if (input.scenario) return input.scenario;
+  const ref = input.scenarioRef;
+  if (!ref) throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
+  return summarisedCall(
+    artifacts.loadScenario,
+    say(() => timeline.scenarioLoadSummary(ref.id)),
+  )(ref);
+}
+
+/**
+ * Per call: the workflow plays the turn itself and each call is an activity.
+ * (Activity proxies have no own keys to spread: each function is looked up by name.)
+ */
+function turnByCalls(
+  policy: ActivityProxy<PolicyActivities>,
+  simulator: ActivityProxy<SimulatorActivities>,
+  view: RolloutView,
+  at: Endpoints,
+): PlayOneTurn {
+  const { progress, say } = view;
+  let emotionAfterAnalysis = progress.emotion;
+  const analysisSummary = () => timeline.analysisSummary(progress.turn, progress.emotion);
+  const analyse = view.waitable(
+    summarisedCall(simulator.analyzeAssistantReply, say(analysisSummary)),
+    analysisSummary,
+    at.simulator,
+  );
+  const policyReplySummary = () => timeline.policyReplySummary(progress.turn);
+  const userReplySummary = () => timeline.userReplySummary(progress.turn, progress.emotion, emotionAfterAnalysis);
+  const callsOfTurn: DialogueCalls = {
+    generatePolicyTurn: view.waitable(
+      summarisedCall(policy.generatePolicyTurn, say(policyReplySummary)),
+      policyReplySummary,
+      at.policy,
+    ),
+    analyzeAssistantReply: async (callInput) => {
+      const analysed = await analyse(callInput);
+      emotionAfterAnalysis = emotionAfterTurn(progress.emotion, analysed.analysis.emotionChange);
+      return analysed;
+    },
+    writeUserMessage: view.waitable(
+      summarisedCall(simulator.writeUserMessage, say(userReplySummary)),
+      userReplySummary,
+      at.simulator,
+    ),
+  };
+  return (turnInput) => playTurn(callsOfTurn, turnInput, (phase) => view.enter(phase));
+}
+
+/** Per turn: one activity plays the whole turn. */
+function turnByActivity(
+  turnActivity: ActivityProxy<DialogueTurnActivities>,
+  view: RolloutView,
+  at: Endpoints,
+): PlayOneTurn {
+  return async (turnInput) => {
+    view.enter('turn');
+    // A turn waits as a whole; going on plays it again after the calls its failure says it finished.
+    const turnSummary = () => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion);
+    return view.gate.guard(
+      summarisedCall(turnActivity.playDialogueTurn, view.say(turnSummary)),
+      () => ({ call: turnSummary(), endpoint: `${at.policy}, ${at.simulator}` }),
+      (error, [playedFrom]): [ResumedTurnInput] => [
+        { ...playedFrom, finished: finishedCallsOf(error) ?? playedFrom.finished },
+      ],
+    )(turnInput);
+  };
+}
+
+function progressHooks(view: RolloutView, dialogue: Dialogue): TurnHooks {
+  return {
+    beforeTurn: (turnInput) => {
+      view.progress.turn = turnInput.turn;
+    },
+    afterTurn: () => {
+      view.progress.emotion = dialogue.emotion;
+      view.show();
+    },
+  };
+}
+
+/** Writes the transcript's next part once enough turns have gathered (rollouts with TRANSCRIPT_PARTS_PATCH). */
+async function savePartWhenDue(
+  partition: TranscriptPartition,
+  played: PlayedTurn,
+  artifacts: ActivityProxy<ArtifactActivities>,
+  view: RolloutView,
+  storeAt: string,
+): Promise<void> {
+  if (!(partition.add(played.record) && patched(TRANSCRIPT_PARTS_PATCH))) return;
+  const partSummary = () => timeline.transcriptPartSummary(played.record.turn);
+  await view.waitable(
+    summarisedCall(artifacts.saveTranscriptPart, view.say(partSummary)),
+    partSummary,
+    storeAt,
+  )(partition.takePart());
+}
+
+/** Saves the ended dialogue's transcript (or its tail, when parts were written) and tags the outcome. */
+async function saveEnded(
+  ended: EndedDialogue,
+  partition: TranscriptPartition,
+  artifacts: ActivityProxy<ArtifactActivities>,
+  view: RolloutView,
+  storeAt: string,
+  origin: { rolloutId: string; runName: string | null; step: number | null; startedAt: string },
+): Promise<{ reward: number; turns: number; tokens: RolloutSummary['tokens']; artifact: string }> {
+  const { outcome, emotion: finalEmotion } = ended;
+  view.progress.outcome = outcome;
+  view.enter('saving');
+  const transcript = ended.transcript({ ...origin, finishedAt: new Date().toISOString() });
+  const savedSummary = () => timeline.transcriptSummary(transcript.turns.length, outcome, finalEmotion);
+  const saved = view.say(savedSummary);
+  const artifact =
+    partition.parts === 0
+      ? await view.waitable(summarisedCall(artifacts.saveTranscript, saved), savedSummary, storeAt)(transcript)
+      : await view.waitable(
+          summarisedCall(artifacts.saveTranscriptFromParts, saved),
+          savedSummary,
+          storeAt,
+        )(partition.tail(transcript));
+  upsertSearchAttributes([
+    { key: SEARCH_ATTRIBUTES.outcome, value: outcome },
+    { key: SEARCH_ATTRIBUTES.finalEmotion, value: finalEmotion },
+  ]);
+  view.enter('done');
+  return { reward: transcript.reward, turns: transcript.turns.length, tokens: transcript.tokens, artifact };
 }
 
 /**

@@ -1,7 +1,8 @@
 import { executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { RolloutQueueActivities } from '../activities/index.js';
 import type { TrainerEndpoint } from '../trainer/trainerClient.js';
-import { evaluation, type EvaluationInput, type EvaluationSummary } from './evaluation.js';
+import type { EvaluationInput } from '../core/evaluationInput.js';
+import { evaluation, type EvaluationSummary } from './evaluation.js';
 
 export interface ScheduledEvaluationInput {
   schedule: string;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { openArtifactStore } from '../../src/artifacts/openArtifactStore.js';
 import { S3ArtifactStore } from '../../src/artifacts/s3Store.js';
-import { parseS3Url } from '../../src/artifacts/s3Url.js';
+import { parseS3Url } from '../../src/core/s3Url.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { METRIC_NAMES } from '../../src/activities/attuneMetrics.js';
+import { METRIC_NAMES } from '../../src/core/metricNames.js';
 import { REPO_ROOT } from '../../src/paths.js';
 
 interface Panel {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { TrainerStepMetrics } from '../../src/core/runMetrics.js';
-import { mean, stepEvalSummary, stepMetricsRecord, valueStats } from '../../src/core/training/stepRecord.js';
+import { mean, valueStats } from '../../src/core/statistics/valueStats.js';
+import { stepEvalSummary, stepMetricsRecord } from '../../src/core/training/stepRecord.js';
 import type { RolloutSummary } from '../../src/core/transcript.js';
 
 const TRAINER = { loss: 0.1, kl: 0, tokens: 12 } as TrainerStepMetrics;

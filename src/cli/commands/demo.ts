@@ -11,7 +11,8 @@ import { writeReport } from '../../report/index.js';
 import { defaultReportDir } from '../../report/reportOutput.js';
 import { trainingWorkflowId } from '../../workflows/training.js';
 import { CONFIG_FLAGS, flagHelp, intOption, parseCommand, UsageError, type Flags } from '../args.js';
-import { commandContext } from '../context.js';
+import { commandContext, type CommandContext } from '../context.js';
+import type { TemporalHandle } from '../../temporal/connect.js';
 import { withFollowerLink, withRuntime, workflowUiUrl } from '../runtime.js';
 
 export const DEMO_FLAGS = {
@@ -55,12 +56,8 @@ export function demoPublishing(configFile: string, set: string[], env: NodeJS.Pr
   return ['training.publish=vllm', ...(config.training.lora ? [] : [`training.lora.r=${config.policy.maxLoraRank}`])];
 }
 
-export async function demoCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommand(argv, DEMO_FLAGS, false);
-  if (values.help) {
-    say(DEMO_HELP);
-    return 0;
-  }
+/** The `--steps`-like size options as `--set` assignments, and how many eval scenarios to use. */
+function demoSizes(values: ReturnType<typeof parseCommand<typeof DEMO_FLAGS>>['values']) {
   const sizes: string[] = [];
   const steps = intOption(values.steps, 'steps');
   const perStep = intOption(values['scenarios-per-step'], 'scenarios-per-step');
@@ -72,10 +69,125 @@ export async function demoCommand(argv: string[]): Promise<number> {
   if (samples !== undefined) sizes.push(`training.samplesPerScenario=${samples}`);
   if (turns !== undefined) sizes.push(`training.maxTurns=${turns}`, `evaluation.maxTurns=${turns}`);
   if (evalCount < 1) throw new UsageError('--eval-scenarios must be at least 1');
+  return { sizes, evalCount };
+}
+
+/** One demo as it runs: its context, its Temporal connection, its run, and the clock since it began. */
+interface DemoRun {
+  ctx: CommandContext;
+  temporal: TemporalHandle;
+  runName: string;
+  evalCount: number;
+  elapsed: () => string;
+}
+
+function announce({ ctx: { config }, temporal, runName }: DemoRun): void {
+  say(`Attune demo: run ${runName}`);
+  say(
+    `  Temporal UI: ${temporal.uiUrl ?? '(external server)'}${temporal.uiUrl ? `  (the run: ${workflowUiUrl(temporal, trainingWorkflowId(runName))})` : ''}`,
+  );
+  say(
+    `  policy ${config.training.baseModel} trained by the trainer at ${config.trainer.url}; simulator ${config.simulator.model} at ${config.simulator.baseURL}`,
+  );
+  say(
+    `  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.maxTurns} turns`,
+  );
+}
+
+/** Starts (or attaches to) the training run and prints each new status line until it ends. */
+async function train({ ctx, temporal, runName, elapsed }: DemoRun) {
+  const { outcome } = await startOrAttachTraining(temporal.client, ctx.config, runName);
+  say(
+    outcome === 'started'
+      ? `[${elapsed()}] training started`
+      : `[${elapsed()}] attached to the existing run ${runName}`,
+  );
+  const result = await withFollowerLink(ctx, temporal, async (link) => {
+    const run = followTraining(link, runName, 3000);
+    let last = '';
+    for await (const s of run.statuses) {
+      const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
+      if (line !== last) {
+        say(`[${elapsed()}] ${line}`);
+        if (s.phase === 'waiting-for-operator')
+          say(
+            `  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``,
+          );
+      }
+      last = line;
+    }
+    return run.result;
+  });
+  say(`[${elapsed()}] training done: ${result.stepsApplied} step(s), final version ${result.version}`);
+  return result;
+}
+
+/** Evaluates the base and the final policy on the same eval scenarios; their evaluation ids. */
+async function evaluateBaseAndFinal(demo: DemoRun, stepsApplied: number): Promise<string[]> {
+  const { ctx, temporal, runName, elapsed } = demo;
+  const { config } = ctx;
+  const evalIds: string[] = [];
+  const evalScenarios = buildEvaluationInput(config, { split: 'eval' })
+    .scenarios.slice(0, demo.evalCount)
+    .map((s) => s.id);
+  for (const [label, step] of [
+    ['base', 0],
+    ['final', stepsApplied],
+  ] as const) {
+    const input = buildEvaluationInput(config, {
+      split: 'eval',
+      only: evalScenarios,
+      policy: `${runName}@${step}`,
+      evalId: `${runName}-eval-${label}`,
+      runName,
+      step,
+    });
+    say(
+      `[${elapsed()}] evaluating the ${label} policy (${runName}@${step}) on ${input.scenarios.length} eval scenario(s)`,
+    );
+    await startOrAttachEvaluation(temporal.client, config, input);
+    // Only its summary is shown: its statuses are never asked for.
+    const summary = await withFollowerLink(ctx, temporal, (link) => followEvaluation(link, input.evalId, 3000).result);
+    say(
+      `[${elapsed()}]   ${label}: Sentient score ${summary.score} over ${summary.count} dialogue(s) (success ${summary.success}, failure ${summary.failure}, failed ${summary.failed})`,
+    );
+    evalIds.push(summary.evalId);
+  }
+  return evalIds;
+}
+
+/** Prints the score change, writes the run's report and says where everything is. */
+async function finish({ ctx, temporal, runName, elapsed }: DemoRun, evalIds: string[]): Promise<void> {
+  const [before, after] = await Promise.all([
+    loadEvaluationReport(ctx.store, evalIds[0]!),
+    loadEvaluationReport(ctx.store, evalIds[1]!),
+  ]);
+  const comparison = compareEvaluations(before, after);
+  say(
+    `[${elapsed()}] score ${comparison.score.a} -> ${comparison.score.b} (${comparison.score.delta >= 0 ? '+' : ''}${comparison.score.delta})`,
+  );
+
+  const outDir = defaultReportDir(ctx.store, ctx.config.home, runName);
+  const report = await writeReport({ store: ctx.store, target: runName, outDir });
+  for (const warning of report.warnings) ctx.log.warn(warning);
+  say('');
+  say(`Done in ${elapsed()}.`);
+  say(`  Temporal UI: ${temporal.uiUrl ?? '(external server)'}`);
+  say(`  Run:         ${runName}   (resume or inspect: attune status ${runName})`);
+  say(`  Report:      ${resolve(outDir, 'index.html')}`);
+  say(`  Evaluations: attune report ${evalIds[1]}   |   attune eval compare ${evalIds[0]} ${evalIds[1]}`);
+}
+
+export async function demoCommand(argv: string[]): Promise<number> {
+  const { values } = parseCommand(argv, DEMO_FLAGS, false);
+  if (values.help) {
+    say(DEMO_HELP);
+    return 0;
+  }
+  const { sizes, evalCount } = demoSizes(values);
   const configFile = values.config ?? resolve(REPO_ROOT, 'configs', 'demo.yaml');
   const set = [...sizes, ...(values.set ?? [])];
   const ctx = commandContext({ config: configFile, set: [...demoPublishing(configFile, set), ...set] }, 'demo');
-  const { config, log } = ctx;
   const runName = values.resume ?? `demo-${new Date().toISOString().slice(0, 19).replace(/[-:T]/g, '')}`;
   const started = Date.now();
   const elapsed = () => `${Math.round((Date.now() - started) / 1000)}s`;
@@ -83,90 +195,10 @@ export async function demoCommand(argv: string[]): Promise<number> {
   return withRuntime(
     ctx,
     async (temporal) => {
-      say(`Attune demo: run ${runName}`);
-      say(
-        `  Temporal UI: ${temporal.uiUrl ?? '(external server)'}${temporal.uiUrl ? `  (the run: ${workflowUiUrl(temporal, trainingWorkflowId(runName))})` : ''}`,
-      );
-      say(
-        `  policy ${config.training.baseModel} trained by the trainer at ${config.trainer.url}; simulator ${config.simulator.model} at ${config.simulator.baseURL}`,
-      );
-      say(
-        `  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.maxTurns} turns`,
-      );
-
-      const { outcome } = await startOrAttachTraining(temporal.client, config, runName);
-      say(
-        outcome === 'started'
-          ? `[${elapsed()}] training started`
-          : `[${elapsed()}] attached to the existing run ${runName}`,
-      );
-      const result = await withFollowerLink(ctx, temporal, async (link) => {
-        const run = followTraining(link, runName, 3000);
-        let last = '';
-        for await (const s of run.statuses) {
-          const line = `step ${Math.min(s.step, s.steps)}/${s.steps}: ${s.phase}, dialogues ${s.rollouts.done}/${s.rollouts.total}${s.lastMetrics ? `, last mean reward ${s.lastMetrics.reward.mean.toFixed(3)}` : ''}`;
-          if (line !== last) {
-            say(`[${elapsed()}] ${line}`);
-            if (s.phase === 'waiting-for-operator')
-              say(
-                `  needs attention: ${s.blockedReason ?? ''}\n  fix the cause, then run \`npx attune resume ${runName}\` (retries the failed dialogues), or \`npx attune stop ${runName}\``,
-              );
-          }
-          last = line;
-        }
-        return run.result;
-      });
-      say(`[${elapsed()}] training done: ${result.stepsApplied} step(s), final version ${result.version}`);
-
-      const evalIds: string[] = [];
-      const evalScenarios = buildEvaluationInput(config, { split: 'eval' })
-        .scenarios.slice(0, evalCount)
-        .map((s) => s.id);
-      for (const [label, step] of [
-        ['base', 0],
-        ['final', result.stepsApplied],
-      ] as const) {
-        const input = buildEvaluationInput(config, {
-          split: 'eval',
-          only: evalScenarios,
-          policy: `${runName}@${step}`,
-          evalId: `${runName}-eval-${label}`,
-          runName,
-          step,
-        });
-        say(
-          `[${elapsed()}] evaluating the ${label} policy (${runName}@${step}) on ${input.scenarios.length} eval scenario(s)`,
-        );
-        await startOrAttachEvaluation(temporal.client, config, input);
-        // Only its summary is shown: its statuses are never asked for.
-        const summary = await withFollowerLink(
-          ctx,
-          temporal,
-          (link) => followEvaluation(link, input.evalId, 3000).result,
-        );
-        say(
-          `[${elapsed()}]   ${label}: Sentient score ${summary.score} over ${summary.count} dialogue(s) (success ${summary.success}, failure ${summary.failure}, failed ${summary.failed})`,
-        );
-        evalIds.push(summary.evalId);
-      }
-      const [before, after] = await Promise.all([
-        loadEvaluationReport(ctx.store, evalIds[0]!),
-        loadEvaluationReport(ctx.store, evalIds[1]!),
-      ]);
-      const comparison = compareEvaluations(before, after);
-      say(
-        `[${elapsed()}] score ${comparison.score.a} -> ${comparison.score.b} (${comparison.score.delta >= 0 ? '+' : ''}${comparison.score.delta})`,
-      );
-
-      const outDir = defaultReportDir(ctx.store, config.home, runName);
-      const report = await writeReport({ store: ctx.store, target: runName, outDir });
-      for (const warning of report.warnings) log.warn(warning);
-      say('');
-      say(`Done in ${elapsed()}.`);
-      say(`  Temporal UI: ${temporal.uiUrl ?? '(external server)'}`);
-      say(`  Run:         ${runName}   (resume or inspect: attune status ${runName})`);
-      say(`  Report:      ${resolve(outDir, 'index.html')}`);
-      say(`  Evaluations: attune report ${evalIds[1]}   |   attune eval compare ${evalIds[0]} ${evalIds[1]}`);
+      const demo: DemoRun = { ctx, temporal, runName, evalCount, elapsed };
+      announce(demo);
+      const result = await train(demo);
+      await finish(demo, await evaluateBaseAndFinal(demo, result.stepsApplied));
       return 0;
     },
     { optimizer: true },

@@ -95,6 +95,27 @@ export async function createEvaluationSchedule(
   return handle.scheduleId;
 }
 
+/** `attune schedule list`: every schedule, as a table or as JSON. */
+async function listSchedules(client: Client, json: boolean): Promise<void> {
+  const rows: { id: string; paused: boolean; note: string; next: string | null }[] = [];
+  for await (const s of client.schedule.list()) {
+    rows.push({
+      id: s.scheduleId,
+      paused: s.state.paused,
+      note: s.state.note ?? '',
+      next: s.info.nextActionTimes[0]?.toISOString() ?? null,
+    });
+  }
+  if (json) process.stdout.write(`${JSON.stringify(rows)}\n`);
+  else {
+    process.stdout.write(`${'SCHEDULE'.padEnd(28)} ${'PAUSED'.padEnd(6)} ${'NEXT RUN'.padEnd(24)} NOTE\n`);
+    for (const r of rows)
+      process.stdout.write(
+        `${r.id.padEnd(28)} ${(r.paused ? 'yes' : 'no').padEnd(6)} ${(r.next ?? '-').padEnd(24)} ${r.note}\n`,
+      );
+  }
+}
+
 export async function scheduleCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === undefined || sub === '--help' || sub === '-h') {
@@ -133,26 +154,9 @@ export async function scheduleCommand(argv: string[]): Promise<number> {
         process.stdout.write(`created schedule ${id} (${values.cron})\n`);
         return 0;
       }
-      case 'list': {
-        const rows: { id: string; paused: boolean; note: string; next: string | null }[] = [];
-        for await (const s of client.schedule.list()) {
-          rows.push({
-            id: s.scheduleId,
-            paused: s.state.paused,
-            note: s.state.note ?? '',
-            next: s.info.nextActionTimes[0]?.toISOString() ?? null,
-          });
-        }
-        if (values.json) process.stdout.write(`${JSON.stringify(rows)}\n`);
-        else {
-          process.stdout.write(`${'SCHEDULE'.padEnd(28)} ${'PAUSED'.padEnd(6)} ${'NEXT RUN'.padEnd(24)} NOTE\n`);
-          for (const r of rows)
-            process.stdout.write(
-              `${r.id.padEnd(28)} ${(r.paused ? 'yes' : 'no').padEnd(6)} ${(r.next ?? '-').padEnd(24)} ${r.note}\n`,
-            );
-        }
+      case 'list':
+        await listSchedules(client, Boolean(values.json));
         return 0;
-      }
       case 'pause':
         await client.schedule.getHandle(needName()).pause(values.note ?? 'paused with attune schedule pause');
         process.stdout.write(`paused ${name}\n`);

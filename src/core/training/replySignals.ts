@@ -1,4 +1,4 @@
-import { valueStats } from './stepRecord.js';
+import { valueStats } from '../statistics/valueStats.js';
 
 /** A reply with fewer visible characters than this counts as near-empty. */
 export const NEAR_EMPTY_CHARS = 3;

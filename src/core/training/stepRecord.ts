@@ -2,18 +2,8 @@ import type { Algorithm } from './algorithms.js';
 import type { ReplySignals } from './replySignals.js';
 import { creditedRewards, FINAL_CREDIT, turnRewards, type CreditSettings } from './credit.js';
 import type { StepMetricsRecord, TrainerStepMetrics } from '../runMetrics.js';
+import { mean, valueStats } from '../statistics/valueStats.js';
 import { sumRateLimitWaits, type EndpointWaits, type RolloutSummary } from '../transcript.js';
-
-export function mean(values: readonly number[]): number {
-  return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
-}
-
-/** Mean, population standard deviation and range; all 0 for no values. */
-export function valueStats(values: readonly number[]): StepMetricsRecord['reward'] {
-  const m = mean(values);
-  const std = Math.sqrt(mean(values.map((v) => (v - m) ** 2)));
-  return { mean: m, std, min: values.length ? Math.min(...values) : 0, max: values.length ? Math.max(...values) : 0 };
-}
 
 export type StepEvalSummary = NonNullable<StepMetricsRecord['eval']>;
 

@@ -3,7 +3,7 @@ import type { RolloutSettings } from '../rolloutSettingsSchema.js';
 import type { StepMetricsRecord } from '../runMetrics.js';
 import type { StepOutcomesSnapshot } from './stepRollouts.js';
 import type { LiveSettings } from './liveSet.js';
-import { mean } from './stepRecord.js';
+import { mean } from '../statistics/valueStats.js';
 import type { TrackingHealth } from '../tracking/trackingHealth.js';
 import type { GuardState, GuardTrip } from './guardrails.js';
 

@@ -37,6 +37,7 @@
   }
 
   /** @param {SVGSVGElement} svg */
+  // eslint-disable-next-line max-lines-per-function -- still to split
   function hoverChart(svg) {
     /** @type {HoverData | null} */
     let parsed;

@@ -1,5 +1,4 @@
-import { KEY_PART_CHARS } from '../core/names.js';
-import { isValidArtifactKey } from './keys.js';
+import { isValidArtifactKey, KEY_PART_CHARS } from './names.js';
 
 /**
  * `artifacts.url` of an object store: `s3://BUCKET` or `s3://BUCKET/PREFIX`. Pure, so the config

@@ -1,0 +1,38 @@
+import type { ArtifactStore } from '../artifacts/store.js';
+import type { TaskQueues } from '../config/taskQueues.js';
+import {
+  dialogueTurnActivities,
+  gatedLlmCalls,
+  optimizerQueueActivities,
+  queuedPolicyActivities,
+  queuedSimulatorActivities,
+  rolloutQueueActivities,
+  type EndpointGates,
+} from './index.js';
+import { createPublisherActivities, type PublisherOptions } from './publisher.js';
+
+/** What a worker process hands its queues' activities: the artifact store, and one gate per LLM endpoint. */
+export interface QueueActivityDeps {
+  store: ArtifactStore;
+  gates: EndpointGates;
+}
+
+/**
+ * Each task queue's activities: the one place a worker looks them up. The LLM calls serve three
+ * queues: their endpoint's own (one activity per call, heartbeating while it waits for a token
+ * budget), the rollouts queue (local activities, `rollout.llmCalls: local`) and the turns queue
+ * (inside a whole turn, `rollout.activityPer: turn`); the last two are bounded by this process's gates.
+ */
+export const QUEUE_ACTIVITIES = {
+  rollouts: ({ store, gates }: QueueActivityDeps) => ({
+    ...rolloutQueueActivities(store),
+    ...gatedLlmCalls(gates),
+    ...dialogueTurnActivities(gates),
+  }),
+  policy: () => queuedPolicyActivities,
+  simulator: () => queuedSimulatorActivities,
+  turns: ({ gates }: Pick<QueueActivityDeps, 'gates'>) => dialogueTurnActivities(gates),
+  optimizer: ({ store }: Pick<QueueActivityDeps, 'store'>) => optimizerQueueActivities(store),
+  /** One publish queue per vLLM replica (`publishQueueFor`), served by the publisher beside it. */
+  publish: (publisher: PublisherOptions) => createPublisherActivities(publisher),
+} satisfies Record<keyof TaskQueues | 'publish', (deps: never) => object>;
