@@ -51,7 +51,7 @@ function trainerFacts(names: string[]): TrainerFacts {
   const script = `
 import json, sys
 from pydantic import ValidationError
-from attune_trainer.service.schemas import RUN_ID_RE, Hyperparameters, LoraSpec, RunCreate, StepOverrides
+from attune_trainer.contract.schemas import RUN_ID_RE, Hyperparameters, LoraSpec, RunCreate, StepOverrides
 from attune_trainer.service.settings_schema import settings_schema_text
 
 def accepted(name):

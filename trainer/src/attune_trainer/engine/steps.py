@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 from attune_trainer.compute import Compute
+from attune_trainer.contract.errors import DiskFull, StepConflict
+from attune_trainer.contract.schemas import StepRequest
+from attune_trainer.engine.prometheus import TrainerMetrics
 from attune_trainer.faults import FaultInjection
 from attune_trainer.log import log
-from attune_trainer.service.errors import DiskFull, StepConflict
-from attune_trainer.service.prometheus import TrainerMetrics
-from attune_trainer.service.schemas import StepRequest
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.disk_full import out_of_space
 from attune_trainer.state.loaded_run import LoadedRun

@@ -16,7 +16,8 @@ from pydantic import (
     model_validator,
 )
 
-from attune_trainer.service.limits import (
+from attune_trainer.contract.algorithms import ALGORITHM_NAMES
+from attune_trainer.contract.limits import (
     CHOICES,
     MESSAGE_CHARS,
     MESSAGE_PARTS,
@@ -26,7 +27,6 @@ from attune_trainer.service.limits import (
     STOP_CHARS,
     STOP_STRINGS,
 )
-from attune_trainer.update.algorithms import ALGORITHM_NAMES
 
 # \Z, not $: $ would also match before a trailing newline. The orchestrator checks the same rule
 # (src/core/names.ts); test/contracts/trainerContracts.test.ts keeps the two equal.
