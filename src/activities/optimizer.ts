@@ -4,9 +4,9 @@ import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { TrainerStepMetrics } from '../core/runMetrics.js';
 import type { Hyperparameters, LoraSpec } from '../core/training/trainingSettingsSchema.js';
-import type { CreditSettings } from '../core/training/credit.js';
+import { FINAL_CREDIT, type CreditSettings } from '../core/training/credit.js';
 import { replySignals, type ReplySignals } from '../core/training/replySignals.js';
-import { samplesFromTranscript } from '../core/training/samples.js';
+import { samplesFromTranscript, trainerCredit } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS, nextSameErrorRun, type SameErrorRun } from '../core/training/sameTrainerError.js';
@@ -154,7 +154,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
       for (const rollout of input.rollouts) {
         const transcript = await store.getJson<Transcript>(rollout.artifact);
         replies.push(...transcript.turns.map((t) => t.policy.reply));
-        for (const sample of samplesFromTranscript(transcript, rollout.group, input.credit))
+        for (const sample of samplesFromTranscript(transcript, rollout.group))
           samples.push(input.policyVersion === undefined ? sample : { ...sample, policy_version: input.policyVersion });
       }
       if (samples.length === 0) throw ApplicationFailure.nonRetryable(`step ${input.step} has no samples`, 'EmptyStep');
@@ -177,6 +177,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
           {
             step: input.step,
             samples,
+            credit: trainerCredit(input.credit ?? FINAL_CREDIT),
             ...(input.hyperparameters && Object.keys(input.hyperparameters).length > 0
               ? { hyperparameters: input.hyperparameters }
               : {}),
