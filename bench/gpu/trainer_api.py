@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from attune_trainer import log as trainer_log
-from attune_trainer.serving.engine import Engine
+from attune_trainer.engine.engine import Engine
 from attune_trainer.tiny_tokenizer import build_tiny_tokenizer
 
 

@@ -47,7 +47,7 @@ def one(cfg: dict) -> dict:
     from attune_trainer import log as tlog
 
     tlog.set_level("warning")
-    from attune_trainer.serving.engine import Engine
+    from attune_trainer.engine.engine import Engine
 
     state = Path(cfg.get("state_dir") or tempfile.mkdtemp(prefix="attune-bench-"))
     # a local model is loaded only from the trainer's models directory: its parent here

@@ -101,10 +101,10 @@ def main() -> int:
     torch.set_num_threads(a.threads)
     os.environ["ATTUNE_TRAINER_LOG_LEVEL"] = "warning"
     from attune_trainer import log as tlog
-    from attune_trainer.serving.encoding import pad_batch
-    from attune_trainer.serving.engine import Engine
+    from attune_trainer.encoding import pad_batch
+    from attune_trainer.engine.engine import Engine
     from attune_trainer.faults import FaultInjection
-    from attune_trainer.service.schemas import StepRequest
+    from attune_trainer.contract.schemas import StepRequest
     from attune_trainer.update.update import PolicyUpdate
 
     tlog.set_level("warning")

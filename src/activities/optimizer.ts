@@ -4,9 +4,9 @@ import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
 import type { TrainerStepMetrics } from '../core/runMetrics.js';
 import type { Hyperparameters, LoraSpec } from '../core/training/trainingSettingsSchema.js';
-import type { CreditSettings } from '../core/training/credit.js';
+import { FINAL_CREDIT, type CreditSettings } from '../core/training/credit.js';
 import { replySignals, type ReplySignals } from '../core/training/replySignals.js';
-import { samplesFromTranscript } from '../core/training/samples.js';
+import { samplesFromTranscript, trainerCredit } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS, nextSameErrorRun, type SameErrorRun } from '../core/training/sameTrainerError.js';
@@ -126,10 +126,22 @@ async function stepSamples(store: ArtifactStore, input: OptimizerStepInput) {
   for (const rollout of input.rollouts) {
     const transcript = await store.getJson<Transcript>(rollout.artifact);
     replies.push(...transcript.turns.map((t) => t.policy.reply));
-    for (const sample of samplesFromTranscript(transcript, rollout.group, input.credit))
+    for (const sample of samplesFromTranscript(transcript, rollout.group))
       samples.push(input.policyVersion === undefined ? sample : { ...sample, policy_version: input.policyVersion });
   }
   return { samples, replies };
+}
+
+/** The trainer's step request: the samples, the credit that shares their rewards out, any live overrides. */
+function stepBody(input: OptimizerStepInput, samples: unknown[]) {
+  return {
+    step: input.step,
+    samples,
+    credit: trainerCredit(input.credit ?? FINAL_CREDIT),
+    ...(input.hyperparameters && Object.keys(input.hyperparameters).length > 0
+      ? { hyperparameters: input.hyperparameters }
+      : {}),
+  };
 }
 
 /** What a failed step post becomes: a typed failure, after recording a repeated trainer error. */
@@ -210,13 +222,7 @@ export function createOptimizerActivities(store: ArtifactStore) {
           input.trainer,
           'POST',
           `/v1/runs/${encodeURIComponent(input.runName)}/steps`,
-          {
-            step: input.step,
-            samples,
-            ...(input.hyperparameters && Object.keys(input.hyperparameters).length > 0
-              ? { hyperparameters: input.hyperparameters }
-              : {}),
-          },
+          stepBody(input, samples),
           24 * 3600_000,
           ctx.cancellationSignal,
         );

@@ -3,7 +3,7 @@
  * workflows' inputs and the artifact store.
  *
  * Names (training runs, which are also the trainer's run ids; evaluations; evaluation schedules)
- * follow the trainer's run-id rule (`RUN_ID_RE` in trainer/src/attune_trainer/service/schemas.py), so a name
+ * follow the trainer's run-id rule (`RUN_ID_RE` in trainer/src/attune_trainer/contract/schemas.py), so a name
  * accepted here is accepted there; test/contracts checks that both sides agree. An evaluation's
  * name is also the run name its transcripts are filed under when it belongs to no run. Such a name
  * is a valid artifact key part as it stands and cannot contain `@`, which separates run and step in

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { isValidName, NAME_PATTERN } from '../../src/core/names.js';
 import { LIVE_HYPERPARAMETERS } from '../../src/core/training/liveSet.js';
 import { ALGORITHMS } from '../../src/core/training/algorithms.js';
+import { CREDIT_MODES } from '../../src/core/training/credit.js';
 import { hyperparametersSchema, trainingSettingsSchema } from '../../src/core/training/trainingSettingsSchema.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import { SCHEMA_FILE } from '../../scripts/trainer-settings/render.js';
@@ -44,6 +45,7 @@ interface TrainerFacts {
   runCreateAccepts: boolean[];
   schemas: Record<'Hyperparameters' | 'StepOverrides' | 'LoraSpec' | 'RunCreate', unknown>;
   settingsSchemaText: string;
+  creditModes: string[];
 }
 
 /** Asks the trainer's own code (this checkout's, not an installed copy) for its rules. */
@@ -51,7 +53,7 @@ function trainerFacts(names: string[]): TrainerFacts {
   const script = `
 import json, sys
 from pydantic import ValidationError
-from attune_trainer.service.schemas import RUN_ID_RE, Hyperparameters, LoraSpec, RunCreate, StepOverrides
+from attune_trainer.contract.schemas import CREDIT_MODES, RUN_ID_RE, Hyperparameters, LoraSpec, RunCreate, StepOverrides
 from attune_trainer.service.settings_schema import settings_schema_text
 
 def accepted(name):
@@ -68,6 +70,7 @@ print(json.dumps({
     "runCreateAccepts": [accepted(n) for n in names],
     "schemas": {m.__name__: m.model_json_schema() for m in (Hyperparameters, StepOverrides, LoraSpec, RunCreate)},
     "settingsSchemaText": settings_schema_text(),
+    "creditModes": list(CREDIT_MODES),
 }))
 `;
   const pythonPath = [join(REPO_ROOT, 'trainer', 'src'), process.env.PYTHONPATH].filter(Boolean).join(':');
@@ -102,6 +105,12 @@ describe('contracts with the trainer', () => {
           `training settings: ${shown}`,
         );
       });
+    });
+  });
+
+  describe('credit', () => {
+    it('the orchestrator offers exactly the credit modes the trainer assigns', () => {
+      assert.deepEqual(trainer.creditModes, [...CREDIT_MODES]);
     });
   });
 

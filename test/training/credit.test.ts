@@ -1,16 +1,22 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   changesFromEmotions,
   creditedRewards,
   discountedReturns,
   FINAL_CREDIT,
   turnRewards,
+  type CreditMode,
   type CreditSettings,
 } from '../../src/core/training/credit.js';
 import type { TrainerStepMetrics } from '../../src/core/runMetrics.js';
-import { samplesFromTranscript } from '../../src/core/training/samples.js';
+import { samplesFromTranscript, trainerCredit } from '../../src/core/training/samples.js';
 import { stepMetricsRecord } from '../../src/core/training/stepRecord.js';
 import type { Transcript } from '../../src/core/transcript.js';
+import { REPO_ROOT } from '../../src/paths.js';
+
+const GOLDEN = 'trainer/tests/fixtures/turn_credit_golden.json';
 
 const close = (actual: number[], expected: number[]) => {
   assert.equal(actual.length, expected.length);
@@ -58,26 +64,41 @@ describe('credit by turn', () => {
     assert.deepEqual(changesFromEmotions([30, 40], 2), [10, 0]);
   });
 
-  it('samples: final is the dialogue reward with the trajectory; turn carries returns, each turn its own unit', () => {
+  it('samples carry the dialogue reward, its id and each turn, for the trainer to credit', () => {
     const t = transcript('d1', 30, rising.changes, 0.8);
-    const final = samplesFromTranscript(t, 'g');
     assert.deepEqual(
-      final.map((s) => [s.reward, s.trajectory]),
+      samplesFromTranscript(t, 'g').map((s) => [s.reward, s.trajectory, s.turn]),
       [
-        [0.8, 'd1'],
-        [0.8, 'd1'],
-        [0.8, 'd1'],
+        [0.8, 'd1', { index: 0, emotion_change: 20, final_emotion: 80 }],
+        [0.8, 'd1', { index: 1, emotion_change: -10, final_emotion: 80 }],
+        [0.8, 'd1', { index: 2, emotion_change: 40, final_emotion: 80 }],
       ],
     );
-    const turn = samplesFromTranscript(t, 'g', { mode: 'turn', turnDiscount: 0.5, weight: 0.5 });
-    close(
-      turn.map((s) => s.reward),
-      [0.25, 0.1, 0.4],
-    );
-    assert.deepEqual(
-      turn.map((s) => s.trajectory),
-      ['', '', ''],
-    );
+    assert.deepEqual(trainerCredit({ mode: 'mixed', turnDiscount: 0.9, weight: 0.25 }), {
+      mode: 'mixed',
+      turn_discount: 0.9,
+      weight: 0.25,
+    });
+  });
+
+  it("the step record's credited rewards are the trainer's (its golden fixture)", () => {
+    // The trainer credits the samples it trains on; the step record recomputes the same rewards
+    // for its statistics. Both are held to one recording (trainer/tests/test_turn_credit_golden.py).
+    const golden = JSON.parse(readFileSync(join(REPO_ROOT, GOLDEN), 'utf8')) as {
+      dialogues: { reward: number; final_emotion: number; turns: { emotion_change: number }[] }[];
+      cases: { credit: { mode: CreditMode; turn_discount: number; weight: number }; rewards: number[] }[];
+    };
+    assert.equal(golden.cases.length, 5);
+    for (const c of golden.cases) {
+      const credit = { mode: c.credit.mode, turnDiscount: c.credit.turn_discount, weight: c.credit.weight };
+      const rewards = golden.dialogues.flatMap((d) =>
+        creditedRewards(
+          { changes: d.turns.map((t) => t.emotion_change), reward: d.reward, finalEmotion: d.final_emotion },
+          credit,
+        ),
+      );
+      assert.deepEqual(rewards, c.rewards, JSON.stringify(c.credit));
+    }
   });
 
   it('the step record carries per-turn reward and return statistics', () => {

@@ -49,7 +49,7 @@ def fixed_samples(step: int, n_groups: int = 2, per_group: int = 3):
 
 @pytest.fixture
 def engine(tmp_path):
-    from attune_trainer.serving.engine import Engine
+    from attune_trainer.engine.engine import Engine
 
     return Engine(tmp_path / "state", device="cpu")
 

@@ -4,16 +4,11 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from attune_trainer.service.schemas import Hyperparameters, RunCreate
+from attune_trainer.contract.algorithms import ALGORITHM_NAMES, ALGORITHMS
+from attune_trainer.contract.schemas import Hyperparameters, RunCreate
 from attune_trainer.update import losses
 from attune_trainer.update.advantages import ADVANTAGE_ESTIMATORS, estimator_for
-from attune_trainer.update.algorithms import (
-    ALGORITHM_NAMES,
-    ALGORITHMS,
-    POLICY_LOSSES,
-    policy_loss_for,
-    register_policy_loss,
-)
+from attune_trainer.update.algorithms import POLICY_LOSSES, policy_loss_for, register_policy_loss
 
 
 def test_every_algorithm_names_a_registered_estimator_and_loss():

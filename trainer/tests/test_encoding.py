@@ -1,7 +1,7 @@
 """Samples as token ids: only completion tokens carry loss; truncation keeps the completion."""
 
-from attune_trainer.service.schemas import Sample
-from attune_trainer.serving.encoding import encode_sample, pad_batch
+from attune_trainer.contract.schemas import Sample
+from attune_trainer.encoding import encode_sample, pad_batch
 from attune_trainer.update import losses as L
 
 

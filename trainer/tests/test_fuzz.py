@@ -36,8 +36,8 @@ EXAMPLES = 10  # bounded: the module runs in well under a minute on two CPU core
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
+    from attune_trainer.engine.engine import Engine
     from attune_trainer.service.server import create_app
-    from attune_trainer.serving.engine import Engine
 
     engine = Engine(tmp_path_factory.mktemp("fuzz") / "state", device="cpu")
     engine.create_run(tiny_run(RUN, max_length=48))

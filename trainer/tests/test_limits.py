@@ -7,7 +7,7 @@ import pytest
 from conftest import P, fixed_samples, tiny_run
 from fastapi.testclient import TestClient
 
-from attune_trainer.service import limits
+from attune_trainer.contract import limits
 
 
 @pytest.fixture

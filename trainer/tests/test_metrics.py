@@ -65,7 +65,7 @@ def test_metrics_move_after_a_step(guarded):
 
 
 def test_buckets_are_cumulative():
-    from attune_trainer.service.prometheus import STEP_SECONDS_BUCKETS, TrainerMetrics
+    from attune_trainer.engine.prometheus import STEP_SECONDS_BUCKETS, TrainerMetrics
 
     metrics = TrainerMetrics()
     metrics.step_applied({"seconds": 0.3, "tokens": 30})
@@ -79,8 +79,8 @@ def test_buckets_are_cumulative():
 
 
 def test_a_failed_step_counts_as_failed(tmp_path, monkeypatch):
+    from attune_trainer.engine.engine import Engine
     from attune_trainer.service.server import create_app
-    from attune_trainer.serving.engine import Engine
 
     monkeypatch.setenv("ATTUNE_TRAINER_FAULT_INJECTION", "after_update@1:1")
     engine = Engine(tmp_path / "state", device="cpu")

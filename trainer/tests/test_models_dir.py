@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 
 
 def _client(state_dir: Path, models_dir: Path | None):
+    from attune_trainer.engine.engine import Engine
     from attune_trainer.service.server import create_app
-    from attune_trainer.serving.engine import Engine
 
     allowed = {"models_dir": models_dir} if models_dir else {}
     return TestClient(create_app(Engine(state_dir, device="cpu", **allowed), token=""))

@@ -9,8 +9,8 @@ import torch
 from conftest import tiny_run
 from test_sampled_tokens import _sampled
 
-from attune_trainer.service.errors import InvalidRequest
-from attune_trainer.service.schemas import Sample
+from attune_trainer.contract.errors import InvalidRequest
+from attune_trainer.contract.schemas import Sample
 from attune_trainer.update.off_policy import applied_weights, raw_weights, staleness, staleness_histogram
 
 

@@ -7,8 +7,8 @@ import torch
 from conftest import tiny_run
 from test_sampled_tokens import _sampled
 
+from attune_trainer.contract.schemas import StepRequest
 from attune_trainer.faults import FaultInjection
-from attune_trainer.service.schemas import StepRequest
 from attune_trainer.update.update import PolicyUpdate
 
 

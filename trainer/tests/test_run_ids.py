@@ -23,7 +23,7 @@ class Payload:
 
 def _plant_run(tmp_path: Path, where: Path) -> Path:
     """A complete run at `where` (made by another trainer), whose optimizer.pt runs code when unpickled."""
-    from attune_trainer.serving.engine import Engine
+    from attune_trainer.engine.engine import Engine
 
     other = Engine(tmp_path / "other-state", device="cpu")
     other.create_run(tiny_run("planted"))
@@ -67,7 +67,7 @@ def test_every_route_refuses_a_bad_run_id(client):
 
 
 def test_the_store_itself_refuses_a_path_outside_the_runs_dir(tmp_path):
-    from attune_trainer.service.errors import InvalidRunId
+    from attune_trainer.contract.errors import InvalidRunId
     from attune_trainer.state.store import RunStore
 
     state = tmp_path / "state"
@@ -94,7 +94,7 @@ def test_a_symlinked_run_is_neither_listed_nor_loaded(client, engine, tmp_path):
 
 def test_checkpoints_load_as_plain_tensors_never_as_pickled_code(client, engine, tmp_path):
     """Even a pickle inside the state directory (a tampered checkpoint) never runs: weights_only loading."""
-    from attune_trainer.serving.engine import Engine
+    from attune_trainer.engine.engine import Engine
 
     client.post("/v1/runs", json=tiny_run("t"))
     assert client.post("/v1/runs/t/steps", json={"step": 1, "samples": fixed_samples(1)}).status_code == 200

@@ -5,9 +5,9 @@ sampler's (fp32, CPU); samples without ids are re-tokenised and marked so."""
 import pytest
 from conftest import tiny_run
 
-from attune_trainer.service.errors import InvalidRequest
-from attune_trainer.service.schemas import Sample
-from attune_trainer.service.steps import samples_digest
+from attune_trainer.contract.errors import InvalidRequest
+from attune_trainer.contract.schemas import Sample
+from attune_trainer.engine.steps import samples_digest
 from attune_trainer.update.sampler_gap import completion_ids_sha256
 
 PROMPTS = [

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from attune_trainer.service.schemas import Hyperparameters, StepOverrides
+from attune_trainer.contract.schemas import Hyperparameters, StepOverrides
 from attune_trainer.service.settings_schema import main, settings_schema, settings_schema_text
 
 CHECKED_IN = Path(__file__).resolve().parents[1] / "settings.schema.json"

@@ -39,7 +39,7 @@ def test_a_second_trainer_on_the_same_state_dir_refuses_to_start(tmp_path, servi
 def test_two_engines_in_one_process_cannot_share_a_state_dir(tmp_path):
     import os
 
-    from attune_trainer.serving.engine import Engine
+    from attune_trainer.engine.engine import Engine
     from attune_trainer.state.state_lock import StateDirInUse
 
     first = Engine(tmp_path / "state", device="cpu")

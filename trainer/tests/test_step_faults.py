@@ -17,8 +17,8 @@ FAILING_STEP = 2
 
 
 def _client(state_dir):
+    from attune_trainer.engine.engine import Engine
     from attune_trainer.service.server import create_app
-    from attune_trainer.serving.engine import Engine
 
     engine = Engine(state_dir, device="cpu")
     return engine, TestClient(create_app(engine, token=""), raise_server_exceptions=False)

@@ -4,7 +4,7 @@ import pytest
 from conftest import fixed_samples, tiny_run
 from fastapi.testclient import TestClient
 
-from attune_trainer.service.schemas import StepOverrides
+from attune_trainer.contract.schemas import StepOverrides
 
 
 @pytest.fixture
@@ -32,8 +32,8 @@ def test_kl_coef_turned_on_live_gives_a_kl(client, engine, lora):
 
 
 def test_kl_reference_built_live_survives_a_reload(tmp_path):
+    from attune_trainer.engine.engine import Engine
     from attune_trainer.service.server import create_app
-    from attune_trainer.serving.engine import Engine
 
     state = tmp_path / "state"
     first = Engine(state, device="cpu")

@@ -33,7 +33,7 @@ def _record_waits(monkeypatch, engine) -> list[tuple[float, bool]]:
 
 
 def test_a_padded_step_takes_at_least_the_minimum_holding_the_lock(tmp_path, monkeypatch):
-    from attune_trainer.serving.engine import Engine
+    from attune_trainer.engine.engine import Engine
 
     engine = Engine(tmp_path / "state", device="cpu", min_step_seconds=MIN_SECONDS)
     waits = _record_waits(monkeypatch, engine)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from attune_trainer.service.schemas import Hyperparameters, Sample
+from attune_trainer.contract.schemas import Hyperparameters, Sample
 from attune_trainer.update.advantages import AdvantageInputs, gae, grpo
 
 

@@ -4,6 +4,10 @@
  * - `turn`: each turn is rewarded with the emotion change it caused (/ 100), and trained on its
  *   return, the sum of its own and later turns' rewards discounted by `turnDiscount` per turn;
  * - `mixed`: `weight` x the turn return + (1 - weight) x the dialogue's reward.
+ *
+ * The trainer credits the samples it trains on (trainer/src/attune_trainer/update/credit.py): the
+ * optimizer sends each turn's emotion change and these settings. The functions below give the same
+ * figures for the step record's statistics; one recorded fixture holds both sides to them.
  */
 export const CREDIT_MODES = ['final', 'turn', 'mixed'] as const;
 export type CreditMode = (typeof CREDIT_MODES)[number];

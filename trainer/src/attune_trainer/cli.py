@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def export_main(args) -> int:
-    from attune_trainer.service.errors import InvalidRunId
+    from attune_trainer.contract.errors import InvalidRunId
     from attune_trainer.state.export import ExportError, export_checkpoint
 
     state_dir = (args.state_dir or default_state_dir()).resolve()
@@ -162,6 +162,11 @@ def main(argv=None) -> int:
     if refused:
         print(f"attune-trainer: {refused}", file=sys.stderr, flush=True)
         return 2
+    return serve_main(args, token)
+
+
+def serve_main(args, token: str | None) -> int:
+    """`serve`: the engine on every rank; rank 0 also serves HTTP until stopped."""
     from attune_trainer.log import capture_warnings, log, set_level
 
     set_level(args.log_level)
@@ -178,13 +183,26 @@ def main(argv=None) -> int:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     state_dir = (args.state_dir or default_state_dir()).resolve()
+    engine = _start_engine(args, state_dir)
+    if engine is None:
+        return 1
+    from attune_trainer.engine.dispatch import Dispatcher
 
-    from attune_trainer.service.dispatch import Dispatcher
-    from attune_trainer.serving.engine import Engine
+    dispatcher = Dispatcher(engine)
+    if not engine.is_main:
+        dispatcher.worker_loop()
+        return 0
+    return _serve_http(args, token, state_dir, engine, dispatcher)
+
+
+def _start_engine(args, state_dir: Path):
+    """The engine over `state_dir`, or None (logged and printed) when another trainer holds it."""
+    from attune_trainer.engine.engine import Engine
+    from attune_trainer.log import log
     from attune_trainer.state.state_lock import StateDirInUse
 
     try:
-        engine = Engine(
+        return Engine(
             state_dir,
             device=args.device,
             dtype=args.dtype,
@@ -195,14 +213,13 @@ def main(argv=None) -> int:
     except StateDirInUse as e:
         log("error", "state directory in use", state_dir=str(e.state_dir), holder_pid=e.holder_pid, error=str(e))
         print(f"attune-trainer: {e}", file=sys.stderr, flush=True)
-        return 1
-    dispatcher = Dispatcher(engine)
-    if not engine.is_main:
-        dispatcher.worker_loop()
-        return 0
+        return None
 
+
+def _serve_http(args, token: str | None, state_dir: Path, engine, dispatcher) -> int:
     import uvicorn
 
+    from attune_trainer.log import log
     from attune_trainer.service.server import create_app
 
     app = create_app(engine, dispatcher, token=token or "")
@@ -220,7 +237,6 @@ def main(argv=None) -> int:
     url = f"{scheme}://{args.host if family == socket.AF_INET else '[' + args.host + ']'}:{port}"
     tls = {"ssl_certfile": str(args.tls_cert), "ssl_keyfile": str(args.tls_key)} if args.tls_cert else {}
     config = uvicorn.Config(app, log_config=None, access_log=False, timeout_keep_alive=75, lifespan="off", **tls)
-    server = uvicorn.Server(config)
     log(
         "info",
         "listening",
@@ -235,7 +251,7 @@ def main(argv=None) -> int:
     )
     print(f"attune-trainer listening on {url}", flush=True)
     try:
-        server.run(sockets=[sock])
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         dispatcher.shutdown()
         log("info", "stopped")

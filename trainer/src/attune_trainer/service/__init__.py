@@ -1,5 +1,3 @@
-"""The HTTP service: the FastAPI app, its request and response schemas, and what sits between them and the engine.
-
-Request schemas and their limits, response models, the auth and body-size guard, the trainer's errors and
-their HTTP status codes, the step applier, the job dispatcher, and the Prometheus metrics.
+"""The HTTP service, the top layer: the FastAPI app, its response models, the auth and body-size guard,
+the mapping of the contract's errors to HTTP status codes, and the settings-schema generator.
 """

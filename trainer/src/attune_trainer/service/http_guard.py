@@ -9,8 +9,8 @@ import hmac
 import json
 import time
 
+from attune_trainer.contract.limits import body_limit
 from attune_trainer.log import log
-from attune_trainer.service.limits import body_limit
 
 UNAUTHENTICATED_PATHS = frozenset({"/health"})  # liveness only: it says nothing but "ok"
 

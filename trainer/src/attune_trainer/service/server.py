@@ -12,9 +12,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from attune_trainer import __version__
-from attune_trainer.log import log
-from attune_trainer.service.dispatch import Dispatcher
-from attune_trainer.service.errors import (
+from attune_trainer.contract.errors import (
     Conflict,
     DiskFull,
     InvalidRequest,
@@ -23,8 +21,12 @@ from attune_trainer.service.errors import (
     RunNotFound,
     TrainerError,
 )
+from attune_trainer.contract.schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
+from attune_trainer.engine.dispatch import Dispatcher
+from attune_trainer.engine.engine import Engine
+from attune_trainer.engine.prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
+from attune_trainer.log import log
 from attune_trainer.service.http_guard import UNAUTHENTICATED_PATHS, RequestGuard
-from attune_trainer.service.prometheus import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
 from attune_trainer.service.responses import (
     AdapterManifest,
     ChatCompletion,
@@ -36,8 +38,6 @@ from attune_trainer.service.responses import (
     StepResult,
     documented,
 )
-from attune_trainer.service.schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
-from attune_trainer.serving.engine import Engine
 from attune_trainer.state.adapter_files import adapter_file, adapter_manifest
 
 # status code and error type of each kind of domain error (most specific first)
@@ -92,6 +92,17 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
     )
     app.add_middleware(RequestGuard, token=token)
     app.openapi = lambda: _openapi_with_auth(app, bool(token))
+    _add_error_handlers(app)
+    # registration order is the order of /openapi.json's paths
+    _add_service_routes(app, engine)
+    _add_run_routes(app, engine, dispatcher)
+    _add_checkpoint_routes(app, engine)
+    _add_openai_routes(app, engine, dispatcher)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error, the contract's and the framework's, as `{"error": {message, type, field?}}`."""
 
     @app.exception_handler(TrainerError)
     async def _trainer_error(_req, exc: TrainerError):
@@ -115,9 +126,14 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
         log("error", "internal error", error=repr(exc))
         return _err(500, f"internal error: {exc!r}", "server_error")
 
-    def _check_run_id(run_id: str) -> None:
-        if not valid_run_id(run_id):
-            raise InvalidRunId(run_id)
+
+def _check_run_id(run_id: str) -> None:
+    if not valid_run_id(run_id):
+        raise InvalidRunId(run_id)
+
+
+def _add_service_routes(app: FastAPI, engine: Engine) -> None:
+    """Liveness, status and Prometheus metrics."""
 
     @app.get("/health", summary="liveness (200 while the process serves); needs no token", responses=documented(Health))
     def health():
@@ -145,6 +161,10 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
     )
     def metrics():
         return PlainTextResponse(engine.metrics.render(), media_type=PROMETHEUS_CONTENT_TYPE)
+
+
+def _add_run_routes(app: FastAPI, engine: Engine, dispatcher: Dispatcher) -> None:
+    """Runs and their exactly-once steps."""
 
     @app.post(
         "/v1/runs",
@@ -185,16 +205,24 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
     )
     def get_step(run_id: str, step: int):
         _check_run_id(run_id)
-        store = engine.run_store(run_id)
-        if not store.exists():
-            raise RunNotFound(run_id)
-        res = store.read_result(step)
-        if res is None:
-            last = store.latest_step() or 0
-            raise NotFound(f"run {run_id!r} has not applied step {step} (last applied: {last})", field="step")
-        res = dict(res)
-        res.pop("samples_sha256", None)
-        return res
+        return _stored_step_result(engine, run_id, step)
+
+
+def _stored_step_result(engine: Engine, run_id: str, step: int) -> dict:
+    store = engine.run_store(run_id)
+    if not store.exists():
+        raise RunNotFound(run_id)
+    res = store.read_result(step)
+    if res is None:
+        last = store.latest_step() or 0
+        raise NotFound(f"run {run_id!r} has not applied step {step} (last applied: {last})", field="step")
+    res = dict(res)
+    res.pop("samples_sha256", None)
+    return res
+
+
+def _add_checkpoint_routes(app: FastAPI, engine: Engine) -> None:
+    """A checkpoint's LoRA adapter: its manifest and its files."""
 
     @app.get(
         "/v1/runs/{run_id}/checkpoints/{step}/adapter",
@@ -219,6 +247,10 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
         path = adapter_file(engine.run_store(run_id), step, name)
         return FileResponse(path, media_type="application/octet-stream", filename=name)
 
+
+def _add_openai_routes(app: FastAPI, engine: Engine, dispatcher: Dispatcher) -> None:
+    """OpenAI-compatible sampling and model list."""
+
     @app.post(
         "/v1/chat/completions",
         summary="OpenAI-compatible sampling (model = run id or run@step)",
@@ -234,8 +266,6 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
     )
     def models():
         return {"object": "list", "data": engine.models()}
-
-    return app
 
 
 def _openapi_with_auth(app: FastAPI, token_required: bool) -> dict:

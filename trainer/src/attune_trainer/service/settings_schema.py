@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attune_trainer.service.schemas import Hyperparameters, LoraSpec, RunCreate
+from attune_trainer.contract.schemas import Hyperparameters, LoraSpec, RunCreate
 
 
 def settings_schema() -> dict[str, Any]:

@@ -13,11 +13,11 @@ from collections import OrderedDict
 from pathlib import Path
 
 from attune_trainer.compute import Compute
+from attune_trainer.contract.errors import InvalidRequest, NotFound
+from attune_trainer.contract.schemas import valid_run_id
+from attune_trainer.encoding import prompt_ids
 from attune_trainer.log import log
 from attune_trainer.models import load_causal_lm
-from attune_trainer.service.errors import InvalidRequest, NotFound
-from attune_trainer.service.schemas import valid_run_id
-from attune_trainer.serving.encoding import prompt_ids
 from attune_trainer.serving.sampling import Forward, Generated, forward_pass, generate
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.runs import RunRegistry
@@ -116,7 +116,7 @@ class Sampler:
         return prompt, context, _max_tokens(request, run.hp.max_length), self._forward_on(run, step, live)
 
     def chat(self, req: dict) -> dict:
-        from attune_trainer.service.schemas import ChatCompletionRequest
+        from attune_trainer.contract.schemas import ChatCompletionRequest
 
         request = ChatCompletionRequest.model_validate(req)
         if request.stream:
@@ -160,10 +160,6 @@ class Sampler:
             device=compute.device,
             broadcast=compute.broadcast_from_main if collective else None,
         )
-        created = int(time.time())
-        completion_id = (
-            "chatcmpl-" + hashlib.sha256(f"{request.model}{created}{time.time_ns()}".encode()).hexdigest()[:24]
-        )
         log(
             "info",
             "chat completion",
@@ -174,29 +170,8 @@ class Sampler:
             completion_tokens=n_generated,
             seconds=round(time.time() - t0, 3),
         )
-        return {
-            "id": completion_id,
-            "object": "chat.completion",
-            "created": created,
-            "model": f"{run_id}@{used_step}" if step is not None else run_id,
-            "system_fingerprint": f"{run_id}@{used_step}",
-            "choices": [
-                {
-                    "index": i,
-                    "message": {"role": "assistant", "content": choice.text, "refusal": None},
-                    "logprobs": _logprobs(tokenizer, choice, request.return_tokens_as_token_ids)
-                    if request.logprobs
-                    else None,
-                    "finish_reason": choice.finish_reason,
-                }
-                for i, choice in enumerate(choices)
-            ],
-            "usage": {
-                "prompt_tokens": len(prompt),
-                "completion_tokens": n_generated,
-                "total_tokens": len(prompt) + n_generated,
-            },
-        }
+        model = f"{run_id}@{used_step}" if step is not None else run_id
+        return _completion(request, model, f"{run_id}@{used_step}", tokenizer, choices, len(prompt), n_generated)
 
     def models(self) -> list[dict]:
         out = []
@@ -247,3 +222,28 @@ def _max_tokens(request, max_length: int) -> int:
     if asked > max_length:
         raise InvalidRequest(field, f"{field}: {asked} is more than the run's max_length ({max_length} tokens)")
     return asked
+
+
+def _completion(request, model: str, fingerprint: str, tokenizer, choices, n_prompt: int, n_generated: int) -> dict:
+    """The OpenAI chat-completion body for the generated choices."""
+    created = int(time.time())
+    completion_id = "chatcmpl-" + hashlib.sha256(f"{request.model}{created}{time.time_ns()}".encode()).hexdigest()[:24]
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "system_fingerprint": fingerprint,
+        "choices": [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": choice.text, "refusal": None},
+                "logprobs": _logprobs(tokenizer, choice, request.return_tokens_as_token_ids)
+                if request.logprobs
+                else None,
+                "finish_reason": choice.finish_reason,
+            }
+            for i, choice in enumerate(choices)
+        ],
+        "usage": {"prompt_tokens": n_prompt, "completion_tokens": n_generated, "total_tokens": n_prompt + n_generated},
+    }

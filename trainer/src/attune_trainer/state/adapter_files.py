@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from attune_trainer.service.errors import NotFound, RunNotFound
+from attune_trainer.contract.errors import NotFound, RunNotFound
 from attune_trainer.state.store import RunStore
 
 # The files of a peft adapter that vLLM and peft load; the local export copies the same ones.

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attune_trainer.service.schemas import Hyperparameters, LoraSpec
+from attune_trainer.contract.schemas import Hyperparameters, LoraSpec
 from attune_trainer.state.store import RunStore
 
 

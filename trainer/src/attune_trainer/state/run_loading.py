@@ -9,15 +9,15 @@ from pathlib import Path
 import torch
 
 from attune_trainer.compute import Compute, inner_optimizer, seed_for
+from attune_trainer.contract.algorithms import ALGORITHMS
+from attune_trainer.contract.errors import InvalidRequest
+from attune_trainer.contract.schemas import Hyperparameters, RunCreate
 from attune_trainer.log import log
 from attune_trainer.models import build_critic, load_causal_lm, load_tokenizer, peft_lora_config, resolve_base
-from attune_trainer.service.errors import InvalidRequest
-from attune_trainer.service.schemas import Hyperparameters, RunCreate
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.reference import ensure_reference
 from attune_trainer.state.store import RunStore
-from attune_trainer.update.algorithms import ALGORITHMS
 
 
 def _adamw(params: list, lr: float, hp: Hyperparameters) -> torch.optim.AdamW:

@@ -12,12 +12,12 @@ from typing import Any
 import torch
 
 from attune_trainer.compute import Compute
+from attune_trainer.contract.errors import ConfigConflict, InvalidRequest, RunNotFound
+from attune_trainer.contract.schemas import RunCreate, valid_run_id
 from attune_trainer.log import log
 from attune_trainer.models import ModelError, build_tiny_random, check_base, load_tokenizer, resolve_base
-from attune_trainer.service.errors import ConfigConflict, InvalidRequest, RunNotFound
-from attune_trainer.service.schemas import RunCreate, valid_run_id
-from attune_trainer.serving.engine_lock import EngineLock
 from attune_trainer.state.checkpoints import CheckpointWriter
+from attune_trainer.state.engine_lock import EngineLock
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.run_loading import load_run
 from attune_trainer.state.store import RunStore, now, readable_like_others, write_json_atomic

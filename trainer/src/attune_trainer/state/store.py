@@ -26,8 +26,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from attune_trainer.service.errors import InvalidRunId
-from attune_trainer.service.schemas import valid_run_id
+from attune_trainer.contract.errors import InvalidRunId
+from attune_trainer.contract.schemas import valid_run_id
 
 
 def fsync_dir(path: Path) -> None:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
-from attune_trainer.service.schemas import Hyperparameters, Sample
-from attune_trainer.serving.encoding import Encoded
+from attune_trainer.contract.algorithms import ALGORITHMS
+from attune_trainer.contract.schemas import Hyperparameters, Sample
+from attune_trainer.encoding import Encoded
 from attune_trainer.update import losses
-from attune_trainer.update.algorithms import ALGORITHMS
 
 
 @dataclass

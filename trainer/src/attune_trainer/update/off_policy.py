@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import torch
 
-from attune_trainer.service.errors import InvalidRequest
-from attune_trainer.service.schemas import Sample
+from attune_trainer.contract.errors import InvalidRequest
+from attune_trainer.contract.schemas import Sample
 
 
 def staleness(samples: list[Sample], step: int) -> list[int]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from attune_trainer.service.schemas import Hyperparameters, Sample
+from attune_trainer.contract.schemas import Hyperparameters, Sample
 from attune_trainer.update.off_policy import applied_weights, raw_weights
 from attune_trainer.update.sampler_gap import sample_gaps
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import torch
 
-from attune_trainer.service.schemas import Sample
-from attune_trainer.serving.encoding import Encoded
+from attune_trainer.contract.schemas import Sample
+from attune_trainer.encoding import Encoded
 
 
 def completion_ids_sha256(ids: list[int]) -> str:

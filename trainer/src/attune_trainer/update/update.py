@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import torch
 
 from attune_trainer.compute import Compute, inner_optimizer, seed_for
+from attune_trainer.contract.schemas import StepRequest
+from attune_trainer.encoding import encode_sample, pad_batch
 from attune_trainer.faults import FaultInjection
-from attune_trainer.service.schemas import StepRequest
-from attune_trainer.serving.encoding import encode_sample, pad_batch
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.reference import ensure_reference
 from attune_trainer.update import losses
@@ -275,54 +275,66 @@ class PolicyUpdate:
         for b in range(n_micro_batches):
             real = b < len(my_batches)
             indices = my_batches[b] if real else (my_batches[0] if my_batches else [self.mine[0] if self.mine else 0])
-            ids, attention, mask = self._batch(indices)
             # the token-mean over the whole update, across ranks (gradients are averaged over ranks)
             scale = (1.0 if real else 0.0) * compute.world / n_tokens
-            logp, entropy = self._training_logprobs(old, indices, real, ids, attention, mask)
-            if real or indices[0] in old.logp:
-                old_logp = _pad_like(mask, [old.logp[i] for i in indices])
-                advantage = _pad_like(mask, [adv.advantages[i] for i in indices])
-                is_weight = _pad_like(mask, [old.is_weights[i] for i in indices])
-            else:  # a dummy micro-batch on a rank without samples: zero loss, same collectives
-                old_logp, advantage, is_weight = logp.detach(), torch.zeros_like(logp), torch.ones_like(logp)
-            pg, ratio, clipped = policy_loss(logp, old_logp, advantage, hp)
-            pg = pg * is_weight  # decoupled PPO: behaviour (sampler) -> proximal (before the update)
-            loss_per_token = pg - hp.entropy_coef * entropy
-            if self.use_ref:
-                ref_logp = (
-                    _pad_like(mask, [old.ref_logp[i] for i in indices])
-                    if (real or indices[0] in old.ref_logp)
-                    else logp.detach()
-                )
-                kl = losses.kl_k3(logp, ref_logp)
-                loss_per_token = loss_per_token + hp.kl_coef * kl
-            else:
-                kl = torch.zeros_like(logp)
-            compute.acc.backward((loss_per_token * mask).sum() * scale)
-            if run.critic is not None:
-                values = self._values(ids, attention)
-                if real or indices[0] in old.values:
-                    old_values = _pad_like(mask, [old.values[i] for i in indices])
-                    returns = _pad_like(mask, [adv.returns[i] for i in indices])
-                else:
-                    old_values, returns = values.detach(), values.detach()
-                value_loss, value_clipped = losses.clipped_value_loss(values, old_values, returns, hp.value_clip)
-                compute.acc.backward((value_loss * mask).sum() * scale)
-            if real:
-                with torch.no_grad():
-                    totals.token_sums["tokens"] += mask.sum()
-                    totals.add("policy_loss", pg, mask)
-                    totals.add("entropy", entropy, mask)
-                    totals.add("kl", kl, mask)
-                    totals.add("clipped", clipped, mask)
-                    totals.add("advantage", advantage, mask)
-                    totals.add("ratio", ratio, mask)
-                    totals.add("ppo_kl", old_logp - logp, mask)
-                    if run.critic is not None:
-                        totals.add("value_loss", value_loss, mask)
-                        totals.add("value_clipped", value_clipped, mask)
+            self._micro_batch_backward(indices, real, scale, policy_loss, old, adv, totals)
         if totals.updates > 0:
             self.faults.fire("during_update", self.step)
+        self._step_optimisers(totals)
+
+    def _micro_batch_backward(
+        self, indices: list[int], real: bool, scale: float, policy_loss, old: OldOutputs, adv: Advantages, totals
+    ) -> None:
+        """Gradients of one micro-batch's policy (and critic) loss, scaled to the update's token mean; a
+        real micro-batch's token sums go into `totals` (a dummy one runs the same collectives, loss zero)."""
+        run, hp, compute = self.run, self.hp, self.compute
+        ids, attention, mask = self._batch(indices)
+        logp, entropy = self._training_logprobs(old, indices, real, ids, attention, mask)
+        if real or indices[0] in old.logp:
+            old_logp = _pad_like(mask, [old.logp[i] for i in indices])
+            advantage = _pad_like(mask, [adv.advantages[i] for i in indices])
+            is_weight = _pad_like(mask, [old.is_weights[i] for i in indices])
+        else:  # a dummy micro-batch on a rank without samples: zero loss, same collectives
+            old_logp, advantage, is_weight = logp.detach(), torch.zeros_like(logp), torch.ones_like(logp)
+        pg, ratio, clipped = policy_loss(logp, old_logp, advantage, hp)
+        pg = pg * is_weight  # decoupled PPO: behaviour (sampler) -> proximal (before the update)
+        loss_per_token = pg - hp.entropy_coef * entropy
+        if self.use_ref:
+            ref_logp = (
+                _pad_like(mask, [old.ref_logp[i] for i in indices])
+                if (real or indices[0] in old.ref_logp)
+                else logp.detach()
+            )
+            kl = losses.kl_k3(logp, ref_logp)
+            loss_per_token = loss_per_token + hp.kl_coef * kl
+        else:
+            kl = torch.zeros_like(logp)
+        compute.acc.backward((loss_per_token * mask).sum() * scale)
+        critic_terms = {}
+        if run.critic is not None:
+            critic_terms = self._critic_backward(indices, real, scale, ids, attention, mask, old, adv)
+        if real:
+            with torch.no_grad():
+                totals.token_sums["tokens"] += mask.sum()
+                per_token = {"policy_loss": pg, "entropy": entropy, "kl": kl, "clipped": clipped}
+                per_token |= {"advantage": advantage, "ratio": ratio, "ppo_kl": old_logp - logp, **critic_terms}
+                for name, value in per_token.items():
+                    totals.add(name, value, mask)
+
+    def _critic_backward(self, indices, real, scale, ids, attention, mask, old: OldOutputs, adv: Advantages) -> dict:
+        """Gradients of the critic's clipped value loss; its per-token loss and clip flags, for the totals."""
+        values = self._values(ids, attention)
+        if real or indices[0] in old.values:
+            old_values = _pad_like(mask, [old.values[i] for i in indices])
+            returns = _pad_like(mask, [adv.returns[i] for i in indices])
+        else:
+            old_values, returns = values.detach(), values.detach()
+        value_loss, value_clipped = losses.clipped_value_loss(values, old_values, returns, self.hp.value_clip)
+        self.compute.acc.backward((value_loss * mask).sum() * scale)
+        return {"value_loss": value_loss, "value_clipped": value_clipped}
+
+    def _step_optimisers(self, totals: UpdateTotals) -> None:
+        run, hp, compute = self.run, self.hp, self.compute
         # pass model.parameters() itself: accelerate then uses FSDP's own (global) clip
         totals.grad_norm += float(compute.acc.clip_grad_norm_(run.policy.parameters(), hp.max_grad_norm))
         run.policy_opt.step()

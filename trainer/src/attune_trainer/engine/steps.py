@@ -12,15 +12,16 @@ import time
 from pathlib import Path
 
 from attune_trainer.compute import Compute
+from attune_trainer.contract.errors import DiskFull, StepConflict
+from attune_trainer.contract.schemas import StepRequest
+from attune_trainer.engine.prometheus import TrainerMetrics
 from attune_trainer.faults import FaultInjection
 from attune_trainer.log import log
-from attune_trainer.service.errors import DiskFull, StepConflict
-from attune_trainer.service.prometheus import TrainerMetrics
-from attune_trainer.service.schemas import StepRequest
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.disk_full import out_of_space
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.runs import RunRegistry
+from attune_trainer.update.credit import assign_credit
 from attune_trainer.update.step_pad import StepPad
 from attune_trainer.update.update import PolicyUpdate
 
@@ -49,6 +50,9 @@ class StepApplier:
 
     def apply_step(self, run_id: str, req: dict) -> dict:
         request = StepRequest.model_validate(req)
+        # Credit first, and the digest over the samples as trained: a step retried across an upgrade
+        # (its turns credited by the orchestrator before, by the trainer now) is the same step.
+        request = request.model_copy(update={"samples": assign_credit(request.samples, request.credit), "credit": None})
         digest = samples_digest([s.digest_form() for s in request.samples])
         with self.runs.lock:
             run = self.runs.ensure_loaded(run_id)

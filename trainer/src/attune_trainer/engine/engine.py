@@ -13,10 +13,10 @@ from pathlib import Path
 import torch
 
 from attune_trainer.compute import Compute
+from attune_trainer.engine.prometheus import TrainerMetrics
+from attune_trainer.engine.steps import StepApplier
 from attune_trainer.faults import FaultInjection
 from attune_trainer.log import log
-from attune_trainer.service.prometheus import TrainerMetrics
-from attune_trainer.service.steps import StepApplier
 from attune_trainer.serving.serving import Sampler
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.loaded_run import LoadedRun

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
-from attune_trainer.service.errors import InvalidRequest
-from attune_trainer.service.schemas import ChatMessage, Hyperparameters, Sample
+from attune_trainer.contract.errors import InvalidRequest
+from attune_trainer.contract.schemas import ChatMessage, Hyperparameters, Sample
 
 
 @dataclass

@@ -16,7 +16,8 @@ from pydantic import (
     model_validator,
 )
 
-from attune_trainer.service.limits import (
+from attune_trainer.contract.algorithms import ALGORITHM_NAMES
+from attune_trainer.contract.limits import (
     CHOICES,
     MESSAGE_CHARS,
     MESSAGE_PARTS,
@@ -26,7 +27,6 @@ from attune_trainer.service.limits import (
     STOP_CHARS,
     STOP_STRINGS,
 )
-from attune_trainer.update.algorithms import ALGORITHM_NAMES
 
 # \Z, not $: $ would also match before a trailing newline. The orchestrator checks the same rule
 # (src/core/names.ts); test/contracts/trainerContracts.test.ts keeps the two equal.
@@ -191,6 +191,27 @@ StopStrings = Annotated[
 ]
 
 
+CREDIT_MODES = ("final", "turn", "mixed")
+
+
+class TurnOutcome(Strict):
+    """What one assistant turn of a dialogue did, for credit by turn (`StepRequest.credit`)."""
+
+    index: int = Field(..., ge=0, description="the turn's position in its dialogue (`trajectory`), from 0")
+    emotion_change: float = Field(
+        ..., allow_inf_nan=False, description="the emotion change the turn caused (0 for an unanalysed turn)"
+    )
+    final_emotion: float = Field(..., allow_inf_nan=False, description="the emotion the dialogue ended at")
+
+
+class CreditSettings(Strict):
+    """How a dialogue's reward is shared out over its turns (update/credit.py says what each mode does)."""
+
+    mode: Literal[CREDIT_MODES] = "final"
+    turn_discount: float = Field(1.0, ge=0, le=1, description="discount per later turn in a turn's return")
+    weight: float = Field(0.5, ge=0, le=1, description="`mixed`: the turn return's weight; the reward has 1 - weight")
+
+
 class Sample(Strict):
     prompt: list[ChatMessage] = Field(..., min_length=1, max_length=MESSAGES)
     completion: str
@@ -218,6 +239,12 @@ class Sample(Strict):
         "(step - 1) - policy_version; null = sampled from the weights this step updates",
     )
 
+    turn: TurnOutcome | None = Field(
+        None,
+        description="the turn's outcome, for the step's `credit`: then `reward` is the dialogue's reward and "
+        "`trajectory` its id; null = `reward` is what this sample is trained on",
+    )
+
     @model_validator(mode="after")
     def _logprobs_match_ids(self) -> Sample:
         if self.completion_logprobs is not None:
@@ -234,7 +261,7 @@ class Sample(Strict):
         """The sample as hashed for the exactly-once check: a sample without token ids hashes as
         it did before they existed, so a step retried across an upgrade still replays."""
         out = self.model_dump(mode="json")
-        for key in ("completion_ids", "completion_logprobs", "policy_version"):
+        for key in ("completion_ids", "completion_logprobs", "policy_version", "turn"):
             if out.get(key) is None:
                 out.pop(key, None)
         return out
@@ -263,6 +290,9 @@ class StepRequest(Strict):
     step: int = Field(..., ge=1)
     samples: list[Sample] = Field(..., min_length=1)
     hyperparameters: StepOverrides | None = None
+    credit: CreditSettings | None = Field(
+        None, description="credit the samples' turns with these settings; null = each sample's reward as given"
+    )
 
 
 class ChatCompletionRequest(BaseModel):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+from attune_trainer.contract.errors import TrainerError
+from attune_trainer.engine.engine import Engine
 from attune_trainer.log import log
-from attune_trainer.service.errors import TrainerError
-from attune_trainer.serving.engine import Engine
 
 OPS = ("create_run", "apply_step", "chat", "ensure_loaded")
 
