@@ -110,7 +110,7 @@ def cases(tiny: bool, device: str) -> list[dict]:
         if tiny:
             # seconds on a quiet machine (the FSDP case ~90: two ranks); the limit only turns a hang into a row,
             # and a CPU shared by several jobs makes each case several times slower
-            case.update(timeout=300, steps=1)
+            case.update(timeout=600, steps=1)
             if "shape" in case:
                 case["shape"] = tiny_shape(case["shape"])
             if case["kind"] == "sampler":
