@@ -5,6 +5,8 @@
 set -euo pipefail
 
 say() { printf '[chromium] %s\n' "$*" >&2; }
+# shellcheck source=scripts/apt.sh
+. "$(dirname "$0")/apt.sh"
 
 CHROMIUM=${CHROMIUM_PATH:-/usr/bin/chromium}
 if [ -x "$CHROMIUM" ]; then
@@ -14,9 +16,8 @@ fi
 
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   say "installing chromium with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends chromium
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends chromium
   if [ -x /usr/bin/chromium ]; then
     say "installed /usr/bin/chromium ($(/usr/bin/chromium --version 2>/dev/null || echo 'version unknown'))"
     exit 0

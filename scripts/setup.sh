@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf '[setup] %s\n' "$*" >&2; }
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh
 
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 20 ]; then
@@ -19,7 +21,7 @@ fi
 # zsh, for the test of `attune completion zsh` (Debian's package; needs root and apt).
 if ! command -v zsh >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   say "installing zsh (Debian package) for the completion test"
-  apt-get install -y -q zsh >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q zsh >/dev/null 2>&1) ||
+  apt_get install -y -q zsh >/dev/null || (apt_get update -q >/dev/null && apt_get install -y -q zsh >/dev/null) ||
     say "could not install zsh: the zsh completion test will fail"
 fi
 

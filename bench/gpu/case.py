@@ -10,9 +10,10 @@ import json
 import math
 import os
 import resource
+import shutil
 import sys
-import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -85,7 +86,13 @@ def model_dir(spec: dict) -> Path:
     del model
     if torch.cuda.is_available():
         torch.cuda.empty_cache()  # the engine loads its own copy; this one must not count in its peak
-    os.replace(tmp, out)
+    try:
+        os.replace(tmp, out)
+    except OSError:
+        # another rank of an FSDP case wrote the same seeded model first: use its copy
+        if not (out / "config.json").exists():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
@@ -218,6 +225,9 @@ def run_step_case(spec: dict, engine, models: Path) -> dict:
         "flops_per_step": flops,
         "mfu": round(flops / seconds / peak, 4) if peak else None,
         "loss": metrics["loss"],
+        "grad_norm": metrics["grad_norm"],
+        # how far the step moved the probe's logits: compared between the plain and the FSDP run
+        "update_logit_shift": float((after - before).norm()),
         "peak_memory_bytes": peak_of_steps,
         "checks": checks,
         "ok": checks["loss_finite"]
@@ -267,7 +277,7 @@ def main(spec: dict) -> dict:
     if spec["device"] == "cpu":
         torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     models = model_dir(spec)
-    state = Path(tempfile.mkdtemp(prefix="state-", dir=spec["workdir"]))
+    state = Path(spec["state_dir"])  # one per case, shared by the ranks of an FSDP case
     engine = trainer_api.new_engine(state, spec["device"], spec["dtype"], models.parent)
     if engine.device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -292,6 +302,7 @@ if __name__ == "__main__":
     except torch.cuda.OutOfMemoryError as e:
         result = {"ok": False, "oom": True, "error": f"out of memory: {str(e)[:300]}"}
     except Exception as e:  # noqa: BLE001 - any failure is the case's row, the rest go on
+        traceback.print_exc()  # the row keeps the message; stderr keeps where it came from
         oom = "out of memory" in str(e).lower()
         result = {
             "ok": False,

@@ -6,6 +6,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/stack/env.sh
 . "$here/env.sh"
+# shellcheck source=scripts/apt.sh
+. "$here/../apt.sh"
 missing=()
 [ -x /usr/sbin/dockerd ] && [ -x "$DOCKER" ] || missing+=(docker.io)
 command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
@@ -20,5 +22,5 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
   chmod +x /usr/sbin/policy-rc.d
   trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 fi
-apt-get update >&2
-apt-get install -y --no-install-recommends "${missing[@]}" >&2
+apt_get update >&2
+apt_get install -y --no-install-recommends "${missing[@]}" >&2

@@ -4,6 +4,8 @@
 # (PostgreSQL refuses to run as root), then creates the `temporal` role. The databases themselves
 # are created by the schema tool.
 set -euo pipefail
+# shellcheck source=scripts/apt.sh
+. "$(dirname "$0")/../apt.sh"
 state="$1"
 port="$2"
 pg_bin() {
@@ -13,9 +15,9 @@ pg_bin() {
 }
 if ! bindir=$(pg_bin); then
   echo "installing PostgreSQL from Debian's packages" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >&2 || {
-    apt-get update >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >&2
+  apt_get install -y postgresql >&2 || {
+    apt_get update >&2
+    apt_get install -y postgresql >&2
   }
   bindir=$(pg_bin)
 fi

@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { HOST_TMP, withHostFiles } from './hostFiles.js';
 import { namespaceOf, type HostName } from './network.js';
 
 /**
  * A process on one of the suite's hosts (`ip netns exec`, which execs the command: the child's pid is the
- * command's own, so SIGKILL is a crashed process). Keeps the tail of its output for failure messages;
+ * command's own, so SIGKILL is a crashed process), with the host's own /tmp (hostFiles.ts). Keeps the tail of its output for failure messages;
  * `restart` starts the same command again.
  */
 export class HostProcess {
@@ -35,8 +36,9 @@ export class HostProcess {
   start(): this {
     if (this.running) throw new Error(`${this.label} on ${this.host} is running already`);
     this.output = '';
-    const child = spawn('ip', ['netns', 'exec', namespaceOf(this.host), ...this.command], {
-      env: { ...process.env, ...this.env },
+    const child = spawn('ip', ['netns', 'exec', namespaceOf(this.host), ...withHostFiles(this.host, this.command)], {
+      // the test's own TMPDIR is not on the host
+      env: { ...process.env, ...this.env, TMPDIR: HOST_TMP },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
@@ -64,6 +66,12 @@ export class HostProcess {
           reject(new Error(`${this.label} on ${this.host} exited before ${what}:\n${this.output.slice(-3000)}`));
       });
     });
+  }
+
+  /** The exit code once the process has ended (null: killed by a signal). */
+  async exitCode(): Promise<number | null> {
+    await this.exited;
+    return this.child?.exitCode ?? null;
   }
 
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {

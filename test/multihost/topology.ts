@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -9,6 +8,7 @@ import { REPO_ROOT } from '../../src/paths.js';
 import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
 import { minioBinary, TEST_BUCKET } from '../support/s3Server.js';
 import { TINY_TRAINING } from '../support/trainingRig.js';
+import { HOST_HOME, hostDir } from './hostFiles.js';
 import { HostProcess, until } from './hostProcess.js';
 import { HOSTS, namespaceOf, type HostName } from './network.js';
 
@@ -67,7 +67,7 @@ export async function stopCluster(state: string): Promise<void> {
 export function configSet(): string[] {
   const replicas = (['vllm-1', 'vllm-2'] as const).map((name) => ({ name, baseURL: `${urls.fake(name)}/v1` }));
   return [
-    `home=${mkdtempSync(join(tmpdir(), 'attune-mh-home-'))}`,
+    `home=${HOST_HOME}`,
     `temporal.taskQueuePrefix=${QUEUE_PREFIX}`,
     `policy.baseURL=${urls.fake('vllm-1')}/v1`,
     'policy.model=fake-policy',
@@ -122,7 +122,7 @@ export async function startTopology(temporalAddress: string): Promise<Topology> 
     return p;
   };
   try {
-    const minioData = mkdtempSync(join(tmpdir(), 'attune-mh-minio-'));
+    const minioData = hostDir('s3', 'minio');
     add('s3', 'minio', [await minioBinary(), 'server', minioData, '--address', `${HOSTS.s3}:${S3_PORT}`, '--quiet'], {
       HOME: minioData,
       MINIO_ROOT_USER: S3_CREDENTIALS.AWS_ACCESS_KEY_ID,
@@ -139,7 +139,7 @@ export async function startTopology(temporalAddress: string): Promise<Topology> 
       String(SERVICE_PORT),
     ];
     const fakes = (['vllm-1', 'vllm-2', 'users'] as const).map((h) => add(h, 'fake', fakeCommand(h)));
-    const trainerState = mkdtempSync(join(tmpdir(), 'attune-mh-trainer-'));
+    const trainerState = hostDir('trainer', 'trainer-state');
     add('trainer', 'trainer', [
       join(REPO_ROOT, '.venv', 'bin', 'python'),
       '-m',
@@ -182,14 +182,7 @@ export async function startTopology(temporalAddress: string): Promise<Topology> 
         add(
           h,
           'publisher',
-          worker('publisher', [
-            '--replica',
-            h,
-            '--policy-url',
-            urls.fake(h),
-            '--adapter-dir',
-            mkdtempSync(join(tmpdir(), `attune-mh-${h}-`)),
-          ]),
+          worker('publisher', ['--replica', h, '--policy-url', urls.fake(h), '--adapter-dir', hostDir(h, 'adapters')]),
         ),
       ),
       add('workers-a', 'llm', worker('llm')),

@@ -8,6 +8,7 @@ One code path for CPU (fp32), one GPU (bf16 autocast, fp32 master weights) and m
 from __future__ import annotations
 
 import hashlib
+import os
 
 import torch
 
@@ -23,6 +24,8 @@ class Compute:
             raise ValueError("dtype must be auto, fp32 or bf16")
         self.dtype_name = dtype
         self.acc = Accelerator(cpu=want_cpu, mixed_precision="bf16" if dtype == "bf16" else "no")
+        if want_cpu:
+            _fsdp_on_cpu_ranks(self.acc)
         self.device = self.acc.device
         self.world = self.acc.num_processes
         self.rank = self.acc.process_index
@@ -57,6 +60,26 @@ class Compute:
 
     def unwrap(self, model):
         return self.acc.unwrap_model(model) if model is not None else None
+
+
+def _fsdp_on_cpu_ranks(acc) -> None:
+    """Under an FSDP launch on CPU ranks (gloo), shard with FSDP2 as on GPUs.
+
+    accelerate turns CPU ranks into plain DDP and drops the FSDP plugin; torch's FSDP2 itself runs on
+    gloo, so the multi-GPU code path (sharded update, gathered checkpoints) can be checked on CPU.
+    """
+    from accelerate.state import PartialState
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+
+    fsdp_launch = os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+    if not fsdp_launch or acc.distributed_type != DistributedType.MULTI_CPU:
+        return
+    # both singletons: accelerate re-reads the process state into AcceleratorState on every instantiation
+    PartialState._shared_state["distributed_type"] = DistributedType.FSDP
+    acc.state.distributed_type = DistributedType.FSDP
+    acc.state.fsdp_plugin = FullyShardedDataParallelPlugin()
+    if not acc.is_fsdp2:
+        raise RuntimeError(f"an FSDP launch on CPU ranks runs as {acc.distributed_type}, not FSDP2: check accelerate")
 
 
 def inner_optimizer(opt):
