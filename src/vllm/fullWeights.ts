@@ -91,16 +91,25 @@ const reloading = new Map<string, Promise<unknown>>();
  * `POST /pause?mode=wait` (requests in flight finish on the old weights, new ones wait), the label
  * set to `loading <version>` (a reload that dies half-way leaves weights no rollout takes for any
  * version), `POST /collective_rpc` `reload_weights`, the label set to `version`, then
- * `POST /resume` whatever happened. Checked with `GET /weight_info` afterwards. Safe to run twice.
+ * `POST /resume` whatever happened. Checked with `GET /weight_info` afterwards. Safe to run twice;
+ * a publish always reloads (a run re-created under its old name reuses the label, not the weights).
  */
 export async function reloadFullWeights(
   server: FullWeightsServer,
   version: string,
   weightsPath: string,
+  options: { unlessServed?: boolean } = {},
 ): Promise<{ reloadMs: number }> {
   const key = serverRoot(server.base);
   const previous = reloading.get(key) ?? Promise.resolve();
-  const mine = previous.catch(() => undefined).then(() => reloadNow(server, version, weightsPath));
+  // `unlessServed`: calls that found the version missing at once reload it once, not once each.
+  const mine = previous
+    .catch(() => undefined)
+    .then(async () =>
+      options.unlessServed && (await servedWeightVersion(server)) === version
+        ? { reloadMs: 0 }
+        : reloadNow(server, version, weightsPath),
+    );
   reloading.set(key, mine);
   try {
     return await mine;

@@ -34,7 +34,7 @@ export async function withServedWeights<T>(endpoint: EndpointCall, call: () => P
       runName: from.runName,
       step,
     });
-    await reloadFullWeights(server, expected, weightsPath);
+    await reloadFullWeights(server, expected, weightsPath, { unlessServed: true });
   }
   const value = await call();
   const after = await servedWeightVersion(server);
