@@ -2,7 +2,10 @@
 # Starts a local vLLM (CPU build, scripts/vllm/setup.sh) serving SmolLM2-135M-Instruct with
 # runtime LoRA loading, for `training.publish: vllm` (configs/vllm-local.yaml). Runs in the
 # foreground until stopped (Ctrl-C / SIGTERM) and prints a line when it answers:
-#   bash scripts/vllm/start.sh [--port 8000] [--state-dir .attune/trainer] [-- extra vLLM options]
+#   bash scripts/vllm/start.sh [--port 8000] [--state-dir .attune/trainer] [--full-weights] [-- extra vLLM options]
+# --full-weights: for full fine-tuning (configs/vllm-local-full.yaml) instead of LoRA: dev mode
+# (VLLM_SERVER_DEV_MODE=1), whose RL routes reload the weights in place after each step. Dev mode's
+# /collective_rpc runs any worker method: it listens on 127.0.0.1 only (see SECURITY.md).
 # The model is the trainer's own fp32 conversion of the SmolLM2 GGUF (<state-dir>/models/
 # smollm2-135m, made here when missing), so vLLM and the trainer tokenise and score alike.
 set -euo pipefail
@@ -14,6 +17,7 @@ max_lora_rank=16
 max_loras=4
 max_model_len=2048
 name=smollm2-135m-instruct
+full_weights=0
 while [ $# -gt 0 ]; do
   case $1 in
     --port) port=$2; shift 2 ;;
@@ -22,6 +26,7 @@ while [ $# -gt 0 ]; do
     --max-loras) max_loras=$2; shift 2 ;;
     --max-model-len) max_model_len=$2; shift 2 ;;
     --served-model-name) name=$2; shift 2 ;;
+    --full-weights) full_weights=1; shift ;;
     --) shift; break ;;
     *) echo "start.sh: unknown option $1 (extra vLLM options go after --)" >&2; exit 2 ;;
   esac
@@ -41,14 +46,19 @@ print(resolve_base("smollm2-135m", Path(sys.argv[1]).resolve()))
 # keeps it from fighting the trainer for cores. Runtime LoRA loading is off unless asked for.
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-export VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
 export VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1
+if [ "$full_weights" = 1 ]; then
+  export VLLM_SERVER_DEV_MODE=1
+  mode=(); what="full-weight reloads (dev mode)"
+else
+  export VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
+  mode=(--enable-lora --max-lora-rank "$max_lora_rank" --max-loras "$max_loras"); what="LoRA rank <= $max_lora_rank"
+fi
 
-say "starting vLLM on 127.0.0.1:$port serving $model as $name"
+say "starting vLLM on 127.0.0.1:$port serving $model as $name ($what)"
 "$repo/.venv-vllm/bin/python" -m vllm.entrypoints.openai.api_server \
   --model "$model" --served-model-name "$name" --dtype float32 \
-  --host 127.0.0.1 --port "$port" --max-model-len "$max_model_len" \
-  --enable-lora --max-lora-rank "$max_lora_rank" --max-loras "$max_loras" "$@" &
+  --host 127.0.0.1 --port "$port" --max-model-len "$max_model_len" "${mode[@]}" "$@" &
 server=$!
 trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' INT TERM
 trap 'kill -TERM $server 2>/dev/null' EXIT
@@ -56,5 +66,5 @@ until curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1; do
   if ! kill -0 "$server" 2>/dev/null; then wait "$server"; exit $?; fi
   sleep 1
 done
-echo "vLLM ready: http://127.0.0.1:$port/v1 (model $name, LoRA rank <= $max_lora_rank)"
+echo "vLLM ready: http://127.0.0.1:$port/v1 (model $name, $what)"
 wait "$server"

@@ -6,6 +6,7 @@ import { chatCompletion } from './chatCompletion.js';
 import { replicaOrder } from '../core/replicaChoice.js';
 import { createLogger } from '../log.js';
 import { isModelMissing, withVersionReload } from '../vllm/republish.js';
+import { withServedWeights } from '../vllm/servedWeights.js';
 import type { ChatResponse } from './chatCompletion.js';
 
 const log = createLogger({ component: 'policy' });
@@ -42,11 +43,15 @@ async function onReplicas(
 /** One policy turn: a chat completion, then the think-then-say split. A malformed output is a result, not an error. */
 export async function generatePolicyTurn(input: PolicyTurnInput): Promise<PolicyTurnResult> {
   // A version a restarted vLLM lost is published again from the trainer's checkpoint, then asked again.
+  // A full-weight run's call is made on the version it records (see withServedWeights).
   const response = await onReplicas(input, (endpoint) =>
-    withVersionReload(endpoint, () =>
-      chatCompletion({ endpoint, role: 'policy', messages: input.messages, seed: input.seed }),
+    withServedWeights(endpoint, () =>
+      withVersionReload(endpoint, () =>
+        chatCompletion({ endpoint, role: 'policy', messages: input.messages, seed: input.seed }),
+      ),
     ),
   );
+  const weightVersion = input.endpoint.weightVersion;
   const parsed = parsePolicyOutput(response.content, input.think);
   return {
     raw: response.content,
@@ -55,6 +60,7 @@ export async function generatePolicyTurn(input: PolicyTurnInput): Promise<Policy
     malformed: parsed.malformed,
     ...(parsed.problem !== undefined ? { problem: parsed.problem } : {}),
     model: response.model,
+    ...(weightVersion !== undefined ? { weightVersion } : {}),
     latencyMs: response.latencyMs,
     usage: response.usage,
     ...(response.sampled

@@ -3,6 +3,8 @@ import { runMetricsKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { parseStepRecords, withStepRecord, type StepMetricsRecord } from '../core/runMetrics.js';
 import { loadScenarioLibrary } from '../scenarios/library.js';
+import { firstTokenAt } from '../vllm/adapters.js';
+import { reloadFullWeights } from '../vllm/fullWeights.js';
 import { loadLoraAdapter } from '../vllm/load.js';
 import { listedWithVersion, policyHeaders, probeAndUnload } from '../vllm/served.js';
 
@@ -13,8 +15,12 @@ export interface PublishInput {
   /** Variable holding the key of that server: the trainer's token (trainer.tokenEnv) when the trainer serves. */
   apiKeyEnv: string;
   version: string;
-  /** Adapter directory returned by the trainer (vLLM mode). */
+  /** Adapter directory returned by the trainer (vLLM mode), or the full model directory (`weights: full`). */
   exportPath: string | null;
+  /** vLLM mode: `full` reloads the served model's weights in place (absent: a LoRA adapter is loaded). */
+  weights?: 'full';
+  /** `weights: full`: the served model's name, which the first-token probe asks for. */
+  servedModel?: string;
   /**
    * vLLM mode: keep only the run's newest `keep` versions loaded (`runName@step`), unloading older
    * ones once this version serves. Absent: unload nothing (runs started before unloading existed).
@@ -42,6 +48,30 @@ export function msSince(startedAtMs: number, firstTokenAtMs: number | null): num
   return firstTokenAtMs === null ? null : firstTokenAtMs - startedAtMs;
 }
 
+/**
+ * A full fine-tuning step into vLLM: its weights reloaded in place from the trainer's checkpoint
+ * (src/vllm/fullWeights.ts) and labelled with the version, then the served model's first token timed.
+ * Nothing is unloaded: vLLM holds one set of weights.
+ */
+async function publishFullWeights(input: PublishInput, startedAtMs: number): Promise<PublishResult> {
+  if (!input.exportPath || !input.servedModel)
+    throw ApplicationFailure.nonRetryable(
+      `no weights exported for ${input.version}: the trainer answered no checkpoint directory`,
+      'NothingToPublish',
+    );
+  const base = input.policyBaseURL.replace(/\/$/, '');
+  const headers = policyHeaders(input.apiKeyEnv);
+  await reloadFullWeights({ base, headers, apiKeyEnv: input.apiKeyEnv }, input.version, input.exportPath);
+  const firstTokenAtMs = await firstTokenAt(base, headers, input.servedModel);
+  return {
+    version: input.version,
+    firstTokenAtMs,
+    publishMs: msSince(startedAtMs, firstTokenAtMs),
+    unloaded: [],
+    unloadFailures: [],
+  };
+}
+
 export function createRunBookkeepingActivities(store: ArtifactStore) {
   return {
     async listScenarioIds(dir: string): Promise<string[]> {
@@ -67,6 +97,7 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
       const startedAtMs = Date.now();
       const base = input.policyBaseURL.replace(/\/$/, '');
       const headers = policyHeaders(input.apiKeyEnv);
+      if (input.mode === 'vllm' && input.weights === 'full') return publishFullWeights(input, startedAtMs);
       if (input.mode === 'vllm') {
         if (!input.exportPath)
           throw ApplicationFailure.nonRetryable(

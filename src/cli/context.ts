@@ -1,5 +1,6 @@
 import { openArtifactStore } from '../artifacts/openArtifactStore.js';
 import type { ArtifactStore } from '../artifacts/store.js';
+import { configWarnings } from '../config/crossFieldChecks.js';
 import { loadConfig } from '../config/load.js';
 import type { AttuneConfig } from '../config/schema.js';
 import { createLogger, type Logger } from '../log.js';
@@ -15,6 +16,7 @@ export function commandContext(
   component: string,
 ): CommandContext {
   const config = loadConfig({ ...(values.config ? { file: values.config } : {}), set: values.set ?? [] });
+  for (const warning of configWarnings(config, process.env)) process.stderr.write(`attune: warning: ${warning}\n`);
   return { config, log: createLogger({ component }), store: openArtifactStore(config) };
 }
 /** Resolves on SIGINT/SIGTERM, so long-running commands can shut down cleanly. */

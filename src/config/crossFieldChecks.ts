@@ -60,24 +60,38 @@ export function checkKeptCheckpoints(
 }
 
 /**
- * vLLM loads LoRA adapters only: publishing to it needs a LoRA run whose rank the server accepts.
- * A full fine-tuning run exports a whole model directory, which `load_lora_adapter` refuses.
+ * Publishing to vLLM: a LoRA run loads its adapters, whose rank the server must accept; a full
+ * fine-tuning run reloads vLLM's weights in place, which holds one version at a time. So full
+ * weights need `maxStaleness` 0 (a step's update waits until the dialogues of the version before
+ * it are done) and one vLLM, not `policy.replicas` (the publishers fetch adapters only).
  */
 export function checkVllmPublish(
-  config: { policy: { maxLoraRank: number }; training: { publish: string; lora: { r: number } | null } },
+  config: {
+    policy: { maxLoraRank: number; replicas?: unknown[] | undefined };
+    training: { publish: string; lora: { r: number } | null; maxStaleness: number };
+  },
   ctx: z.RefinementCtx,
 ): void {
   const { publish, lora } = config.training;
   if (publish !== 'vllm') return;
-  if (lora === null)
-    ctx.addIssue({
-      code: 'custom',
-      path: ['training', 'lora'],
-      message:
-        "training.publish: vllm loads each step's LoRA adapter into vLLM, so it needs training.lora " +
-        '(e.g. training.lora.r=16); for full fine-tuning set training.publish: trainer',
-    });
-  else if (lora.r > config.policy.maxLoraRank)
+  if (lora === null) {
+    if (config.training.maxStaleness > 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['training', 'maxStaleness'],
+        message:
+          `${config.training.maxStaleness}: full fine-tuning with training.publish: vllm reloads the one set of weights ` +
+          'vLLM holds after each step, so rollouts cannot sample an older version: set 0, or train a LoRA (training.lora)',
+      });
+    if ((config.policy.replicas ?? []).length > 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['policy', 'replicas'],
+        message:
+          "full fine-tuning with training.publish: vllm reloads one vLLM (policy.baseURL) from the trainer's checkpoint " +
+          'directory; replicas are published LoRA adapters only: drop policy.replicas, or train a LoRA (training.lora)',
+      });
+  } else if (lora.r > config.policy.maxLoraRank)
     ctx.addIssue({
       code: 'custom',
       path: ['training', 'lora', 'r'],
@@ -86,6 +100,33 @@ export function checkVllmPublish(
         `--max-lora-rank), so vLLM would refuse every adapter: lower training.lora.r, or start vLLM with ` +
         `--max-lora-rank ${lora.r} and set policy.maxLoraRank to match`,
     });
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+/**
+ * Warnings about a config that loads but is unsafe. Full-weight publishing needs vLLM's dev mode,
+ * whose `/collective_rpc` runs any worker method: such a vLLM must take requests only with its API
+ * key, or only on loopback.
+ */
+export function configWarnings(
+  config: { policy: { baseURL: string; apiKeyEnv: string }; training: { publish: string; lora: unknown } },
+  env: NodeJS.ProcessEnv,
+): string[] {
+  if (config.training.publish !== 'vllm' || config.training.lora !== null) return [];
+  let host: string;
+  try {
+    host = new URL(config.policy.baseURL).hostname;
+  } catch {
+    return [];
+  }
+  if (LOOPBACK_HOSTS.has(host) || host.startsWith('127.') || (env[config.policy.apiKeyEnv] ?? '') !== '') return [];
+  return [
+    `policy.baseURL ${config.policy.baseURL} is not a loopback address and $${config.policy.apiKeyEnv} is empty: ` +
+      'full-weight publishing needs vLLM in dev mode (VLLM_SERVER_DEV_MODE=1), whose /collective_rpc runs any ' +
+      'worker method for whoever reaches it; start that vLLM with --api-key on a private interface and set ' +
+      `$${config.policy.apiKeyEnv} (see SECURITY.md)`,
+  ];
 }
 
 /** Replica names are unique: each names its publish queue and the run's waits. */

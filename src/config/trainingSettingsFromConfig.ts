@@ -19,7 +19,12 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
   const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
   const replicas = t.publish === 'vllm' ? replicasOf(config) : undefined;
   const policyBaseURL = t.publish === 'trainer' ? trainerV1 : (replicas?.[0]?.baseURL ?? config.policy.baseURL);
-  const baseVersion = t.publish === 'trainer' ? `${runName}@0` : config.policy.model;
+  // Full fine-tuning on vLLM: vLLM serves one set of weights under the model's own name, labelled
+  // with a weight version; step 0 is the trainer's base model (reloaded when vLLM holds other weights).
+  const fullWeights = t.publish === 'vllm' && t.lora === null;
+  const baseVersion = t.publish === 'trainer' || fullWeights ? `${runName}@0` : config.policy.model;
+  const sampledModel = fullWeights ? config.policy.model : baseVersion;
+  const weightVersion = fullWeights ? { weightVersion: baseVersion } : {};
   // vLLM loses runtime-loaded adapters when it restarts: the policy calls load a lost version again
   // from the trainer's local path (single host). Replicas get theirs from their publishers; a call
   // that finds its version missing on one goes to the next replica.
@@ -29,22 +34,22 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       : {};
   const spread = replicas && replicas.length > 1 ? { replicas: replicas.map((r) => r.baseURL) } : {};
   const configured = rolloutSettingsFromConfig(
-    { ...config, policy: { ...config.policy, baseURL: policyBaseURL, model: baseVersion } },
+    { ...config, policy: { ...config.policy, baseURL: policyBaseURL, model: sampledModel } },
     { initialEmotion: t.initialEmotion, maxTurns: t.maxTurns, think: t.think },
   );
-  const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom, ...spread } };
+  const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom, ...spread, ...weightVersion } };
   let evalScenarios: TrainingSettings['evalScenarios'] = [];
   let evalSettings: TrainingSettings['evalSettings'];
   if (t.evalEvery > 0) {
     const evalInput = buildEvaluationInput(
       { ...config, trainer: { ...config.trainer, policyBaseURL } },
-      { split: 'eval', policy: baseVersion, ...(t.evalScenarios ? { only: t.evalScenarios } : {}) },
+      { split: 'eval', policy: sampledModel, ...(t.evalScenarios ? { only: t.evalScenarios } : {}) },
     );
     evalScenarios = evalInput.scenarios;
     evalSettings = {
       ...evalInput.settings,
       think: t.think,
-      policy: { ...evalInput.settings.policy, ...reloadFrom, ...spread },
+      policy: { ...evalInput.settings.policy, ...reloadFrom, ...spread, ...weightVersion },
     };
   }
   const tracking = trackingSettingsFromConfig(config);
@@ -75,6 +80,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     },
     publish: {
       mode: t.publish,
+      ...(fullWeights ? { weights: 'full' } : {}),
       policyBaseURL,
       baseVersion,
       keep: t.publishKeep,

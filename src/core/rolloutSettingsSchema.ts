@@ -41,6 +41,13 @@ export const endpointCallSchema = z.strictObject({
     })
     .optional(),
   /**
+   * Policy of a full fine-tuning run on vLLM: the weight version (`runName@step`) the served model
+   * must hold. Each call checks vLLM's `/weight_info` before and after (reloading the version from
+   * the trainer's checkpoint when vLLM holds other weights) and its turn records the version.
+   * Absent: the version is the model name (a LoRA adapter, the trainer's own versions).
+   */
+  weightVersion: z.string().min(1).optional(),
+  /**
    * The policy's vLLM replicas (`policy.replicas`): OpenAI base URLs serving the same versions, baseURL
    * among them. Each call goes to the one `replicaOrder` picks from its seed, the next ones when that
    * one is unreachable or lacks the version. Absent: baseURL alone.

@@ -33,6 +33,8 @@ export interface PolicyTurnResult {
   malformed: boolean;
   problem?: string;
   model: string;
+  /** Full fine-tuning on vLLM: the weight version that served the reply (`model` is then the served model's name). */
+  weightVersion?: string;
   latencyMs: number;
   usage: TokenUsage;
   /**

@@ -50,8 +50,9 @@ export interface LoraLoad {
  * Loads `version`'s adapter into vLLM (`POST /v1/load_lora_adapter`), in place (`load_inplace`):
  * a name vLLM already has is loaded again from this adapter, so it never keeps serving other
  * weights under the name (a run deleted and re-created under its old name while vLLM stays up, a
- * checkpoint the trainer rewrote after a crash). A server too old for `load_inplace` answers that
- * the name is already loaded: that counts as loaded. A refusal fails for good (`PublishRefused`, naming the
+ * checkpoint the trainer rewrote after a crash). A server that answers "already loaded" to this
+ * request ignored `load_inplace` (older than vLLM 0.10): it would go on serving the old weights under
+ * the name, so that is refused too. A refusal fails for good (`PublishRefused`, naming the
  * endpoint, version, adapter path and vLLM's message: the run waits for the operator); anything
  * else that fails (503, a refused connection) is retried.
  */
@@ -66,10 +67,12 @@ export async function loadLoraAdapter(load: LoraLoad): Promise<void> {
   const body = await response.text();
   if (response.ok) return;
   const message = vllmErrorMessage(body);
-  if (/already (been )?loaded/i.test(message)) return;
   const keyHint = response.status === 401 || response.status === 403 ? ` (check $${load.apiKeyEnv})` : '';
-  const what = `vLLM ${endpoint}: HTTP ${response.status}${keyHint} loading version ${load.version} from adapter ${load.adapterPath}: ${message}`;
-  if (isRefusedLoad(response.status, message))
+  const tooOld = /already (been )?loaded/i.test(message)
+    ? ' (this vLLM does not support load_inplace, so it would keep serving the old weights under the name: upgrade it to the version scripts/vllm/setup.sh installs)'
+    : '';
+  const what = `vLLM ${endpoint}: HTTP ${response.status}${keyHint}${tooOld} loading version ${load.version} from adapter ${load.adapterPath}: ${message}`;
+  if (tooOld || isRefusedLoad(response.status, message))
     throw ApplicationFailure.create({
       message: `refused: ${what}`,
       type: 'PublishRefused',

@@ -30,14 +30,41 @@ export interface RepublishInput {
  */
 export async function republishVersion(input: RepublishInput): Promise<void> {
   const version = `${input.runName}@${input.step}`;
+  const exportPath = await exportPathOf(input);
+  const key = process.env[input.apiKeyEnv];
+  await loadLoraAdapter({
+    base: input.policyBaseURL.replace(/\/$/, ''),
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    version,
+    adapterPath: exportPath,
+    apiKeyEnv: input.apiKeyEnv,
+  });
+  log.info('version published again from the trainer checkpoint', { version, exportPath });
+}
+
+const runStateSchema = z
+  .object({
+    checkpoints: z.array(z.object({ step: z.number(), export_path: z.string().nullable().optional() }).passthrough()),
+  })
+  .passthrough();
+
+/**
+ * Where the trainer exported `runName@step`: its stored step result, or for step 0 (the base
+ * model a full fine-tuning run starts from) the run's own record of its checkpoints. A step the
+ * trainer has nothing for fails for good (`PolicyVersionMissing`).
+ */
+export async function exportPathOf(input: Pick<RepublishInput, 'trainer' | 'runName' | 'step'>): Promise<string> {
+  const version = `${input.runName}@${input.step}`;
+  const run = `/v1/runs/${encodeURIComponent(input.runName)}`;
   let exportPath: string | null | undefined;
   try {
-    const { json } = await trainerRequest(
-      input.trainer,
-      'GET',
-      `/v1/runs/${encodeURIComponent(input.runName)}/steps/${input.step}`,
-    );
-    exportPath = storedStepSchema.parse(json).checkpoint?.export_path;
+    if (input.step === 0) {
+      const { json } = await trainerRequest(input.trainer, 'GET', run);
+      exportPath = runStateSchema.parse(json).checkpoints.find((c) => c.step === 0)?.export_path;
+    } else {
+      const { json } = await trainerRequest(input.trainer, 'GET', `${run}/steps/${input.step}`);
+      exportPath = storedStepSchema.parse(json).checkpoint?.export_path;
+    }
   } catch (error) {
     if (error instanceof TrainerHttpError && error.status === 404)
       throw ApplicationFailure.nonRetryable(
@@ -48,18 +75,10 @@ export async function republishVersion(input: RepublishInput): Promise<void> {
   }
   if (!exportPath)
     throw ApplicationFailure.nonRetryable(
-      `${version} cannot be published again: the trainer exported no adapter for step ${input.step}`,
+      `${version} cannot be published again: the trainer exported no weights for step ${input.step}`,
       'PolicyVersionMissing',
     );
-  const key = process.env[input.apiKeyEnv];
-  await loadLoraAdapter({
-    base: input.policyBaseURL.replace(/\/$/, ''),
-    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-    version,
-    adapterPath: exportPath,
-    apiKeyEnv: input.apiKeyEnv,
-  });
-  log.info('version published again from the trainer checkpoint', { version, exportPath });
+  return exportPath;
 }
 
 /** vLLM's answer for a model it does not serve: HTTP 404 "The model `X` does not exist." */

@@ -72,7 +72,9 @@ export async function rollOutStep(
   if (outcomes === null) return null;
   if ('suspended' in outcomes)
     return { suspended: { step, startedAt, chosen, rolloutSettings, sampledFrom, ...outcomes.suspended } };
-  return { outcomes, startedAt, chosen, policyVersion: rolloutSettings.policy.model, sampledFrom };
+  // A full-weight run's version is vLLM's weight version; the model name stays the served model's.
+  const policyVersion = rolloutSettings.policy.weightVersion ?? rolloutSettings.policy.model;
+  return { outcomes, startedAt, chosen, policyVersion, sampledFrom };
 }
 
 /**

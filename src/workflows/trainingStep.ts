@@ -237,6 +237,9 @@ async function publishStep(
     apiKeyEnv: settings.rollout.policy.apiKeyEnv,
     version,
     exportPath: applied.exportPath,
+    ...(settings.publish.weights === 'full'
+      ? { weights: 'full' as const, servedModel: settings.rollout.policy.model }
+      : {}),
     ...(keep !== undefined && settings.publish.mode === 'vllm'
       ? { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } }
       : {}),
@@ -277,7 +280,14 @@ async function evaluateStep(
           source: 'eval split',
           settings: {
             ...settings.evalSettings,
-            policy: { ...settings.evalSettings.policy, baseURL: settings.publish.policyBaseURL, model: version },
+            policy: {
+              ...settings.evalSettings.policy,
+              baseURL: settings.publish.policyBaseURL,
+              // A full-weight run's served model keeps its name; the version is vLLM's weight version.
+              ...(settings.evalSettings.policy.weightVersion !== undefined
+                ? { weightVersion: version }
+                : { model: version }),
+            },
           },
           seed: settings.seed,
           concurrency: settings.evalConcurrency,

@@ -50,6 +50,30 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
     );
   });
 
+  it('a server too old for load_inplace, answering "already loaded" to a name it has, is refused: it would keep serving the old weights', async () => {
+    fake.lora.inplace = false;
+    const path = adapterDir(8);
+    const other = adapterDir(8);
+    assert.equal((await publish('run@1', path)).version, 'run@1');
+    await assert.rejects(publish('run@1', other), (error: unknown) => {
+      assert.ok(error instanceof ApplicationFailure, String(error));
+      assert.equal(error.type, 'PublishRefused');
+      assert.equal(error.nonRetryable, true);
+      assert.match(error.message, /does not support load_inplace/);
+      assert.ok(error.message.includes(`${fake.url}/load_lora_adapter`), error.message);
+      assert.ok(error.message.includes('version run@1'), error.message);
+      assert.match(error.message, /has already been loaded/);
+      return true;
+    });
+    assert.deepEqual(
+      fake.lora.loads.map((l) => [l.path, l.status]),
+      [
+        [path, 200],
+        [other, 400],
+      ],
+    );
+  });
+
   const refusals: { answer: LoraAnswer; status: number; message: RegExp }[] = [
     { answer: 'rank', status: 500, message: /LoRA rank 64 is greater than max_lora_rank 16\./ },
     { answer: 'missing', status: 404, message: /No adapter found for \/\S+/ },

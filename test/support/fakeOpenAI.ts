@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { SIMULATOR_TAGS } from '../../src/core/prompts/simulator.js';
+import { FakeFullWeights } from './fakeFullWeights.js';
 import { FakeLoraAdapters } from './fakeLora.js';
 
 export type CallRole = 'policy' | 'analysis' | 'reply' | 'opening';
@@ -90,6 +91,8 @@ export class FakeOpenAIServer {
   readonly calls: RecordedCall[] = [];
   /** vLLM's runtime LoRA loading (`training.publish: vllm`), with injectable refusals. */
   readonly lora = new FakeLoraAdapters();
+  /** vLLM's dev-mode RL routes (full-weight reloads, the weight version). */
+  readonly fullWeights = new FakeFullWeights();
   /** Models of the completions answered 404 "does not exist" (see `lora.servesOnlyLoaded`). */
   readonly missing: string[] = [];
   /** Models of the one-token probes (`POST /v1/completions`) answered. */
@@ -169,6 +172,16 @@ export class FakeOpenAIServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (
+      this.fullWeights.handle(
+        req.method ?? '',
+        req.url ?? '',
+        Buffer.concat(chunks).toString('utf8'),
+        res,
+        (r, status, body) => this.send(r, status, body),
+      )
+    )
+      return;
     if (req.method === 'GET' && req.url === '/v1/models') {
       return this.send(res, 200, {
         object: 'list',

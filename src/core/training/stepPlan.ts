@@ -69,15 +69,20 @@ export function rolloutAttempt(planned: PlannedRollout, attempt: number): { roll
   };
 }
 
-/** The step's rollout settings: sampling from `version`, at the operator's temperature if one was set. */
+/**
+ * The step's rollout settings: sampling from `version`, at the operator's temperature if one was
+ * set. A full-weight run on vLLM (its policy names a `weightVersion`) keeps the served model's name
+ * and expects `version` as vLLM's weight version; otherwise `version` is the model name.
+ */
 export function stepRolloutSettings(
   rollout: RolloutSettings,
   version: string,
   temperature: number | undefined,
 ): RolloutSettings {
+  const sampling = rollout.policy.weightVersion !== undefined ? { weightVersion: version } : { model: version };
   return {
     ...rollout,
-    policy: { ...rollout.policy, model: version, ...(temperature !== undefined ? { temperature } : {}) },
+    policy: { ...rollout.policy, ...sampling, ...(temperature !== undefined ? { temperature } : {}) },
   };
 }
 

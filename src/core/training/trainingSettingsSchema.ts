@@ -89,6 +89,12 @@ export const trainingSettingsSchema = z.strictObject({
   publish: z.strictObject({
     /** `trainer`: sample `run@step` from the trainer's OpenAI endpoint; `vllm`: load each step's LoRA adapter into vLLM. */
     mode: z.enum(['trainer', 'vllm']),
+    /**
+     * vLLM: `lora` loads each step's adapter under the name `run@step`; `full` reloads the served
+     * model's weights in place from the step's checkpoint and labels them `run@step` (vLLM's weight
+     * version). Absent in runs started before full-weight publishing (lora).
+     */
+    weights: z.enum(['lora', 'full']).optional(),
     /** OpenAI base URL the versions are served from. */
     policyBaseURL: z.string().url(),
     /** Version used before the first update (the base model's name on that server). */

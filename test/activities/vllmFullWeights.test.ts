@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { generatePolicyTurn } from '../../src/activities/policy.js';
+import { createRunBookkeepingActivities } from '../../src/activities/runBookkeeping.js';
+import { FileArtifactStore } from '../../src/artifacts/store.js';
+import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
+import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
+import { testConfig } from '../support/rolloutRig.js';
+
+/** Just the trainer's routes a reload reads: the run's checkpoints (step 0, the base) and each step's export. */
+async function fakeTrainerExports(runName: string, base: string): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    const run = `/v1/runs/${runName}`;
+    const step = new RegExp(`^${run}/steps/(\\d+)$`).exec(req.url ?? '');
+    if (req.url === run)
+      res.end(JSON.stringify({ run_id: runName, step: 1, checkpoints: [{ step: 0, export_path: base }] }));
+    else if (step)
+      res.end(
+        JSON.stringify({ step: Number(step[1]), checkpoint: { export_path: `/state/${runName}/step-${step[1]}` } }),
+      );
+    else {
+      res.statusCode = 404;
+      res.end(JSON.stringify({ error: { message: 'not found' } }));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe('publishing full weights to vLLM (reload in place, weight versions), against the fake vLLM', () => {
+  let fake: FakeOpenAIServer;
+  const bookkeeping = createRunBookkeepingActivities(new FileArtifactStore(mkdtempSync(join(tmpdir(), 'a-'))));
+  const publish = (version: string, exportPath: string) =>
+    bookkeeping.publishPolicyVersion({
+      mode: 'vllm',
+      policyBaseURL: `${fake.url}/`,
+      apiKeyEnv: 'POLICY_API_KEY',
+      version,
+      exportPath,
+      weights: 'full',
+      servedModel: 'fake-model',
+    });
+
+  beforeEach(async () => {
+    fake = await FakeOpenAIServer.start();
+  });
+  afterEach(() => fake.close());
+
+  it('pauses, labels the weights as loading, reloads the directory, labels them with the version, resumes; then times the served model', async () => {
+    const before = Date.now();
+    const published = await publish('run@1', '/state/run/step-1');
+    assert.equal(published.version, 'run@1');
+    assert.ok(published.firstTokenAtMs !== null && published.firstTokenAtMs >= before);
+    assert.deepEqual(fake.probes, ['fake-model']);
+    assert.deepEqual(
+      fake.fullWeights.calls.map((c) => [c.route, c.paused]),
+      [
+        ['/pause?mode=wait', false],
+        ['/update_weight_version', true],
+        ['/collective_rpc', true],
+        ['/update_weight_version', true],
+        ['/resume', true],
+        ['/weight_info', false],
+      ],
+    );
+    assert.deepEqual(fake.fullWeights.calls[1]!.body, { new_version: 'loading run@1' });
+    assert.deepEqual(fake.fullWeights.calls[2]!.body, {
+      method: 'reload_weights',
+      kwargs: { weights_path: '/state/run/step-1' },
+    });
+    assert.equal(fake.fullWeights.version, 'run@1');
+    assert.equal(fake.fullWeights.weightsPath, '/state/run/step-1');
+  });
+
+  it("a reload vLLM refuses fails for good with vLLM's message; vLLM is resumed and its weights carry no version a rollout expects", async () => {
+    fake.fullWeights.version = 'run@1';
+    fake.fullWeights.failReloads.push('FileNotFoundError: No safetensors found in /state/run/step-2');
+    await assert.rejects(publish('run@2', '/state/run/step-2'), (error: unknown) => {
+      assert.ok(error instanceof ApplicationFailure, String(error));
+      assert.equal(error.type, 'PublishRefused');
+      assert.equal(error.nonRetryable, true);
+      assert.ok(error.message.includes(`${fake.url.replace(/\/v1$/, '')}/collective_rpc: HTTP 500`), error.message);
+      assert.ok(error.message.includes('reloading version run@2 from /state/run/step-2'), error.message);
+      assert.match(error.message, /No safetensors found in \/state\/run\/step-2/);
+      return true;
+    });
+    assert.equal(fake.fullWeights.paused, false, 'resumed after the failed reload');
+    assert.equal(fake.fullWeights.version, 'loading run@2');
+  });
+
+  it('a vLLM without dev mode (404 on the RL routes) is refused, saying how to start it', async () => {
+    fake.fullWeights.devMode = false;
+    await assert.rejects(
+      publish('run@1', '/state/run/step-1'),
+      (error: unknown) =>
+        error instanceof ApplicationFailure &&
+        error.type === 'PublishRefused' &&
+        error.nonRetryable === true &&
+        /\/pause: HTTP 404 \(start vLLM 0\.32 with VLLM_SERVER_DEV_MODE=1/.test(error.message),
+    );
+  });
+
+  describe('a policy call of a full-weight run', () => {
+    let trainer: { url: string; server: Server };
+    beforeEach(async () => {
+      trainer = await fakeTrainerExports('run', '/models/base');
+    });
+    afterEach(() => new Promise<void>((resolve) => trainer.server.close(() => resolve())));
+
+    const endpointAt = (version: string) => ({
+      ...rolloutSettingsFromConfig(testConfig(fake.url)).policy,
+      weightVersion: version,
+      reloadFrom: { runName: 'run', trainerUrl: trainer.url, tokenEnv: 'ATTUNE_TRAINER_TOKEN' },
+    });
+    const turn = (version: string) =>
+      generatePolicyTurn({
+        endpoint: endpointAt(version),
+        messages: [{ role: 'user', content: 'hi' }],
+        think: false,
+        seed: 1,
+      });
+
+    it('records the weight version that served it; vLLM serving it already, nothing is reloaded', async () => {
+      fake.fullWeights.version = 'run@1';
+      const result = await turn('run@1');
+      assert.equal(result.weightVersion, 'run@1');
+      assert.deepEqual(
+        fake.fullWeights.calls.map((c) => c.route),
+        ['/weight_info', '/weight_info'],
+      );
+    });
+
+    it('a vLLM restarted on its launch weights is reloaded with the expected version first (step 0: the base model)', async () => {
+      fake.fullWeights.version = 'run@1';
+      fake.fullWeights.restart();
+      assert.equal((await turn('run@1')).weightVersion, 'run@1');
+      assert.equal(fake.fullWeights.weightsPath, '/state/run/step-1');
+      fake.fullWeights.restart();
+      assert.equal((await turn('run@0')).weightVersion, 'run@0');
+      assert.equal(fake.fullWeights.weightsPath, '/models/base');
+      assert.equal(fake.fullWeights.version, 'run@0');
+    });
+
+    it('weights changed while the call ran: the call fails to be asked again, recording nothing', async () => {
+      fake.fullWeights.version = 'run@1';
+      fake.inject('policy', 1, 'hold');
+      const call = turn('run@1');
+      await fake.waitForCall('policy', 1);
+      fake.fullWeights.version = 'run@2';
+      fake.release();
+      await assert.rejects(
+        call,
+        (error: unknown) =>
+          error instanceof ApplicationFailure &&
+          error.type === 'PolicyWeightsChanged' &&
+          !error.nonRetryable &&
+          /served "run@2" once the call ended, not run@1/.test(error.message),
+      );
+    });
+  });
+});
