@@ -17,7 +17,7 @@ def run_bench(script: str, *args: str) -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=900,
+        timeout=1500,
     )
     assert p.returncode == 0, (p.stdout[-2000:], p.stderr[-2000:])
 
