@@ -5,7 +5,8 @@
  *
  *   npm run chaos [-- --steps 6 --faults 4 --seed 7]
  */
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '../../src/paths.js';
 import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
@@ -14,6 +15,7 @@ import { checkInvariants, recoverySeconds } from './invariants.js';
 import { ALL_FAULT_KINDS, FAULT_KINDS, planFaults, type FaultKind } from './plan.js';
 import { disturbedRun, undisturbedRun } from './runs.js';
 import { ChaosStack, now, sleep } from './stack.js';
+import { defaultResultsFile } from '../resultsFile.js';
 
 const HELP = `Chaos soak: a tiny training run disturbed by faults chosen from the seed, compared with an
 undisturbed run of the same seed.
@@ -25,6 +27,8 @@ Usage: npm run chaos [-- options]
   --seed N          chooses the faults and their steps, and seeds both runs (default 1)
   --kinds LIST      comma-separated fault kinds to choose from (default: all)
   --timeout S       give up (and fail) after S seconds (default 1800)
+  --out FILE        results: the plan, the faults injected, each invariant and the recoveries
+                    (default bench/results/chaos.json)
   --help            this text
 
 Fault kinds:
@@ -75,6 +79,7 @@ function options() {
       seed: { type: 'string', default: '1' },
       kinds: { type: 'string' },
       timeout: { type: 'string', default: '1800' },
+      out: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -90,7 +95,19 @@ function options() {
   const kinds = (values.kinds?.split(',') ?? ALL_FAULT_KINDS).map((k) => k.trim()) as FaultKind[];
   const unknown = kinds.filter((k) => !(k in FAULT_KINDS));
   if (unknown.length > 0) throw new Error(`--kinds: unknown ${unknown.join(', ')} (see --help)`);
-  return { steps: int('steps', 1), faults: int('faults', 0), seed: int('seed', 0), timeout: int('timeout', 1), kinds };
+  return {
+    steps: int('steps', 1),
+    faults: int('faults', 0),
+    seed: int('seed', 0),
+    timeout: int('timeout', 1),
+    kinds,
+    out: resolve(values.out ?? defaultResultsFile('chaos', null)),
+  };
+}
+
+function writeResults(file: string, results: object): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
 }
 
 /**
@@ -154,8 +171,21 @@ async function main(): Promise<{ code: number; verdict: string }> {
     const injected = faults.filter((f) => f.injected).length;
     const kills = faults.filter((f) => f.killed && recoveries.has(f.fault.n)).map((f) => recoveries.get(f.fault.n)!);
     const maxRecovery = kills.length > 0 ? Math.max(...kills) : 0;
-    say(`wall time ${((now() - t0) / 1000).toFixed(0)} s`);
+    const wallS = (now() - t0) / 1000;
+    say(`wall time ${wallS.toFixed(0)} s`);
     const failed = checks.filter((c) => !c.ok);
+    writeResults(opts.out, {
+      seed: opts.seed,
+      steps: opts.steps,
+      planned: plan,
+      injected,
+      invariantsHeld: failed.length === 0,
+      invariants: checks,
+      recoverySeconds: Object.fromEntries(recoveries),
+      maxRecoverySeconds: maxRecovery,
+      wallS,
+    });
+    say(`wrote ${opts.out}`);
     if (failed.length > 0)
       return {
         code: 1,

@@ -5,7 +5,7 @@
     python3 bench/gpu/merge.py a.json b.json > gpu.json  # the rows of several calls in one report
     npm run bench:gpu -- --tiny              # CPU, few-layer models and short sequences (in the test suite)
 
-Writes bench/results/gpu.json (and $OUT/gpu.json when OUT is set) with one row per case. A case that fails,
+Writes bench/results/gpu.json (--tiny: gpu-tiny.json; and $OUT/gpu.json when OUT is set) with one row per case. A case that fails,
 runs out of memory or out of time is a row with ok=false and the reason; the others still run.
 """
 
@@ -224,7 +224,12 @@ def main() -> int:
         default="",
         help="comma-separated texts: run only the cases whose name contains one of them",
     )
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "gpu.json"))
+    ap.add_argument(
+        "--out",
+        default="",
+        help="results file (default bench/results/gpu.json; --tiny: bench/results/gpu-tiny.json, "
+        "so a CPU run never replaces a device run's figures)",
+    )
     ap.add_argument(
         "--budget",
         type=float,
@@ -240,6 +245,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.budget is None:
         a.budget = 3600.0 if a.tiny else 560.0
+    a.out = a.out or str(ROOT / "bench" / "results" / ("gpu-tiny.json" if a.tiny else "gpu.json"))
     import torch
 
     device = "cuda" if torch.cuda.is_available() and not a.tiny else "cpu"

@@ -43,7 +43,7 @@ TARGET_CHARS = 64
 CHARS_PER_POINT = 3
 INITIAL_EMOTION = 50
 SCENARIOS_DIR = ROOT / "test" / "fixtures" / "scenarios"
-ATTUNE_RESULTS = ROOT / "bench" / "results" / "learning.json"
+ATTUNE_RESULTS = ROOT / "bench" / "results" / "learning-quick.json"
 THINK_BLOCK = re.compile(r"<think>[\s\S]*?</think>")
 
 
@@ -113,7 +113,7 @@ def mean(xs: list[float]) -> float:
 
 
 def attune_grpo_rows() -> list[dict[str, float]]:
-    """Attune's GRPO curve from bench/results/learning.json, when that file has one."""
+    """Attune's GRPO curve from bench/results/learning-quick.json (npm run bench:learning -- --quick), when that file has one."""
     if not ATTUNE_RESULTS.exists():
         return []
     data = json.loads(ATTUNE_RESULTS.read_text(encoding="utf-8"))

@@ -1,6 +1,6 @@
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT } from '../../src/paths.js';
+import { defaultResultsFile } from '../resultsFile.js';
 import type { WorkersJob } from './protocol.js';
 
 /** The benchmark's command line: its help text, and the options it parses into. */
@@ -28,7 +28,8 @@ Usage: npm run bench:orchestration [-- options]
                             attune-local       rollout.llmCalls=local (a local activity per call)
                             attune-turn        rollout.activityPer=turn (an activity per turn)
                             attune-turn-local  both (a local activity per turn)
-  --out FILE              results file (default bench/results/orchestration.json)
+  --out FILE              results file (default bench/results/orchestration.json; --quick
+                          bench/results/orchestration-quick.json)
   --update                replace only the measured cells in an existing results file (to re-measure
                           some cells, e.g. ones another workload on the machine disturbed)
   --keep-alive MS         keep-alive the fake server advertises (default 30000; the test
@@ -116,7 +117,7 @@ export function parseOptions(argv: string[]): Options | null {
       'sqlite-pragma': { type: 'string', multiple: true, default: [] },
       'dynamic-config': { type: 'string', multiple: true, default: [] },
       variants: { type: 'string', default: VARIANTS.join(',') },
-      out: { type: 'string', default: join(REPO_ROOT, 'bench', 'results', 'orchestration.json') },
+      out: { type: 'string' },
       'max-minutes': { type: 'string', default: '20' },
       'worker-processes': { type: 'string', default: '1' },
       profile: { type: 'string' },
@@ -161,7 +162,7 @@ export function parseOptions(argv: string[]): Options | null {
     sqlitePragmas: [...(values.db === 'wal' ? WAL_PRAGMAS : []), ...(values['sqlite-pragma'] ?? [])],
     dynamicConfig: values['dynamic-config'] ?? [],
     variants,
-    out: values.out ?? '',
+    out: resolve(values.out ?? defaultResultsFile('orchestration', quick ? 'quick' : null)),
     maxMinutes,
     workerProcesses,
     profileDir: values.profile ? resolve(values.profile) : null,

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT } from '../../src/paths.js';
+import { defaultResultsFile } from '../resultsFile.js';
 
 /** The benchmark's command line: its help text, and the options it parses into. */
 
@@ -20,7 +20,8 @@ Usage: npm run bench:pipeline [-- options]
   --scenarios N       scenarios per step (default 4; --quick 2)
   --samples N         dialogues per scenario (default 4; --quick 2)
   --turns N           assistant turns per dialogue (default 3; --quick 2)
-  --out FILE          results file (default bench/results/pipeline.json)
+  --out FILE          results file (default bench/results/pipeline.json; --quick
+                      bench/results/pipeline-quick.json)
   --help              this text
 
 First a calibration run (staleness 0, no pad) measures R, the rollout phase's seconds per step.
@@ -71,7 +72,7 @@ export function parseOptions(argv: string[]): Options | null {
       scenarios: { type: 'string' },
       samples: { type: 'string' },
       turns: { type: 'string' },
-      out: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/pipeline.json') },
+      out: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -88,6 +89,6 @@ export function parseOptions(argv: string[]): Options | null {
     scenarios: integer('scenarios', values.scenarios ?? (quick ? '2' : '4'), 1),
     samples: integer('samples', values.samples ?? (quick ? '2' : '4'), 2),
     turns: integer('turns', values.turns ?? (quick ? '2' : '3'), 1),
-    out: values.out,
+    out: resolve(values.out ?? defaultResultsFile('pipeline', quick ? 'quick' : null)),
   };
 }

@@ -5,7 +5,7 @@ batch, per model and mode. Each configuration runs in its own process (clean pea
     .venv/bin/python bench/trainer/bench.py --device cuda --models /path/to/Qwen2.5-0.5B-Instruct
     .venv/bin/python bench/trainer/bench.py --quick              # tiny-random only
 
-Prints a table and writes bench/results/trainer.json.
+Prints a table and writes bench/results/trainer.json (--quick: trainer-quick.json; --device cuda: trainer-cuda.json).
 """
 
 from __future__ import annotations
@@ -101,9 +101,12 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="tiny-random only")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "trainer.json"))
+    ap.add_argument("--out", default="", help="default bench/results/trainer[-cuda][-quick].json: one file per mode")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if not a.out:
+        mode = ("-cuda" if a.device == "cuda" else "") + ("-quick" if a.quick else "")
+        a.out = str(ROOT / "bench" / "results" / f"trainer{mode}.json")
     if a.one:
         print(json.dumps(one(json.loads(a.one))))
         return 0

@@ -22,27 +22,55 @@ export function versionsToUnload(runName: string, loaded: readonly string[], new
   });
 }
 
+/** The statuses of a probe the policy server will answer the same way however often it is asked. */
+const PERMANENT_PROBE_STATUSES = new Set([400, 401, 403, 404, 405, 413, 415, 422]);
+
 /**
- * Epoch ms at which vLLM answered a one-token completion of `version`: the first token served by
- * the new weights. A 404 means the name is not served yet (retried); another refusal leaves the
- * latency unmeasured (null) rather than failing a publish vLLM already confirmed.
+ * Whether a 404 says that `version` is not served (yet), rather than that the route is missing:
+ * vLLM names the model ("The model `run@3` does not exist."); a server without the route answers
+ * "Not Found" or names the path.
+ */
+export function saysVersionNotServed(message: string, version: string): boolean {
+  return message.includes(version) || /\bmodel\b.*\b(does not exist|not found|not loaded)/i.test(message);
+}
+
+/**
+ * Epoch ms at which the policy server answered a one-token chat completion of `version` (the call
+ * the policy makes): the first token served by the new weights. A 404 that says the version is not
+ * served yet is retried (`PublishPending`). Any other permanent answer (a missing chat route, a
+ * refused key, a request the server rejects) fails for good (`PublishRefused`, naming the endpoint
+ * and the answer: the run waits for the operator), since every policy call would meet it too. A
+ * server error leaves the latency unmeasured (null) rather than failing a publish vLLM already confirmed.
  */
 export async function firstTokenAt(
   base: string,
   headers: Record<string, string>,
   version: string,
 ): Promise<number | null> {
-  const response = await fetch(`${base}/completions`, {
+  const endpoint = `${base}/chat/completions`;
+  const response = await fetch(endpoint, {
     method: 'POST',
     headers,
-    body: JSON.stringify({ model: version, prompt: 'Hi', max_tokens: 1, temperature: 0 }),
+    body: JSON.stringify({
+      model: version,
+      messages: [{ role: 'user', content: 'Hi' }],
+      max_tokens: 1,
+      temperature: 0,
+    }),
     signal: AbortSignal.timeout(120_000),
   });
   const body = await response.text();
   if (response.ok) return Date.now();
   const message = vllmErrorMessage(body);
-  if (response.status === 404)
-    throw ApplicationFailure.retryable(`${base}/completions: ${version} not served yet: ${message}`, 'PublishPending');
+  if (response.status === 404 && saysVersionNotServed(message, version))
+    throw ApplicationFailure.retryable(`${endpoint}: ${version} not served yet: ${message}`, 'PublishPending');
+  if (PERMANENT_PROBE_STATUSES.has(response.status))
+    throw ApplicationFailure.create({
+      message: `refused: policy server ${endpoint} answered HTTP ${response.status} to a one-token chat completion of version ${version}: ${message}`,
+      type: 'PublishRefused',
+      nonRetryable: true,
+      details: [{ endpoint, version, status: response.status, message }],
+    });
   log.warn('first-token probe refused; publish latency not measured', { version, status: response.status, message });
   return null;
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { createRunBookkeepingActivities } from '../../src/activities/runBookkeeping.js';
-import { versionsToUnload, versionStep } from '../../src/vllm/adapters.js';
+import { saysVersionNotServed, versionsToUnload, versionStep } from '../../src/vllm/adapters.js';
 import { vllmErrorMessage } from '../../src/vllm/load.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
@@ -129,7 +129,7 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
     assert.equal(vllmErrorMessage(''), '(empty body)');
   });
 
-  it('times the first token of the new version: a one-token completion of NAME@k after the load', async () => {
+  it('times the first token of the new version with the call the policy makes: a one-token chat completion of NAME@k, on a server without /v1/completions', async () => {
     fake.lora.servesOnlyLoaded = true;
     const before = Date.now();
     const published = await publish('run@1', adapterDir(8));
@@ -145,6 +145,44 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
       typeof publishMs === 'number' && publishMs >= 0 && publishMs <= after - before,
       `publishMs ${publishMs} outside the publish's own ${after - before} ms`,
     );
+    assert.equal(fake.count(), 0, 'the probe is not counted as a role call');
+  });
+
+  it('a 404 saying the version is not served yet leaves the publish pending (retried), and the next attempt times it', async () => {
+    fake.lora.servesOnlyLoaded = true;
+    const serves = fake.lora.serves.bind(fake.lora);
+    // listed by /v1/models but not yet answering completions
+    fake.lora.serves = (model) => model !== 'run@2' && serves(model);
+    await assert.rejects(publish('run@2', adapterDir(8)), (error: unknown) => {
+      assert.ok(error instanceof ApplicationFailure, String(error));
+      assert.equal(error.type, 'PublishPending');
+      assert.equal(error.nonRetryable, false);
+      assert.match(error.message, /run@2 not served yet: The model `run@2` does not exist\./);
+      return true;
+    });
+    fake.lora.serves = serves;
+    assert.notEqual((await publish('run@2', adapterDir(8))).firstTokenAtMs, null);
+  });
+
+  it('a policy server without the chat route fails the publish for good, naming the endpoint and its answer, instead of waiting', async () => {
+    fake.unrouted.add('POST /v1/chat/completions');
+    await assert.rejects(publish('run@1', adapterDir(8)), (error: unknown) => {
+      assert.ok(error instanceof ApplicationFailure, String(error));
+      assert.equal(error.type, 'PublishRefused');
+      assert.equal(error.nonRetryable, true);
+      assert.ok(error.message.includes(`${fake.url}/chat/completions answered HTTP 404`), error.message);
+      assert.ok(error.message.includes('version run@1'), error.message);
+      assert.ok(error.message.endsWith('no route POST /v1/chat/completions'), error.message);
+      return true;
+    });
+  });
+
+  it('tells a 404 for a version not served from one for a missing route', () => {
+    assert.equal(saysVersionNotServed('The model `run@3` does not exist.', 'run@3'), true);
+    assert.equal(saysVersionNotServed('model not found', 'run@3'), true);
+    assert.equal(saysVersionNotServed('Not Found', 'run@3'), false);
+    assert.equal(saysVersionNotServed('no route POST /v1/chat/completions', 'run@3'), false);
+    assert.equal(saysVersionNotServed('Cannot POST /v1/chat/completions', 'run@3'), false);
   });
 
   it("keeps the run's newest versions loaded and unloads the older ones; other names and a 404 on unload are left alone", async () => {

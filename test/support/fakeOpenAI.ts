@@ -74,6 +74,11 @@ function classify(body: FakeRequest): CallRole {
   return 'policy';
 }
 
+/** The publish's first-token probe (src/vllm/adapters.ts): one user message, one token; no role's call asks for one token. */
+function isFirstTokenProbe(body: FakeRequest): boolean {
+  return body.max_tokens === 1 && body.messages.length === 1 && body.messages[0]?.role === 'user';
+}
+
 /** Default behaviour: deterministic text derived from the request, so identical requests get identical answers. */
 export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs' | 'fault'>> = {
   policy: (ctx) => {
@@ -95,8 +100,10 @@ export class FakeOpenAIServer {
   readonly fullWeights = new FakeFullWeights();
   /** Models of the completions answered 404 "does not exist" (see `lora.servesOnlyLoaded`). */
   readonly missing: string[] = [];
-  /** Models of the one-token probes (`POST /v1/completions`) answered. */
+  /** Models of the first-token probes (one-token chat completions) answered. */
   readonly probes: string[] = [];
+  /** Routes (`POST /v1/chat/completions`) answered 404 "no route", as by a server that lacks them. */
+  readonly unrouted = new Set<string>();
   private readonly counters: Record<CallRole, number> = { policy: 0, analysis: 0, reply: 0, opening: 0 };
   private readonly faults = new Map<string, Fault>();
   private readonly waiters: { role: CallRole; nth: number; resolve: () => void }[] = [];
@@ -203,8 +210,8 @@ export class FakeOpenAIServer {
         this.send(r, status, body),
       );
     }
-    if (req.method === 'POST' && req.url === '/v1/completions') return this.textCompletion(chunks, res);
-    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+    // Like many OpenAI-compatible servers, it serves chat completions only: no `/v1/completions`.
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions' || this.unrouted.has(`${req.method} ${req.url}`)) {
       return this.send(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'not_found' } });
     }
     let parsed;
@@ -220,6 +227,7 @@ export class FakeOpenAIServer {
     }
     const body = parsed.data;
     if (!this.lora.serves(body.model)) return this.modelMissing(res, body.model);
+    if (isFirstTokenProbe(body)) return this.probeAnswer(res, body.model);
     const role = classify(body);
     const nth = ++this.counters[role];
     const key = createHash('sha256')
@@ -320,17 +328,15 @@ export class FakeOpenAIServer {
     });
   }
 
-  /** `POST /v1/completions` (Attune's first-token probe after a publish): one token, not counted as a role's call. */
-  private textCompletion(chunks: Buffer[], res: ServerResponse): void {
-    const model = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { model?: unknown }).model;
-    if (typeof model !== 'string' || !this.lora.serves(model)) return this.modelMissing(res, String(model));
+  /** Attune's first-token probe after a publish: one token, not counted as a role's call. */
+  private probeAnswer(res: ServerResponse, model: string): void {
     this.probes.push(model);
     this.send(res, 200, {
-      id: 'cmpl-fake',
-      object: 'text_completion',
+      id: 'chatcmpl-fake-probe',
+      object: 'chat.completion',
       created: 1_700_000_000,
       model,
-      choices: [{ index: 0, text: '.', finish_reason: 'length', logprobs: null }],
+      choices: [{ index: 0, message: { role: 'assistant', content: '.' }, finish_reason: 'length', logprobs: null }],
       usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
     });
   }

@@ -1,0 +1,172 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../src/paths.js';
+
+/**
+ * Each TypeScript benchmark in its smallest form, as its npm script runs it (a child process), its
+ * results written to a temporary file: a benchmark that no longer runs, or whose results lose a
+ * field, fails here instead of rotting unseen. The Python ones (bench/trainer, bench/gpu) have
+ * theirs in trainer/tests/test_bench_*.py.
+ * The chaos soak (`npm run chaos -- --steps 2 --faults 1 --kinds kill-llm-worker --out FILE`) is not
+ * here yet: it has not been seen to pass in this form (its undisturbed run alone took over 4 minutes
+ * at a load average of 35 on 2 cores).
+ */
+
+interface Smoke {
+  script: string;
+  /** The smallest run's flags, results to `out`; `dir` is the smoke's own temporary directory. */
+  args: (out: string, dir: string) => string[];
+  /** What the results file must hold. */
+  check: (results: unknown) => void;
+}
+
+type Json = Record<string, unknown>;
+const positive = (value: unknown, what: string) =>
+  assert.ok(typeof value === 'number' && Number.isFinite(value) && value > 0, `${what}: ${String(value)}`);
+
+const SMOKES: Record<string, Smoke> = {
+  'bench:orchestration': {
+    script: 'bench/orchestration/main.ts',
+    args: (out) => [
+      '--latencies',
+      '0',
+      '--concurrency',
+      '2',
+      '--turns',
+      '1',
+      '--reference-budget',
+      '1',
+      '--variants',
+      'attune,plain,reference',
+      '--max-minutes',
+      '4',
+      '--out',
+      out,
+    ],
+    check: (results) => {
+      const [entry, ...more] = results as Json[];
+      assert.equal(more.length, 0, 'one cell');
+      assert.equal(entry?.latency_ms, 0);
+      assert.equal(entry?.concurrency, 2);
+      for (const field of ['attune_s', 'plain_s', 'reference_s', 'calls_per_s']) positive(entry?.[field], field);
+    },
+  },
+  'bench:training': {
+    script: 'bench/training/main.ts',
+    args: (out) => [
+      '--latencies',
+      '0',
+      '--steps',
+      '1',
+      '--scenarios',
+      '1',
+      '--samples',
+      '2',
+      '--turns',
+      '1',
+      '--in-flight',
+      '2',
+      '--out',
+      out,
+    ],
+    check: (results) => {
+      const { benchmark, cells } = results as { benchmark: string; cells: Json[] };
+      assert.equal(benchmark, 'training');
+      assert.equal(cells.length, 1);
+      const cell = cells[0] as { attune: { mean: Json }; direct: { mean: Json }; overhead: Json };
+      positive(cell.attune.mean.totalMs, 'attune total');
+      positive(cell.direct.mean.totalMs, 'direct total');
+      positive(cell.overhead.ratio, 'overhead ratio');
+    },
+  },
+  'bench:pipeline': {
+    // publish=vllm through the bench's facade, which serves chat completions only
+    script: 'bench/pipeline/main.ts',
+    args: (out) => [
+      '--quick',
+      '--staleness',
+      '1',
+      '--ratios',
+      '1',
+      '--steps',
+      '3',
+      '--calibration-steps',
+      '2',
+      '--latency',
+      '0',
+      '--scenarios',
+      '1',
+      '--samples',
+      '2',
+      '--turns',
+      '1',
+      '--out',
+      out,
+    ],
+    check: (results) => {
+      const { rows, calibration } = results as { rows: Json[]; calibration: Json };
+      positive(calibration.rollout_seconds_per_step, 'R');
+      assert.deepEqual(
+        rows.map((r) => [r.staleness, r.t_over_r]),
+        [
+          [0, 1],
+          [1, 1],
+        ],
+      );
+      for (const row of rows) for (const f of ['steps_per_hour', 'speedup', 'seconds_per_step']) positive(row[f], f);
+    },
+  },
+  'bench:learning': {
+    script: 'bench/learning/main.ts',
+    args: (out, dir) => ['--quick', '--only', 'grpo', '--steps', '2', '--out', out, '--reports', join(dir, 'reports')],
+    check: (results) => {
+      const { rows, runs } = results as { rows: Json[]; runs: Json[] };
+      assert.deepEqual(
+        rows.map((r) => [r.run, r.step]),
+        [
+          ['learn-grpo-tiny', 1],
+          ['learn-grpo-tiny', 2],
+        ],
+      );
+      for (const row of rows) positive(row.reward_mean, 'reward_mean');
+      assert.equal(runs.length, 1);
+    },
+  },
+};
+
+function runBench(script: string, args: string[]): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', script, ...args],
+      { cwd: REPO_ROOT, maxBuffer: 64 * 2 ** 20, timeout: 900_000, killSignal: 'SIGTERM' },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, output: `${stdout}\n${stderr}` });
+      },
+    );
+  });
+}
+
+// Generous: at a load average of 30-40 on 2 cores the pipeline's took 404 s; a benchmark that hangs
+// (a publish that never ends, say) still fails, after 15 minutes.
+describe("every benchmark's smoke run: it exits 0 and writes its results file", function () {
+  this.timeout(960_000);
+
+  for (const [name, smoke] of Object.entries(SMOKES)) {
+    it(`npm run ${name} (${smoke.script}), smallest form`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'attune-bench-smoke-'));
+      try {
+        const out = join(dir, 'results.json');
+        const { code, output } = await runBench(smoke.script, smoke.args(out, dir));
+        assert.equal(code, 0, `${name} exited ${code}:\n${output.slice(-4000)}`);
+        smoke.check(JSON.parse(readFileSync(out, 'utf8')));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+});
