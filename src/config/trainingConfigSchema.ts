@@ -1,0 +1,125 @@
+import { z } from 'zod';
+import { RLVER_TRAINING_INITIAL_EMOTION } from '../core/emotion.js';
+import { dialogueBounds } from '../core/rolloutSettingsSchema.js';
+import { ALGORITHMS } from '../core/training/algorithms.js';
+import { creditSettingsSchema } from '../core/training/creditSchema.js';
+import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
+import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
+import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
+
+/** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
+const trainingBounds = trainingSettingsSchema.shape;
+const creditBounds = creditSettingsSchema.shape;
+
+/** The config's `training` section: an RLVER training run. */
+export const trainingConfigSchema = z
+  .strictObject({
+    algorithm: z.enum(ALGORITHMS).default('grpo').describe('The policy-gradient algorithm the trainer applies.'),
+    steps: trainingBounds.steps.default(100).describe('Optimizer steps of the run.'),
+    scenariosPerStep: trainingBounds.scenariosPerStep
+      .default(8)
+      .describe(
+        'Scenarios per step; dialogues per step = scenariosPerStep x samplesPerScenario (paper: 32 dialogues).',
+      ),
+    samplesPerScenario: trainingBounds.samplesPerScenario
+      .optional()
+      .describe("Default: the algorithm's (ALGORITHM_TRAITS: 4 for GRPO, 1 for PPO)."),
+    seed: trainingBounds.seed
+      .default(1)
+      .describe("The run's seed: scenario order, dialogue seeds, the trainer's generators."),
+    maxInFlight: trainingBounds.maxInFlight
+      .default(64)
+      .describe("Rollouts in flight at once (far below Temporal's 2,000 pending children per workflow)."),
+    maxFailedShare: trainingBounds.maxFailedShare
+      .default(0.25)
+      .describe(
+        'A step whose failed-rollout share exceeds this waits for an operator instead of training on too little.',
+      ),
+    maxStaleness: trainingBounds.maxStaleness
+      .unwrap()
+      .default(0)
+      .describe(
+        "0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.",
+      ),
+    credit: creditBounds.mode
+      .default('final')
+      .describe(
+        "How a dialogue's reward is shared over its turns: `final` (RLVER), `turn` (each turn's emotion change, discounted to the end) or `mixed`.",
+      ),
+    turnDiscount: creditBounds.turnDiscount
+      .default(1)
+      .describe("`turn`/`mixed`: discount per later turn in a turn's return."),
+    creditWeight: creditBounds.weight
+      .default(0.5)
+      .describe("`mixed`: the turn return's weight (the dialogue reward gets 1 - weight)."),
+    guardrails: trainingBounds.guardrails
+      .unwrap()
+      .default(DEFAULT_GUARDRAILS)
+      .describe(
+        "Rules over each step's signals (reply length, empty share, repetition, distinct bigrams, malformed share, reward, eval change): `warn` shows in status, the report and the trackers, `pause` waits for the operator (`attune resume` goes on). [] turns them off.",
+      ),
+    initialEmotion: dialogueBounds.initialEmotion
+      .default(RLVER_TRAINING_INITIAL_EMOTION)
+      .describe("The simulated user's emotion when a training dialogue starts (RLVER: 30)."),
+    maxTurns: dialogueBounds.maxTurns.default(8).describe('Assistant turns after which a training dialogue ends.'),
+    think: z.boolean().default(false).describe('Think-then-say for the policy being trained.'),
+    evalEvery: trainingBounds.evalEvery
+      .default(0)
+      .describe('Evaluate every k steps with the evaluation workflow (0 = never).'),
+    evalScenarios: z
+      .array(z.string())
+      .optional()
+      .describe('Scenario ids of the eval split to evaluate on (default: all).'),
+    baseModel: z
+      .string()
+      .min(1)
+      .default('tiny-random')
+      .describe(
+        "The trainer's base model: the built-in 'tiny-random' or 'smollm2-135m', or a model directory or .gguf file inside the trainer's --models-dir.",
+      ),
+    lora: loraSchema
+      .nullable()
+      .default(null)
+      .describe('Train a LoRA adapter instead of the full weights; null = full.'),
+    hyperparameters: hyperparametersSchema
+      .prefault({})
+      .describe("The trainer's hyperparameters, by the trainer's names."),
+    publish: z
+      .enum(['trainer', 'vllm'])
+      .default('trainer')
+      .describe(
+        '`trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL).',
+      ),
+    publishKeep: trainingBounds.publish.shape.keep
+      .unwrap()
+      .default(2)
+      .describe(
+        "With `publish: vllm`: the run's newest versions kept loaded in vLLM after each publish (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.",
+      ),
+    publisherWaitMs: trainingBounds.publish.shape.publisherWaitMs
+      .unwrap()
+      .default(120_000)
+      .describe(
+        "With `policy.replicas`: how long a step's publish to a replica waits for that replica's publisher worker to take it; then the run waits for the operator, naming the replica.",
+      ),
+    stepTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(6 * 3600 * 1000)
+      .describe('How long one optimizer step may take.'),
+    heartbeatTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(20_000)
+      .describe("Heartbeat timeout of the optimizer activity: a dead worker's step moves on after it."),
+    sameErrorAttempts: trainingBounds.trainer.shape.sameErrorAttempts
+      .unwrap()
+      .default(DEFAULT_SAME_ERROR_ATTEMPTS)
+      .describe(
+        'Attempts at one optimizer step that the trainer answers with the same server error, in a row, before the run waits for the operator with that error; a different error starts the count again.',
+      ),
+  })
+  .prefault({})
+  .describe('An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml.');
