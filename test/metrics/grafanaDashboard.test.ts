@@ -16,7 +16,7 @@ const dashboard = JSON.parse(readFileSync(join(REPO_ROOT, 'deploy', 'grafana', '
   panels: Panel[];
 };
 const trainerSource = readFileSync(
-  join(REPO_ROOT, 'trainer', 'src', 'attune_trainer', 'service', 'prometheus.py'),
+  join(REPO_ROOT, 'trainer', 'src', 'attune_trainer', 'engine', 'prometheus.py'),
   'utf8',
 );
 const SERIES_SUFFIX = /_(total|bucket|count|sum)$/;
