@@ -5,6 +5,7 @@ import type { CallRole, Fault } from '../support/fakeOpenAI.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
 import { ACTIVITY_SUMMARIES_PATCH, LOCAL_ARTIFACT_ACTIVITIES_PATCH } from '../../src/workflows/rollout.js';
+import { WAIT_AT_OUTAGE_PATCH } from '../../src/workflows/outageWait.js';
 
 function failureMessage(error: unknown): string {
   assert.ok(error instanceof WorkflowFailedError, `expected WorkflowFailedError, got ${String(error)}`);
@@ -206,7 +207,11 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.equal(local.filter((t) => t !== 'saveTranscript').length, 3 + 3 + 2, 'one marker per finished LLM call');
     assert.equal(local[local.length - 1], 'saveTranscript', 'the transcript write is local too');
     assert.deepEqual(scheduled, [], 'no regular activity: no task goes through the server');
-    assert.deepEqual(patchIds(events), [ACTIVITY_SUMMARIES_PATCH, LOCAL_ARTIFACT_ACTIVITIES_PATCH]);
+    assert.deepEqual(patchIds(events), [
+      ACTIVITY_SUMMARIES_PATCH,
+      WAIT_AT_OUTAGE_PATCH,
+      LOCAL_ARTIFACT_ACTIVITIES_PATCH,
+    ]);
   });
 
   it('rollout.activityPer=turn: one activity per turn, the same dialogue, and a failed call resumes after the finished ones', async () => {

@@ -6,6 +6,7 @@ import { ACTIVITY_SUMMARIES_PATCH, LOCAL_ARTIFACT_ACTIVITIES_PATCH } from '../..
 import { patchIds } from '../support/historyMarkers.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
+import { WAIT_AT_OUTAGE_PATCH } from '../../src/workflows/outageWait.js';
 
 const run = promisify(execFile);
 
@@ -66,7 +67,7 @@ describe('rollout timeline in the Temporal UI: activity summaries and current de
       ['saveTranscript', 'transcript · 3 turns, turn-limit, final emotion 49'],
     ]);
     const events = (await handle.fetchHistory()).events ?? [];
-    assert.deepEqual(patchIds(events), [ACTIVITY_SUMMARIES_PATCH]);
+    assert.deepEqual(patchIds(events), [ACTIVITY_SUMMARIES_PATCH, WAIT_AT_OUTAGE_PATCH]);
     const metadata = await handle.query<WorkflowMetadata>('__temporal_workflow_metadata');
     assert.match(metadata.currentDetails ?? '', /\*\*turn\*\* 3 of 3 · \*\*phase\*\* done/);
     assert.match(metadata.currentDetails ?? '', /\*\*emotion\*\* 49 \(40 → 43 → 46 → 49\)/);
@@ -100,6 +101,10 @@ describe('rollout timeline in the Temporal UI: activity summaries and current de
     const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 3, { maxTurns: 1 });
     await handle.result();
     const events = (await handle.fetchHistory()).events ?? [];
-    assert.deepEqual(patchIds(events), [ACTIVITY_SUMMARIES_PATCH, LOCAL_ARTIFACT_ACTIVITIES_PATCH]);
+    assert.deepEqual(patchIds(events), [
+      ACTIVITY_SUMMARIES_PATCH,
+      WAIT_AT_OUTAGE_PATCH,
+      LOCAL_ARTIFACT_ACTIVITIES_PATCH,
+    ]);
   });
 });
