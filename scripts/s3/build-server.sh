@@ -11,6 +11,14 @@ if [ -x "$bin/minio" ]; then
   exit 0
 fi
 mkdir -p "$bin"
+# One build at a time: the suites that run side by side (npm test) may all ask for it on a cold machine;
+# the second waits for the first and takes its binary.
+exec 9>"$bin/../build.lock"
+flock 9
+if [ -x "$bin/minio" ]; then
+  echo "$bin"
+  exit 0
+fi
 start=$(date +%s)
 # nice: the build shares the machine's cores with everything else. Built into a temporary name and moved,
 # so an interrupted build never leaves a half-written binary that the check above would take.

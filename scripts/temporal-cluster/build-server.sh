@@ -10,6 +10,14 @@ if [ -x "$bin/server" ] && [ -x "$bin/temporal-sql-tool" ]; then
   exit 0
 fi
 mkdir -p "$bin"
+# One build at a time: the suites that run side by side (npm test) may all ask for it on a cold machine;
+# the second waits for the first and takes its binary.
+exec 9>"$bin/../build.lock"
+flock 9
+if [ -x "$bin/server" ] && [ -x "$bin/temporal-sql-tool" ]; then
+  echo "$bin"
+  exit 0
+fi
 start=$(date +%s)
 # nice: the build shares the machine's cores with everything else.
 GOBIN="$bin" GOFLAGS=-mod=mod nice -n 10 go install "go.temporal.io/server/cmd/server@${version}" >&2
