@@ -3,11 +3,13 @@ import type { RolloutSettings } from './rolloutSettingsSchema.js';
 import { stableHash } from './seeds.js';
 import { ATTUNE_VERSION } from './version.js';
 
-/** What makes two evaluations' numbers comparable, stored with every evaluation report. */
-export interface EvaluationManifest {
-  attuneVersion: string;
+/**
+ * What a reward was measured in: the simulated user (endpoint, model, prompt templates) and the dialogue
+ * protocol. Two rewards, or two scores, are comparable only where these agree; every evaluation's
+ * manifest and every training step's record carries it.
+ */
+export interface RewardEnvironment {
   simulator: { baseURL: string; model: string };
-  policy: { baseURL: string; model: string };
   /** Fingerprint of the simulated user's prompt templates (prompts/simulatorPromptHash.ts). */
   promptHash: string;
   protocol: {
@@ -22,6 +24,12 @@ export interface EvaluationManifest {
     /** `default`, or `custom:<hash>` for a configured policy system prompt. */
     policySystemPrompt: string;
   };
+}
+
+/** What makes two evaluations' numbers comparable, stored with every evaluation report. */
+export interface EvaluationManifest extends RewardEnvironment {
+  attuneVersion: string;
+  policy: { baseURL: string; model: string };
   seeds: {
     base: number;
     repeats: number;
@@ -30,16 +38,9 @@ export interface EvaluationManifest {
   };
 }
 
-export function evaluationManifest(
-  settings: RolloutSettings,
-  seeds: { base: number; repeats: number; dialogues: { scenarioId: string; seed: number }[] },
-): EvaluationManifest {
-  const dialogues: Record<string, number[]> = {};
-  for (const d of seeds.dialogues) dialogues[d.scenarioId] = [...(dialogues[d.scenarioId] ?? []), d.seed];
+export function rewardEnvironment(settings: RolloutSettings): RewardEnvironment {
   return {
-    attuneVersion: ATTUNE_VERSION,
     simulator: { baseURL: settings.simulator.baseURL, model: settings.simulator.model },
-    policy: { baseURL: settings.policy.baseURL, model: settings.policy.model },
     promptHash: simulatorPromptHash(),
     protocol: {
       initialEmotion: settings.initialEmotion,
@@ -55,6 +56,22 @@ export function evaluationManifest(
           ? 'default'
           : `custom:${stableHash(settings.policySystemPrompt).toString(16).padStart(8, '0')}`,
     },
+  };
+}
+
+export function evaluationManifest(
+  settings: RolloutSettings,
+  seeds: { base: number; repeats: number; dialogues: { scenarioId: string; seed: number }[] },
+): EvaluationManifest {
+  const dialogues: Record<string, number[]> = {};
+  for (const d of seeds.dialogues) dialogues[d.scenarioId] = [...(dialogues[d.scenarioId] ?? []), d.seed];
+  const { simulator, promptHash, protocol } = rewardEnvironment(settings);
+  return {
+    attuneVersion: ATTUNE_VERSION,
+    simulator,
+    policy: { baseURL: settings.policy.baseURL, model: settings.policy.model },
+    promptHash,
+    protocol,
     seeds: { base: seeds.base, repeats: seeds.repeats, dialogues },
   };
 }

@@ -1,6 +1,7 @@
 import type { Algorithm } from './training/algorithms.js';
 import type { ReplySignals } from './training/replySignals.js';
 import type { ValueStats } from './statistics/valueStats.js';
+import type { RewardEnvironment } from './evaluationManifest.js';
 
 /** The trainer's per-step metrics (POST /v1/runs/{run}/steps response). */
 export interface TrainerStepMetrics {
@@ -82,6 +83,11 @@ export interface StepMetricsRecord {
    * report it; absent in older records.
    */
   commitToAnswerMs?: number | null;
+  /**
+   * The environment the step's rewards were measured in (simulator, its prompts, the protocol): a
+   * reward means something only beside it. Absent in records written before it was recorded.
+   */
+  environment?: RewardEnvironment;
   /** Present on steps that ran an evaluation. */
   eval?: { evalId: string; score: number; success: number; failure: number; count: number };
 }

@@ -13,6 +13,7 @@ import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { liveHyperparameters } from '../core/training/liveOverrides.js';
 import { evaluatesAfterStep, stepEvaluationId } from '../core/training/stepPlan.js';
 import { stepEvalSummary, stepMetricsRecord } from '../core/training/stepRecord.js';
+import { rewardEnvironment } from '../core/evaluationManifest.js';
 import { minGroupSize, type StepRolloutOutcomes, type StepSurvivors } from '../core/training/stepRollouts.js';
 import type { GuardTrip } from '../core/training/guardrails.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
@@ -338,6 +339,7 @@ async function recordStep(
     ...(state.guard?.lastEvalScore !== undefined ? { previousEvalScore: state.guard.lastEvalScore } : {}),
     ...(settings.credit ? { credit: settings.credit } : {}),
     ...(evalSummary ? { eval: evalSummary } : {}),
+    environment: rewardEnvironment(settings.rollout),
   });
   const { record, pause } = checkGuardrails(settings, state, computed);
   await bookkeeping.recordStepMetrics(record);

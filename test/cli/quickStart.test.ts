@@ -10,6 +10,7 @@ import { trainingWorkflowId } from '../../src/workflows/training.js';
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { patchIds } from '../support/historyMarkers.js';
+import { simulatorPromptHash } from '../../src/core/prompts/simulatorPromptHash.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
 import { attune, startAttune } from './attuneProcess.js';
 
@@ -79,6 +80,12 @@ describe('the quick start as shipped: configs/tiny.yaml, guardrails included, th
         typeof r.commitToAnswerMs === 'number' && r.commitToAnswerMs >= 0,
         `step ${r.step}: ${r.commitToAnswerMs}`,
       );
+      // Every reward names what it was measured in: this run's simulated user, its prompts, the protocol.
+      const config = loadConfig({ file: QUICK_START, env: {} });
+      assert.deepEqual(r.environment?.simulator, { baseURL: fake.url, model: 'fake-simulator' }, `step ${r.step}`);
+      assert.equal(r.environment?.promptHash, simulatorPromptHash(), `step ${r.step}`);
+      assert.equal(r.environment?.protocol.maxTurns, config.training.maxTurns, `step ${r.step}`);
+      assert.equal(r.environment?.protocol.initialEmotion, config.training.initialEmotion, `step ${r.step}`);
     }
 
     // The guardrails were checked on the run's steps: the check's patch marker is in its history.

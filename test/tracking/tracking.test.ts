@@ -113,6 +113,10 @@ describe('experiment tracking: MLflow, TensorBoard, W&B (real MLflow server, Ten
     assert.equal(params.algorithm, 'grpo');
     assert.equal(params.steps, '2');
     assert.equal(params['trainer.hyperparameters.learning_rate'], '0.001');
+    // The environment the rewards were measured in, as each step's record names it.
+    assert.equal(params['environment.promptHash'], recorded[0]!.environment?.promptHash);
+    assert.equal(params['environment.simulator.model'], recorded[0]!.environment?.simulator.model);
+    assert.ok(params['environment.promptHash'], 'the prompt hash is a param');
     for (const key of ['reward/mean', 'trainer/loss', 'rate/success']) {
       const history = await client.metricHistory(found.runId, key);
       assert.deepEqual(

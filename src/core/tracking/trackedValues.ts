@@ -1,5 +1,6 @@
 import type { StepMetricsRecord } from '../runMetrics.js';
 import type { TrainingSettings } from '../training/trainingSettingsSchema.js';
+import { rewardEnvironment } from '../evaluationManifest.js';
 
 /** A step's scalar metrics under the names every tracker gets (`reward/mean`, `trainer/loss`, `eval/score`). */
 export function stepScalars(record: StepMetricsRecord): Record<string, number> {
@@ -82,6 +83,8 @@ export function trackedParams(settings: TrainingSettings): Record<string, string
       },
       simulator: { model: rollout.simulator.model, temperature: rollout.simulator.temperature },
     },
+    // What the rewards are measured in, as evaluations' manifests and every step's record name it.
+    environment: rewardEnvironment(rollout),
   });
   return Object.fromEntries(Object.entries(params).filter(([, v]) => v.length <= MAX_PARAM_CHARS));
 }

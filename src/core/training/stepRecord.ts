@@ -2,6 +2,7 @@ import type { Algorithm } from './algorithms.js';
 import type { ReplySignals } from './replySignals.js';
 import { creditedRewards, FINAL_CREDIT, turnRewards, type CreditSettings } from './credit.js';
 import type { StepMetricsRecord, TrainerStepMetrics } from '../runMetrics.js';
+import type { RewardEnvironment } from '../evaluationManifest.js';
 import { mean, valueStats } from '../statistics/valueStats.js';
 import { sumRateLimitWaits, type EndpointWaits, type RolloutSummary } from '../transcript.js';
 
@@ -35,6 +36,8 @@ export interface StepRecordInput {
   /** See StepMetricsRecord.commitToAnswerMs; absent: not reported (recorded as absent). */
   commitToAnswerMs?: number | null;
   eval?: StepEvalSummary;
+  /** What the step's rewards were measured in (absent: not recorded). */
+  environment?: RewardEnvironment;
 }
 
 /** The step's line of `metrics.jsonl`: rates over the dialogues the optimizer trained on. */
@@ -68,6 +71,7 @@ export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
           },
         }
       : {}),
+    ...(input.environment ? { environment: input.environment } : {}),
     ...(input.eval ? { eval: input.eval } : {}),
   };
 }
