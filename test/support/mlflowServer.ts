@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { freePort } from '../../src/temporal/devServer.js';
 import { TRACKING_VENV } from './trackingVenv.js';
 
+const START_TIMEOUT_MS = 300_000;
+
 /** A real MLflow tracking server on loopback: SQLite backend, artifacts served through it. */
 export class MlflowServer {
   private output = '';
@@ -41,7 +43,8 @@ export class MlflowServer {
       { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
     const server = new MlflowServer(child, `http://127.0.0.1:${port}`);
-    const deadline = Date.now() + 120_000;
+    // Its start imports a large Python app: over two minutes measured on 2 cores at a load of 19.
+    const deadline = Date.now() + START_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`mlflow server exited ${child.exitCode}: ${server.output}`);
       const healthy = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(2000) })
@@ -51,7 +54,9 @@ export class MlflowServer {
       await new Promise((r) => setTimeout(r, 500));
     }
     await server.stop();
-    throw new Error(`mlflow server did not answer on ${server.url} within 120 s: ${server.output}`);
+    throw new Error(
+      `mlflow server did not answer on ${server.url} within ${START_TIMEOUT_MS / 1000} s: ${server.output}`,
+    );
   }
 
   async stop(): Promise<void> {
