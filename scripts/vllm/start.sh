@@ -49,7 +49,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 export VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 HF_HUB_OFFLINE=1
 if [ "$full_weights" = 1 ]; then
   export VLLM_SERVER_DEV_MODE=1
-  mode=(); what="full-weight reloads (dev mode)"
+  # vLLM's CPU worker, whose in-place reloads also refresh a tied output head (reload_worker.py)
+  export PYTHONPATH="$repo/scripts/vllm${PYTHONPATH:+:$PYTHONPATH}"
+  mode=(--worker-cls reload_worker.ReloadingCPUWorker); what="full-weight reloads (dev mode)"
 else
   export VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
   mode=(--enable-lora --max-lora-rank "$max_lora_rank" --max-loras "$max_loras"); what="LoRA rank <= $max_lora_rank"
