@@ -15,7 +15,8 @@ export function heartbeating<T extends ActivityFunctions>(activities: T): T {
       const context = Context.current();
       const timeoutMs = context.info.heartbeatTimeoutMs;
       if (context.info.isLocal || !timeoutMs) return fn(...args);
-      context.heartbeat();
+      // No heartbeat at the start: the server times the heartbeat timeout from the start already,
+      // and the SDK sends a first heartbeat at once, a server write for nearly every call.
       const ticker = setInterval(() => context.heartbeat(), Math.max(500, timeoutMs / 3));
       try {
         return await fn(...args);

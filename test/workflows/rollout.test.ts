@@ -153,6 +153,27 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.equal(rig.fake.count('reply'), 3);
   });
 
+  it('a queued LLM call sends the server no heartbeat while it is shorter than its heartbeat interval', async () => {
+    rig = await createRolloutRig();
+    rig.fake.inject('policy', 2, 'hold');
+    await rig.startWorkers();
+    const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 13, { maxTurns: 2 });
+    await rig.fake.waitForCall('policy', 2);
+    // An absence has no event to wait for: watch the pending call for 2 s, far longer than a heartbeat
+    // sent at the call's start takes to reach the server, and far shorter than the heartbeat interval.
+    const watchUntil = Date.now() + 2000;
+    for (;;) {
+      const pending = (await handle.describe()).raw.pendingActivities ?? [];
+      assert.equal(pending.length, 1);
+      assert.equal(pending[0]!.activityType?.name, 'generatePolicyTurn');
+      assert.equal(pending[0]!.lastHeartbeatTime ?? null, null, 'the held policy call heartbeated');
+      if (Date.now() >= watchUntil) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    rig.fake.release();
+    assert.equal((await handle.result()).turns, 2);
+  });
+
   function dialogueOf(transcript: Transcript) {
     return transcript.turns.map((t) => [
       t.promptMessages,
