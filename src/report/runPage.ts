@@ -4,6 +4,7 @@ import { latestPublishedVersion, type StepMetricsRecord } from '../core/runMetri
 import { formatInt, formatNumber, formatPercent, formatTime, html, type SafeHtml } from './html.js';
 import { renderPage } from './page.js';
 import { rateFigure, rewardFigure, runChartData, scoreFigure, trainerFigures } from './runCharts.js';
+import { runEvalPoints, type RunEvalPoint } from './runEvalPoints.js';
 import { evaluationsCard, stepTable } from './runTables.js';
 
 export interface RunPageInput {
@@ -14,50 +15,6 @@ export interface RunPageInput {
   evaluations: EvaluationReport[];
   notes?: string[];
   generatedAt?: string;
-}
-
-/** A point on the Sentient-score curve, from an evaluation file or a step's `eval` field. */
-export interface RunEvalPoint {
-  evalId: string;
-  step: number | null;
-  score: number;
-  success: number;
-  failure: number;
-  count: number;
-  failed: number | null;
-  createdAt: string | null;
-}
-
-export function runEvalPoints(steps: StepMetricsRecord[], evaluations: EvaluationReport[]): RunEvalPoint[] {
-  const points = new Map<string, RunEvalPoint>();
-  for (const e of evaluations) {
-    points.set(e.evalId, {
-      evalId: e.evalId,
-      step: e.step,
-      score: e.score,
-      success: e.success,
-      failure: e.failure,
-      count: e.count,
-      failed: e.failed,
-      createdAt: e.createdAt,
-    });
-  }
-  for (const s of steps) {
-    if (!s.eval || points.has(s.eval.evalId)) continue;
-    points.set(s.eval.evalId, {
-      evalId: s.eval.evalId,
-      step: s.step,
-      score: s.eval.score,
-      success: s.eval.success,
-      failure: s.eval.failure,
-      count: s.eval.count,
-      failed: null,
-      createdAt: null,
-    });
-  }
-  return [...points.values()].sort(
-    (a, b) => (a.step ?? -1) - (b.step ?? -1) || (a.createdAt ?? '').localeCompare(b.createdAt ?? ''),
-  );
 }
 
 function stat(label: string, value: SafeHtml | string | number, detail: SafeHtml | string, state?: string): SafeHtml {

@@ -4,7 +4,7 @@ import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { empty } from './cards.js';
 import { formatNumber, formatPercent, formatTime, html, type SafeHtml } from './html.js';
 import { OFF_POLICY_HEADERS, offPolicyCells } from './offPolicyCells.js';
-import type { RunEvalPoint } from './runPage.js';
+import type { RunEvalPoint } from './runEvalPoints.js';
 import { STEP_SIGNAL_HEADERS, stepSignalCells } from './stepSignalCells.js';
 
 /** The step's gap figures in words, for the table cell's tooltip. */
