@@ -1,9 +1,9 @@
 /**
  * A small dependency-free SVG chart module: line charts (with bands, gaps, markers and a hover
- * crosshair the page script reads from `data-hover`) and sparklines; bar charts are in barChart.ts.
+ * crosshair the page script reads from `data-hover`); sparklines are in sparkline.ts, bar charts in barChart.ts.
  * Everything returned is static SVG, so charts show without JavaScript.
  */
-import { escapeHtml, html, raw, type SafeHtml } from './html.js';
+import { escapeHtml, raw, type SafeHtml } from './html.js';
 
 export interface Point {
   x: number;
@@ -140,8 +140,21 @@ function attrsOf(attrs: Record<string, string> | undefined): string {
     .join('');
 }
 
-// eslint-disable-next-line max-lines-per-function -- still to split
-export function lineChart(options: LineChartOptions): SafeHtml {
+/** Where the plot area lies in the chart and how data coordinates map onto it. */
+interface ChartFrame {
+  width: number;
+  height: number;
+  plot: { left: number; top: number; right: number; bottom: number };
+  x0: number;
+  x1: number;
+  y0: number;
+  y1: number;
+  sx: (x: number) => number;
+  sy: (y: number) => number;
+}
+
+/** The chart's size, margins (room for the labels it has) and domains, padded when the data gives none. */
+function chartFrame(options: LineChartOptions): ChartFrame {
   const width = options.width ?? 720;
   const height = options.height ?? 300;
   const margin = {
@@ -163,7 +176,19 @@ export function lineChart(options: LineChartOptions): SafeHtml {
   const [y0, y1] = yDomain[0] === yDomain[1] ? padDomain(yDomain) : yDomain;
   const sx = (x: number) => plot.left + ((x - x0) / (x1 - x0)) * (plot.right - plot.left);
   const sy = (y: number) => plot.bottom - ((y - y0) / (y1 - y0)) * (plot.bottom - plot.top);
+  return { width, height, plot, x0, x1, y0, y1, sx, sy };
+}
 
+interface AxisTicks {
+  xTicks: number[];
+  yTicks: number[];
+  xFormat: (value: number) => string;
+  yFormat: (value: number) => string;
+}
+
+/** Ticks inside each domain, about one per 70 px on x and per 48 px on y, and how they are written. */
+function axisTicks(frame: ChartFrame, options: LineChartOptions): AxisTicks {
+  const { plot, x0, x1, y0, y1 } = frame;
   const xTicks = niceTicks(
     x0,
     x1,
@@ -173,16 +198,13 @@ export function lineChart(options: LineChartOptions): SafeHtml {
   const yTicks = niceTicks(y0, y1, Math.max(2, Math.floor((plot.bottom - plot.top) / 48))).filter(
     (t) => t >= y0 - 1e-9 && t <= y1 + 1e-9,
   );
-  const yFormat = options.yFormat ?? tickFormat(yTicks);
-  const xFormat = tickFormat(xTicks);
+  return { xTicks, yTicks, xFormat: tickFormat(xTicks), yFormat: options.yFormat ?? tickFormat(yTicks) };
+}
 
+/** Shaded ranges of y (emotion states) behind everything, labelled right of the plot where they are tall enough. */
+function yBandsSvg(bands: YBand[], { plot, y0, y1, sy }: ChartFrame): string[] {
   const parts: string[] = [];
-  const clipId = `clip-${Math.abs(hashString(options.ariaLabel + width + height)).toString(36)}`;
-  parts.push(
-    `<defs><clipPath id="${clipId}"><rect x="${plot.left}" y="${plot.top - 3}" width="${plot.right - plot.left}" height="${plot.bottom - plot.top + 6}"/></clipPath></defs>`,
-  );
-
-  for (const band of options.bands ?? []) {
+  for (const band of bands) {
     const top = sy(Math.min(y1, Math.max(band.from, band.to)));
     const bottom = sy(Math.max(y0, Math.min(band.from, band.to)));
     if (bottom - top <= 0) continue;
@@ -195,18 +217,25 @@ export function lineChart(options: LineChartOptions): SafeHtml {
       );
     }
   }
-  for (const t of yTicks) {
+  return parts;
+}
+
+/** Grid lines and tick labels on y, tick marks and labels on x, the x axis and the axis titles. */
+function axesSvg(frame: ChartFrame, ticks: AxisTicks, options: LineChartOptions): string[] {
+  const { plot, height, sx, sy } = frame;
+  const parts: string[] = [];
+  for (const t of ticks.yTicks) {
     const y = sy(t).toFixed(1);
     parts.push(`<line class="grid" x1="${plot.left}" x2="${plot.right}" y1="${y}" y2="${y}"/>`);
     parts.push(
-      `<text class="tick" x="${plot.left - 8}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end">${escapeHtml(yFormat(t))}</text>`,
+      `<text class="tick" x="${plot.left - 8}" y="${(sy(t) + 4).toFixed(1)}" text-anchor="end">${escapeHtml(ticks.yFormat(t))}</text>`,
     );
   }
-  for (const t of xTicks) {
+  for (const t of ticks.xTicks) {
     const x = sx(t).toFixed(1);
     parts.push(`<line class="tick-mark" x1="${x}" x2="${x}" y1="${plot.bottom}" y2="${plot.bottom + 5}"/>`);
     parts.push(
-      `<text class="tick" x="${x}" y="${plot.bottom + 18}" text-anchor="middle">${escapeHtml(xFormat(t))}</text>`,
+      `<text class="tick" x="${x}" y="${plot.bottom + 18}" text-anchor="middle">${escapeHtml(ticks.xFormat(t))}</text>`,
     );
   }
   parts.push(`<line class="axis" x1="${plot.left}" x2="${plot.right}" y1="${plot.bottom}" y2="${plot.bottom}"/>`);
@@ -218,8 +247,13 @@ export function lineChart(options: LineChartOptions): SafeHtml {
     parts.push(
       `<text class="axis-label" transform="translate(14 ${((plot.top + plot.bottom) / 2).toFixed(1)}) rotate(-90)" text-anchor="middle">${escapeHtml(options.yLabel)}</text>`,
     );
+  return parts;
+}
 
-  for (const ref of options.refLines ?? []) {
+/** Labelled horizontal reference lines; those outside the y domain are left out. */
+function refLinesSvg(refLines: NonNullable<LineChartOptions['refLines']>, { plot, y0, y1, sy }: ChartFrame): string[] {
+  const parts: string[] = [];
+  for (const ref of refLines) {
     if (ref.y < y0 || ref.y > y1) continue;
     const y = sy(ref.y).toFixed(1);
     parts.push(
@@ -229,78 +263,103 @@ export function lineChart(options: LineChartOptions): SafeHtml {
       `<text class="ref-label" x="${plot.left + 6}" y="${(sy(ref.y) - 5).toFixed(1)}" fill="${escapeHtml(ref.color)}">${escapeHtml(ref.label)}</text>`,
     );
   }
+  return parts;
+}
 
-  parts.push(`<g class="series-layer" clip-path="url(#${clipId})">`);
-  for (const s of options.series) {
-    const color = escapeHtml(s.color);
-    const group: string[] = [];
-    if (s.band && s.band.length > 0) {
-      const upper = s.band.map((b, i) => `${i === 0 ? 'M' : 'L'}${sx(b.x).toFixed(1)},${sy(b.hi).toFixed(1)}`).join('');
-      const lower = [...s.band]
-        .reverse()
-        .map((b) => `L${sx(b.x).toFixed(1)},${sy(b.lo).toFixed(1)}`)
-        .join('');
-      group.push(`<path class="band" d="${upper}${lower}Z" fill="${color}" fill-opacity="0.14" stroke="none"/>`);
-    }
-    const d = linePath(s.points, sx, sy);
-    if (s.title) group.push(`<title>${escapeHtml(s.title)}</title>`);
-    if (d) {
-      if (s.hitArea) group.push(`<path class="hit" d="${d}" fill="none" stroke="transparent" stroke-width="12"/>`);
-      if (s.halo)
-        group.push(
-          `<path class="halo" d="${d}" fill="none" stroke="#fff" stroke-opacity="0.9" stroke-width="${(s.width ?? 2) + 3}" stroke-linejoin="round" stroke-linecap="round"/>`,
-        );
-      group.push(
-        `<path class="line" d="${d}" fill="none" stroke="${color}" stroke-width="${s.width ?? 2}" stroke-linejoin="round" stroke-linecap="round"${s.dashed ? ' stroke-dasharray="6 4"' : ''}${s.opacity !== undefined ? ` stroke-opacity="${s.opacity}"` : ''}/>`,
-      );
-    }
-    const valid = s.points.filter((p) => isValue(p.y));
-    const markers = s.markers ?? valid.length <= 40;
-    // A lone point between gaps has no line: always mark it.
-    for (const [i, p] of s.points.entries()) {
-      if (!isValue(p.y)) continue;
-      const lonely = !isValue(s.points[i - 1]?.y ?? null) && !isValue(s.points[i + 1]?.y ?? null);
-      if (!markers && !lonely) continue;
-      group.push(
-        `<circle class="marker" cx="${sx(p.x).toFixed(1)}" cy="${sy(p.y).toFixed(1)}" r="${markers ? 3 : 2.5}" fill="${color}"${s.opacity !== undefined ? ` fill-opacity="${s.opacity}"` : ''}><title>${escapeHtml(`${s.name}: ${formatChartNumber(p.x)}, ${formatChartNumber(p.y)}`)}</title></circle>`,
-      );
-    }
+/** The series' shaded band: along its upper edge, back along its lower edge. */
+function seriesBandSvg(band: NonNullable<LineSeries['band']>, color: string, { sx, sy }: ChartFrame): string {
+  const upper = band.map((b, i) => `${i === 0 ? 'M' : 'L'}${sx(b.x).toFixed(1)},${sy(b.hi).toFixed(1)}`).join('');
+  const lower = [...band]
+    .reverse()
+    .map((b) => `L${sx(b.x).toFixed(1)},${sy(b.lo).toFixed(1)}`)
+    .join('');
+  return `<path class="band" d="${upper}${lower}Z" fill="${color}" fill-opacity="0.14" stroke="none"/>`;
+}
+
+/** The line itself, with the wide invisible hit area and the white halo under it when asked for. */
+function seriesLineSvg(s: LineSeries, d: string, color: string): string[] {
+  const parts: string[] = [];
+  if (s.hitArea) parts.push(`<path class="hit" d="${d}" fill="none" stroke="transparent" stroke-width="12"/>`);
+  if (s.halo)
     parts.push(
-      `<g class="series${s.className ? ` ${escapeHtml(s.className)}` : ''}" data-name="${escapeHtml(s.name)}"${attrsOf(s.attrs)}>${group.join('')}</g>`,
+      `<path class="halo" d="${d}" fill="none" stroke="#fff" stroke-opacity="0.9" stroke-width="${(s.width ?? 2) + 3}" stroke-linejoin="round" stroke-linecap="round"/>`,
+    );
+  parts.push(
+    `<path class="line" d="${d}" fill="none" stroke="${color}" stroke-width="${s.width ?? 2}" stroke-linejoin="round" stroke-linecap="round"${s.dashed ? ' stroke-dasharray="6 4"' : ''}${s.opacity !== undefined ? ` stroke-opacity="${s.opacity}"` : ''}/>`,
+  );
+  return parts;
+}
+
+/** A circle with its value as tooltip at each point, or (markers off) only at points no line reaches. */
+function seriesMarkersSvg(s: LineSeries, color: string, { sx, sy }: ChartFrame): string[] {
+  const parts: string[] = [];
+  const valid = s.points.filter((p) => isValue(p.y));
+  const markers = s.markers ?? valid.length <= 40;
+  // A lone point between gaps has no line: always mark it.
+  for (const [i, p] of s.points.entries()) {
+    if (!isValue(p.y)) continue;
+    const lonely = !isValue(s.points[i - 1]?.y ?? null) && !isValue(s.points[i + 1]?.y ?? null);
+    if (!markers && !lonely) continue;
+    parts.push(
+      `<circle class="marker" cx="${sx(p.x).toFixed(1)}" cy="${sy(p.y).toFixed(1)}" r="${markers ? 3 : 2.5}" fill="${color}"${s.opacity !== undefined ? ` fill-opacity="${s.opacity}"` : ''}><title>${escapeHtml(`${s.name}: ${formatChartNumber(p.x)}, ${formatChartNumber(p.y)}`)}</title></circle>`,
     );
   }
-  parts.push('</g>');
+  return parts;
+}
 
-  let hover = '';
-  if (options.hover) {
-    const allX = [...new Set(options.series.filter((s) => !s.noHover).flatMap((s) => s.points.map((p) => p.x)))].sort(
-      (a, b) => a - b,
-    );
-    const data = {
-      vb: [width, height],
-      plot: [plot.left, plot.top, plot.right, plot.bottom],
-      x: [x0, x1],
-      y: [y0, y1],
-      xs: allX,
-      xl: options.xLabel ?? 'x',
-      d: options.hoverDigits ?? 3,
-      series: options.series
-        .filter((s) => !s.noHover)
-        .map((s) => {
-          const byX = new Map(s.points.map((p) => [p.x, p.y]));
-          return {
-            n: s.name,
-            c: s.color,
-            ys: allX.map((x) => {
-              const y = byX.get(x);
-              return isValue(y ?? null) ? y : null;
-            }),
-          };
+/** One series as an SVG group: band, title, line and markers. */
+function seriesSvg(s: LineSeries, frame: ChartFrame): string {
+  const color = escapeHtml(s.color);
+  const group: string[] = [];
+  if (s.band && s.band.length > 0) group.push(seriesBandSvg(s.band, color, frame));
+  const d = linePath(s.points, frame.sx, frame.sy);
+  if (s.title) group.push(`<title>${escapeHtml(s.title)}</title>`);
+  if (d) group.push(...seriesLineSvg(s, d, color));
+  group.push(...seriesMarkersSvg(s, color, frame));
+  return `<g class="series${s.className ? ` ${escapeHtml(s.className)}` : ''}" data-name="${escapeHtml(s.name)}"${attrsOf(s.attrs)}>${group.join('')}</g>`;
+}
+
+/** The data-hover attribute the page script draws its crosshair from: every hovered series' value at each x. */
+function hoverAttribute(options: LineChartOptions, { width, height, plot, x0, x1, y0, y1 }: ChartFrame): string {
+  const hovered = options.series.filter((s) => !s.noHover);
+  const allX = [...new Set(hovered.flatMap((s) => s.points.map((p) => p.x)))].sort((a, b) => a - b);
+  const data = {
+    vb: [width, height],
+    plot: [plot.left, plot.top, plot.right, plot.bottom],
+    x: [x0, x1],
+    y: [y0, y1],
+    xs: allX,
+    xl: options.xLabel ?? 'x',
+    d: options.hoverDigits ?? 3,
+    series: hovered.map((s) => {
+      const byX = new Map(s.points.map((p) => [p.x, p.y]));
+      return {
+        n: s.name,
+        c: s.color,
+        ys: allX.map((x) => {
+          const y = byX.get(x);
+          return isValue(y ?? null) ? y : null;
         }),
-    };
-    hover = ` data-hover="${escapeHtml(JSON.stringify(data))}"`;
-  }
+      };
+    }),
+  };
+  return ` data-hover="${escapeHtml(JSON.stringify(data))}"`;
+}
 
+export function lineChart(options: LineChartOptions): SafeHtml {
+  const frame = chartFrame(options);
+  const { width, height, plot } = frame;
+  const clipId = `clip-${Math.abs(hashString(options.ariaLabel + width + height)).toString(36)}`;
+  const parts = [
+    `<defs><clipPath id="${clipId}"><rect x="${plot.left}" y="${plot.top - 3}" width="${plot.right - plot.left}" height="${plot.bottom - plot.top + 6}"/></clipPath></defs>`,
+    ...yBandsSvg(options.bands ?? [], frame),
+    ...axesSvg(frame, axisTicks(frame, options), options),
+    ...refLinesSvg(options.refLines ?? [], frame),
+    `<g class="series-layer" clip-path="url(#${clipId})">`,
+    ...options.series.map((s) => seriesSvg(s, frame)),
+    '</g>',
+  ];
+  const hover = options.hover ? hoverAttribute(options, frame) : '';
   return raw(
     `<svg class="chart${options.className ? ` ${escapeHtml(options.className)}` : ''}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.ariaLabel)}" font-size="${CHART_FONT_SIZE}"${hover}>${parts.join('')}</svg>`,
   );
@@ -314,36 +373,4 @@ function hashString(value: string): number {
   let h = 0;
   for (let i = 0; i < value.length; i++) h = (Math.imul(31, h) + value.charCodeAt(i)) | 0;
   return h;
-}
-
-/** A tiny line for tables and headers: emotion 0..100 over turns. */
-export function sparkline(
-  values: number[],
-  options: {
-    width?: number;
-    height?: number;
-    min?: number;
-    max?: number;
-    color?: string;
-    title?: string;
-    baseline?: number;
-  } = {},
-): SafeHtml {
-  const width = options.width ?? 96;
-  const height = options.height ?? 24;
-  const min = options.min ?? 0;
-  const max = options.max ?? 100;
-  const finite = values.filter((v) => Number.isFinite(v));
-  if (finite.length === 0)
-    return html`<svg class="spark" width="${width}" height="${height}" aria-hidden="true"></svg>`;
-  const n = Math.max(1, finite.length - 1);
-  const sx = (i: number) => 2 + (i / n) * (width - 4);
-  const sy = (v: number) => height - 2 - ((Math.max(min, Math.min(max, v)) - min) / (max - min || 1)) * (height - 4);
-  const d = finite.map((v, i) => `${i === 0 ? 'M' : 'L'}${sx(i).toFixed(1)},${sy(v).toFixed(1)}`).join('');
-  const last = finite[finite.length - 1] ?? 0;
-  const color = escapeHtml(options.color ?? '#1f2937');
-  const base = options.baseline ?? finite[0] ?? 0;
-  return raw(
-    `<svg class="spark" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(options.title ?? finite.join(', '))}"><line x1="2" x2="${width - 2}" y1="${sy(base).toFixed(1)}" y2="${sy(base).toFixed(1)}" class="spark-base"/><path d="${d}" fill="none" stroke="${color}" stroke-width="1.6" stroke-linejoin="round"/><circle cx="${sx(finite.length - 1).toFixed(1)}" cy="${sy(last).toFixed(1)}" r="2.4" fill="${color}"/></svg>`,
-  );
 }

@@ -5,7 +5,7 @@ import { empty, figure, type LegendItem } from './cards.js';
 import { lineChart, type LineSeries } from './charts.js';
 import { formatNumber, formatTime, html } from './html.js';
 import { renderPage } from './page.js';
-import { runEvalPoints } from './runPage.js';
+import { runEvalPoints } from './runEvalPoints.js';
 import { SERIES, STATE_COLORS } from './theme.js';
 
 /** One thing overlaid on the page: a training run (its steps and evaluations) or one evaluation. */

@@ -1,6 +1,7 @@
 /** Reports: self-contained HTML pages (inline CSS, JS and SVG) of evaluations and runs, plus PNG charts. */
 export { renderEvaluationPage, type EvaluationPageInput } from './evaluationPage.js';
-export { renderRunPage, runEvalPoints, type RunEvalPoint, type RunPageInput } from './runPage.js';
+export { renderRunPage, type RunPageInput } from './runPage.js';
+export { runEvalPoints, type RunEvalPoint } from './runEvalPoints.js';
 export {
   evaluationsOfRun,
   loadEvaluation,

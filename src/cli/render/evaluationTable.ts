@@ -93,31 +93,48 @@ function layout(
   return lines;
 }
 
-/** The terminal table of an evaluation: overall numbers, then per goal type, per personality and per scenario. */
-// eslint-disable-next-line max-lines-per-function -- still to split
-export function renderEvaluationTable(report: EvaluationReport, options: EvaluationTableOptions = {}): string {
-  const color = options.color ?? defaultColor();
-  const paint = (code: string, text: string) => (color ? `${code}${text}${RESET}` : text);
-  const bold = (text: string) => paint(ANSI.bold, text);
-  const dim = (text: string) => paint(ANSI.dim, text);
-  const byState = (emotion: number, text: string) => paint(ANSI[emotionState(emotion)], text);
+/** How a table paints its text: ANSI codes when colour is on, the text as it is otherwise. */
+interface Painter {
+  paint(code: string, text: string): string;
+  bold(text: string): string;
+  dim(text: string): string;
+  /** In the colour of the emotion state a score or an emotion falls in. */
+  byState(emotion: number, text: string): string;
+}
 
-  const out: string[] = [];
+function painter(color: boolean): Painter {
+  const paint = (code: string, text: string) => (color ? `${code}${text}${RESET}` : text);
+  return {
+    paint,
+    bold: (text) => paint(ANSI.bold, text),
+    dim: (text) => paint(ANSI.dim, text),
+    byState: (emotion, text) => paint(ANSI[emotionState(emotion)], text),
+  };
+}
+
+/** The evaluation's name, where it came from, its models and settings, and its manifest. */
+function headingLines(report: EvaluationReport, p: Painter): string[] {
   const source = report.runName ? ` · run ${report.runName}${report.step !== null ? `@${report.step}` : ''}` : '';
-  out.push(`${bold(`Evaluation ${report.evalId}`)}${source}`);
-  out.push(dim(`policy ${report.policyModel} · simulator ${report.simulatorModel} · scenarios ${report.scenarios}`));
-  out.push(
-    dim(
+  return [
+    `${p.bold(`Evaluation ${report.evalId}`)}${source}`,
+    p.dim(`policy ${report.policyModel} · simulator ${report.simulatorModel} · scenarios ${report.scenarios}`),
+    p.dim(
       `initial emotion ${report.settings.initialEmotion} · at most ${report.settings.maxTurns} turns · ${report.settings.think ? 'think-then-say' : 'direct replies'} · simulator temperature ${report.settings.simulatorTemperature}`,
     ),
-  );
-  out.push(...manifestLines(report).map(dim));
-  out.push('');
-  out.push(
-    `${bold('Sentient score')}  ${byState(report.score, bold(`${num(report.score)} / 100`))}  (state ${emotionState(report.score)})`,
-  );
-  out.push(intervalSummary(report));
-  out.push(
+    ...manifestLines(report).map(p.dim),
+  ];
+}
+
+/** The Sentient score with its interval, then the counts over all dialogues. */
+function scoreLines(report: EvaluationReport, p: Painter): string[] {
+  const tokens =
+    report.tokens.policyPrompt +
+    report.tokens.policyCompletion +
+    report.tokens.simulatorPrompt +
+    report.tokens.simulatorCompletion;
+  const lines = [
+    `${p.bold('Sentient score')}  ${p.byState(report.score, p.bold(`${num(report.score)} / 100`))}  (state ${emotionState(report.score)})`,
+    intervalSummary(report),
     ...layout(
       [
         { title: 'SUCCESS', align: 'right' },
@@ -134,92 +151,108 @@ export function renderEvaluationTable(report: EvaluationReport, options: Evaluat
           String(report.count),
           String(report.failed),
           num(report.meanTurns),
-          String(
-            report.tokens.policyPrompt +
-              report.tokens.policyCompletion +
-              report.tokens.simulatorPrompt +
-              report.tokens.simulatorCompletion,
-          ),
+          String(tokens),
         ],
       ],
       (_r, _c, cell) => cell,
-      dim,
+      p.dim,
     ),
-  );
-  if (report.failed > 0) out.push(dim(`${report.failed} dialogue(s) failed to run: reported, excluded from the score`));
+  ];
+  if (report.failed > 0)
+    lines.push(p.dim(`${report.failed} dialogue(s) failed to run: reported, excluded from the score`));
+  return lines;
+}
 
-  const groupTable = (title: string, groups: Record<string, ScoreGroup>) => {
-    const entries = Object.entries(groups);
-    if (entries.length === 0) return;
-    out.push('');
-    const rows = entries.map(([name, g]) => [
-      name,
-      String(g.count),
-      num(g.score),
-      String(g.success),
-      String(g.failure),
-      num(g.meanTurns),
-    ]);
-    out.push(
-      ...layout(
-        [
-          { title, align: 'left' },
-          { title: 'N', align: 'right' },
-          { title: 'SCORE', align: 'right' },
-          { title: 'SUCCESS', align: 'right' },
-          { title: 'FAILURE', align: 'right' },
-          { title: 'MEAN TURNS', align: 'right' },
-        ],
-        rows,
-        (r, c, cell) => {
-          const group = entries[r]?.[1];
-          return c === 2 && group && group.count > 0 ? byState(group.score, cell) : cell;
-        },
-        dim,
-      ),
-    );
-  };
-  groupTable('GOAL TYPE', report.byGoalType);
-  groupTable('PERSONALITY', report.byPersonality);
+/** One row per group (goal type, personality) after a blank line; nothing when there are no groups. */
+function groupTable(title: string, groups: Record<string, ScoreGroup>, p: Painter): string[] {
+  const entries = Object.entries(groups);
+  if (entries.length === 0) return [];
+  const rows = entries.map(([name, g]) => [
+    name,
+    String(g.count),
+    num(g.score),
+    String(g.success),
+    String(g.failure),
+    num(g.meanTurns),
+  ]);
+  return [
+    '',
+    ...layout(
+      [
+        { title, align: 'left' },
+        { title: 'N', align: 'right' },
+        { title: 'SCORE', align: 'right' },
+        { title: 'SUCCESS', align: 'right' },
+        { title: 'FAILURE', align: 'right' },
+        { title: 'MEAN TURNS', align: 'right' },
+      ],
+      rows,
+      (r, c, cell) => {
+        const group = entries[r]?.[1];
+        return c === 2 && group && group.count > 0 ? p.byState(group.score, cell) : cell;
+      },
+      p.dim,
+    ),
+  ];
+}
+
+/** The groups' confidence intervals after a blank line, their header dimmed; nothing when there are none. */
+function intervalLines(report: EvaluationReport, p: Painter): string[] {
   const intervals = intervalTable(report);
-  if (intervals.length > 0) out.push('', dim(intervals[0]!), ...intervals.slice(1));
+  return intervals.length > 0 ? ['', p.dim(intervals[0]!), ...intervals.slice(1)] : [];
+}
 
-  if (report.results.length > 0) {
-    out.push('');
-    const rows = report.results.map((e) =>
-      e.status === 'ok'
-        ? [
-            e.scenarioId,
-            e.goalType,
-            e.personality,
-            emotion(e.finalEmotion),
-            e.outcome,
-            String(e.turns),
-            `${emotionSparkline(e.emotions)}  ${truncate(e.emotions.join(' '), 34)}`,
-          ]
-        : [e.scenarioId, e.goalType, e.personality, '-', 'FAILED', '-', truncate(e.error, 60)],
-    );
-    out.push(
-      ...layout(
-        [
-          { title: 'SCENARIO', align: 'left' },
-          { title: 'GOAL TYPE', align: 'left' },
-          { title: 'PERSONALITY', align: 'left' },
-          { title: 'FINAL', align: 'right' },
-          { title: 'OUTCOME', align: 'left' },
-          { title: 'TURNS', align: 'right' },
-          { title: 'EMOTIONS', align: 'left' },
-        ],
-        rows,
-        (r, c, cell) => {
-          const entry = report.results[r];
-          if (!entry) return cell;
-          if (entry.status === 'failed') return c === 4 || c === 6 ? paint(ANSI.F, cell) : cell;
-          return c === 3 || c === 4 ? byState(entry.finalEmotion, cell) : cell;
-        },
-        dim,
-      ),
-    );
-  }
+/** One row per dialogue after a blank line: its final emotion, outcome and emotion curve, or its error. */
+function scenarioTable(report: EvaluationReport, p: Painter): string[] {
+  if (report.results.length === 0) return [];
+  const rows = report.results.map((e) =>
+    e.status === 'ok'
+      ? [
+          e.scenarioId,
+          e.goalType,
+          e.personality,
+          emotion(e.finalEmotion),
+          e.outcome,
+          String(e.turns),
+          `${emotionSparkline(e.emotions)}  ${truncate(e.emotions.join(' '), 34)}`,
+        ]
+      : [e.scenarioId, e.goalType, e.personality, '-', 'FAILED', '-', truncate(e.error, 60)],
+  );
+  return [
+    '',
+    ...layout(
+      [
+        { title: 'SCENARIO', align: 'left' },
+        { title: 'GOAL TYPE', align: 'left' },
+        { title: 'PERSONALITY', align: 'left' },
+        { title: 'FINAL', align: 'right' },
+        { title: 'OUTCOME', align: 'left' },
+        { title: 'TURNS', align: 'right' },
+        { title: 'EMOTIONS', align: 'left' },
+      ],
+      rows,
+      (r, c, cell) => {
+        const entry = report.results[r];
+        if (!entry) return cell;
+        if (entry.status === 'failed') return c === 4 || c === 6 ? p.paint(ANSI.F, cell) : cell;
+        return c === 3 || c === 4 ? p.byState(entry.finalEmotion, cell) : cell;
+      },
+      p.dim,
+    ),
+  ];
+}
+
+/** The terminal table of an evaluation: overall numbers, then per goal type, per personality and per scenario. */
+export function renderEvaluationTable(report: EvaluationReport, options: EvaluationTableOptions = {}): string {
+  const p = painter(options.color ?? defaultColor());
+  const out = [
+    ...headingLines(report, p),
+    '',
+    ...scoreLines(report, p),
+    ...groupTable('GOAL TYPE', report.byGoalType, p),
+    ...groupTable('PERSONALITY', report.byPersonality, p),
+    ...intervalLines(report, p),
+    ...scenarioTable(report, p),
+  ];
   return `${out.join('\n')}\n`;
 }

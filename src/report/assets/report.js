@@ -36,28 +36,46 @@
     return String(Number(v.toFixed(d === undefined ? 3 : d)));
   }
 
-  /** @param {SVGSVGElement} svg */
-  // eslint-disable-next-line max-lines-per-function -- still to split
-  function hoverChart(svg) {
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  /**
+   * The chart's hover data, or null when it has none to show.
+   * @param {SVGSVGElement} svg
+   * @returns {HoverData | null}
+   */
+  function hoverData(svg) {
     /** @type {HoverData | null} */
     let parsed;
     try {
       parsed = JSON.parse(/** @type {string} */ (svg.getAttribute('data-hover')));
     } catch {
-      return;
+      return null;
     }
-    if (!parsed || !parsed.xs || !parsed.xs.length) return;
-    const data = parsed;
-    const NS = 'http://www.w3.org/2000/svg';
-    const box = /** @type {HTMLElement} */ (svg.parentNode);
-    const line = document.createElementNS(NS, 'line');
+    if (!parsed || !parsed.xs || !parsed.xs.length) return null;
+    return parsed;
+  }
+
+  /**
+   * What the read-out draws: a crosshair line and a dot per series on the chart, a tooltip in its box; all hidden.
+   * @typedef {object} HoverLayer
+   * @property {SVGLineElement} line
+   * @property {{ s: HoverSeries, dot: SVGCircleElement }[]} marks
+   * @property {HTMLDivElement} tip
+   *
+   * @param {SVGSVGElement} svg
+   * @param {HoverData} data
+   * @param {HTMLElement} box
+   * @returns {HoverLayer}
+   */
+  function hoverLayer(svg, data, box) {
+    const line = document.createElementNS(SVG_NS, 'line');
     line.setAttribute('class', 'crosshair');
     line.setAttribute('y1', String(data.plot[1]));
     line.setAttribute('y2', String(data.plot[3]));
     line.style.display = 'none';
     svg.appendChild(line);
     const marks = data.series.map(function (s) {
-      const c = document.createElementNS(NS, 'circle');
+      const c = document.createElementNS(SVG_NS, 'circle');
       c.setAttribute('r', '4.5');
       c.setAttribute('class', 'hover-dot');
       c.setAttribute('fill', s.c);
@@ -69,20 +87,131 @@
     tip.className = 'tooltip';
     tip.hidden = true;
     box.appendChild(tip);
-    /** @param {number} x */
-    function sx(x) {
-      return data.plot[0] + ((x - data.x[0]) / (data.x[1] - data.x[0])) * (data.plot[2] - data.plot[0]);
-    }
-    /** @param {number} y */
-    function sy(y) {
-      return data.plot[3] - ((y - data.y[0]) / (data.y[1] - data.y[0])) * (data.plot[3] - data.plot[1]);
-    }
+    return { line: line, marks: marks, tip: tip };
+  }
+
+  /**
+   * Where x and y of the data lie in the chart's viewBox.
+   * @param {HoverData} data
+   */
+  function hoverScales(data) {
+    return {
+      /** @param {number} x */
+      sx: function (x) {
+        return data.plot[0] + ((x - data.x[0]) / (data.x[1] - data.x[0])) * (data.plot[2] - data.plot[0]);
+      },
+      /** @param {number} y */
+      sy: function (y) {
+        return data.plot[3] - ((y - data.y[0]) / (data.y[1] - data.y[0])) * (data.plot[3] - data.plot[1]);
+      },
+    };
+  }
+
+  /**
+   * The index of the x nearest to the pointer (the first of equals).
+   * @param {number[]} xs
+   * @param {(x: number) => number} sx
+   * @param {number} vx the pointer's x in the viewBox
+   */
+  function nearestIndex(xs, sx, vx) {
+    let best = 0;
+    let bd = Infinity;
+    xs.forEach(function (x, i) {
+      const dd = Math.abs(sx(x) - vx);
+      if (dd < bd) {
+        bd = dd;
+        best = i;
+      }
+    });
+    return best;
+  }
+
+  /**
+   * Puts each series' dot on its value at the index (hidden where it has none); returns the values shown.
+   * @param {HoverLayer['marks']} marks
+   * @param {number} index
+   * @param {number} px
+   * @param {(y: number) => number} sy
+   * @returns {{ s: HoverSeries, y: number }[]}
+   */
+  function placeDots(marks, index, px, sy) {
+    /** @type {{ s: HoverSeries, y: number }[]} */
+    const shown = [];
+    marks.forEach(function (m) {
+      const y = m.s.ys[index];
+      if (y === null || y === undefined) {
+        m.dot.style.display = 'none';
+        return;
+      }
+      m.dot.setAttribute('cx', String(px));
+      m.dot.setAttribute('cy', String(sy(y)));
+      m.dot.style.display = '';
+      shown.push({ s: m.s, y: y });
+    });
+    return shown;
+  }
+
+  /**
+   * The tooltip's text: the x, then one row per value shown, top to bottom as the lines lie on the chart.
+   * @param {HTMLDivElement} tip
+   * @param {HoverData} data
+   * @param {number} x
+   * @param {{ s: HoverSeries, y: number }[]} shown
+   */
+  function fillTip(tip, data, x, shown) {
+    tip.textContent = '';
+    const head = document.createElement('div');
+    head.className = 'tip-head';
+    head.textContent = data.xl + ' ' + num(x, 3);
+    tip.appendChild(head);
+    shown.sort(function (a, b) {
+      return b.y - a.y;
+    });
+    shown.forEach(function (item) {
+      const row = document.createElement('div');
+      const sw = document.createElement('span');
+      sw.className = 'swatch';
+      sw.style.background = item.s.c;
+      row.appendChild(sw);
+      row.appendChild(document.createTextNode(item.s.n + ': ' + num(item.y, data.d)));
+      tip.appendChild(row);
+    });
+  }
+
+  /**
+   * Shows the tooltip beside the crosshair: on its right, or on its left where the box ends.
+   * @param {HTMLDivElement} tip
+   * @param {HTMLElement} box
+   * @param {DOMRect} r the chart's rectangle
+   * @param {HoverData} data
+   * @param {number} px the crosshair's x in the viewBox
+   */
+  function placeTip(tip, box, r, data, px) {
+    tip.hidden = false;
+    const scale = r.width / data.vb[0];
+    const b = box.getBoundingClientRect();
+    const left = r.left - b.left + px * scale;
+    const w = tip.offsetWidth;
+    tip.style.left = (left + 14 + w > b.width ? left - 14 - w : left + 14) + 'px';
+    tip.style.top = r.top - b.top + data.plot[1] * scale + 4 + 'px';
+  }
+
+  /**
+   * The crosshair read-out of a line chart: the values of every series at the x nearest the pointer.
+   * @param {SVGSVGElement} svg
+   */
+  function hoverChart(svg) {
+    const data = hoverData(svg);
+    if (!data) return;
+    const box = /** @type {HTMLElement} */ (svg.parentNode);
+    const layer = hoverLayer(svg, data, box);
+    const scales = hoverScales(data);
     function hide() {
-      line.style.display = 'none';
-      marks.forEach(function (m) {
+      layer.line.style.display = 'none';
+      layer.marks.forEach(function (m) {
         m.dot.style.display = 'none';
       });
-      tip.hidden = true;
+      layer.tip.hidden = true;
     }
     svg.addEventListener('mouseleave', hide);
     svg.addEventListener('mousemove', function (ev) {
@@ -92,58 +221,14 @@
         hide();
         return;
       }
-      let best = 0;
-      let bd = Infinity;
-      data.xs.forEach(function (x, i) {
-        const dd = Math.abs(sx(x) - vx);
-        if (dd < bd) {
-          bd = dd;
-          best = i;
-        }
-      });
+      const best = nearestIndex(data.xs, scales.sx, vx);
       const bestX = /** @type {number} */ (data.xs[best]);
-      const px = sx(bestX);
-      line.setAttribute('x1', String(px));
-      line.setAttribute('x2', String(px));
-      line.style.display = '';
-      tip.textContent = '';
-      const head = document.createElement('div');
-      head.className = 'tip-head';
-      head.textContent = data.xl + ' ' + num(bestX, 3);
-      tip.appendChild(head);
-      /** @type {{ s: HoverSeries, y: number }[]} */
-      const shown = [];
-      marks.forEach(function (m) {
-        const y = m.s.ys[best];
-        if (y === null || y === undefined) {
-          m.dot.style.display = 'none';
-          return;
-        }
-        m.dot.setAttribute('cx', String(px));
-        m.dot.setAttribute('cy', String(sy(y)));
-        m.dot.style.display = '';
-        shown.push({ s: m.s, y: y });
-      });
-      // Listed top to bottom as the lines lie on the chart.
-      shown.sort(function (a, b) {
-        return b.y - a.y;
-      });
-      shown.forEach(function (item) {
-        const row = document.createElement('div');
-        const sw = document.createElement('span');
-        sw.className = 'swatch';
-        sw.style.background = item.s.c;
-        row.appendChild(sw);
-        row.appendChild(document.createTextNode(item.s.n + ': ' + num(item.y, data.d)));
-        tip.appendChild(row);
-      });
-      tip.hidden = false;
-      const scale = r.width / data.vb[0];
-      const b = box.getBoundingClientRect();
-      const left = r.left - b.left + px * scale;
-      const w = tip.offsetWidth;
-      tip.style.left = (left + 14 + w > b.width ? left - 14 - w : left + 14) + 'px';
-      tip.style.top = r.top - b.top + data.plot[1] * scale + 4 + 'px';
+      const px = scales.sx(bestX);
+      layer.line.setAttribute('x1', String(px));
+      layer.line.setAttribute('x2', String(px));
+      layer.line.style.display = '';
+      fillTip(layer.tip, data, bestX, placeDots(layer.marks, best, px, scales.sy));
+      placeTip(layer.tip, box, r, data, px);
     });
   }
   /** @type {NodeListOf<SVGSVGElement>} */ (document.querySelectorAll('svg[data-hover]')).forEach(hoverChart);
