@@ -46,7 +46,7 @@ const HOSTILE = [
 const LANES = 4;
 
 describe('local simulator: every analysis on SmolLM2-135M-Instruct fits its token budget', function () {
-  this.timeout(240_000);
+  this.timeout(480_000);
   let server: LocalLlmServer;
 
   before(async () => {

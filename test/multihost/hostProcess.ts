@@ -12,6 +12,8 @@ export class HostProcess {
   private exited: Promise<void> = Promise.resolve();
   private output = '';
   private waiters: { pattern: RegExp; resolve: () => void }[] = [];
+  private watches: { pattern: RegExp; count: number }[] = [];
+  private partialLine = '';
 
   constructor(
     readonly host: HostName,
@@ -44,6 +46,9 @@ export class HostProcess {
     this.child = child;
     const keep = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
+      const lines = (this.partialLine + chunk.toString()).split('\n');
+      this.partialLine = lines.pop() ?? '';
+      for (const line of lines) for (const w of this.watches) if (w.pattern.test(line)) w.count += 1;
       for (const w of [...this.waiters])
         if (w.pattern.test(this.output)) {
           this.waiters.splice(this.waiters.indexOf(w), 1);
@@ -66,6 +71,13 @@ export class HostProcess {
           reject(new Error(`${this.label} on ${this.host} exited before ${what}:\n${this.output.slice(-3000)}`));
       });
     });
+  }
+
+  /** From now on, across restarts, counts the output lines that match `pattern` (the output kept is only a tail). */
+  watch(pattern: RegExp): () => number {
+    const w = { pattern, count: 0 };
+    this.watches.push(w);
+    return () => w.count;
   }
 
   /** The exit code once the process has ended (null: killed by a signal). */

@@ -8,6 +8,8 @@ import { assertSameEssentials, essentials } from '../support/runEssentials.js';
 import { fakeHostStateSchema } from './fakeHostState.js';
 import { until } from './hostProcess.js';
 import { polledSince } from './pollers.js';
+import { RunEvidence, type RunPosition } from './runEvidence.js';
+import { ARTIFACT_FAILURE_TYPES } from '../../src/activities/artifactFailure.js';
 import { createNetwork, removeNetwork, setLink } from './network.js';
 import {
   QUEUE_PREFIX,
@@ -97,59 +99,139 @@ describe('a run across hosts in network namespaces (Temporal cluster, MinIO, tra
     calm = await assertRunWhole(run);
   });
 
-  it('the same run with faults mid-run (workers-a cut off 60 s, workers-b killed, vllm-2 restarted, s3 away 30 s) ends the same', async () => {
+  it('the same run with faults mid-run (workers-a cut off 60 s, workers-b killed, vllm-2 restarted, s3 away 30 s) ends the same, each fault landing in the run and seen by it', async () => {
     assert.ok(calm, 'the undisturbed run ran first');
     const run = 'mh-faults';
     const train = trainFromClient(topology, run);
+    const evidence = await RunEvidence.connect(topology.temporalAddress);
+    try {
+      await faultsLandAndAreSeen(run, train, evidence);
+    } finally {
+      await evidence.close();
+    }
+  });
+
+  /** The faults, each one's start and end recorded as the run's step and phase, and what the run did about it. */
+  async function faultsLandAndAreSeen(
+    run: string,
+    train: ReturnType<typeof trainFromClient>,
+    evidence: RunEvidence,
+  ): Promise<void> {
     const secondsSince = (ms: number) => Math.round((Date.now() - ms) / 100) / 10;
-    const recovered: { fault: string; seconds: number | null }[] = [];
-    /** From the fault's end to the trainer's next applied step (null: the others carried the run to its end meanwhile). */
-    const recovery = async (fault: string, endedAt: number) => {
+    interface Fault {
+      fault: string;
+      began: RunPosition;
+      ended?: RunPosition;
+      recoveredAfter?: number;
+    }
+    const faults: Fault[] = [];
+    const begin = async (fault: string): Promise<Fault> => {
+      const entry: Fault = { fault, began: await evidence.position(run, await trainerStep(run)) };
+      faults.push(entry);
+      return entry;
+    };
+    const end = async (entry: Fault) => {
+      entry.ended = await evidence.position(run, await trainerStep(run));
+      return Date.now();
+    };
+    /** From the fault's end to the trainer's next applied step. */
+    const recovery = async (entry: Fault, endedAt: number) => {
       const step = await trainerStep(run);
-      if (step < STEPS) await until(async () => (await trainerStep(run)) > step, `a step after ${fault}`, 300_000);
-      recovered.push({ fault, seconds: step < STEPS ? secondsSince(endedAt) : null });
+      await until(async () => (await trainerStep(run)) > step, `a step after ${entry.fault}`, 300_000);
+      entry.recoveredAfter = secondsSince(endedAt);
     };
     const stepAtLeast = (n: number) => until(async () => (await trainerStep(run)) >= n, `step ${n}`, 300_000);
     const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-    // All four faults start once step 1 is applied (a tiny step takes seconds: each must land before the
-    // run ends). With workers-a cut off and workers-b killed no rollout worker is left until workers-b is
-    // back; s3 away then holds the next step's transcripts; every later step publishes to the new vllm-2.
-    // A worker checks the object store as it starts and exits while it is away: workers-b is back first.
+    // All four faults start once step 1 is applied (a tiny step takes seconds). With workers-a cut off and
+    // workers-b killed no rollout worker is left until workers-b is back; s3 away then holds the next
+    // step's transcripts; every later step publishes to the new vllm-2. A worker checks the object store
+    // as it starts and exits while it is away: workers-b is back first.
     await stepAtLeast(1);
-    const step = await trainerStep(run);
+    const workersAFault = await begin('workers-a link down 60 s');
     setLink('workers-a', 'down');
     const workersACut = sleep(WORKERS_A_DOWN_MS);
     const workersB = topology.process('workers-b', 'llm');
     const vllm2 = topology.process('vllm-2', 'fake');
+    const workersBFault = await begin('workers-b SIGKILLed, restarted');
+    const vllmFault = await begin('vllm-2 restarted');
     await Promise.all([workersB.restart(), vllm2.restart()]);
     await vllm2.waitForLog(/fake server ready/, 'it listened again');
-    const vllmDone = recovery('vllm-2 restarted', Date.now());
+    const vllmDone = recovery(vllmFault, await end(vllmFault));
+    // The run saw the new vllm-2: it published to it again and sampled from it.
+    const vllmSeen = until(
+      async () => {
+        const state = fakeHostStateSchema.parse(await (await fetch(urls.fakeState('vllm-2'))).json());
+        return state.loads.length > 0 && state.policyCalls > 0;
+      },
+      'a publish to and policy calls on the restarted vllm-2',
+      300_000,
+    ).then(async () => evidence.position(run, await trainerStep(run)));
     await workersB.waitForLog(/"msg":"workers running"/, 'it ran again');
-    const workersBDone = recovery('workers-b SIGKILLed, restarted', Date.now());
+    const workersBDone = recovery(workersBFault, await end(workersBFault));
+    const s3Fault = await begin('s3 away (30 s, and until a write failed on it)');
+    const watches = topology.processes.map((p) => p.watch(/object store at \S+ is unreachable/));
+    const storeFailures = () => watches.reduce((n, count) => n + count(), 0);
     setLink('s3', 'down');
-    await sleep(S3_AWAY_MS);
+    // Away long enough that the run meets it: a write fails on it (the worker logs the activity's
+    // failure) while the link is down, not only a wait that no write noticed.
+    await Promise.all([
+      sleep(S3_AWAY_MS),
+      until(async () => storeFailures() > 0, 'a write failing on the unreachable store', 300_000),
+    ]);
     setLink('s3', 'up');
-    const s3Done = recovery('s3 away 30 s', Date.now());
+    const s3Done = recovery(s3Fault, await end(s3Fault));
     await workersACut;
     setLink('workers-a', 'up');
+    await end(workersAFault);
     // The others carry the run meanwhile: workers-a's recovery is its worker polling again.
     const workersA = topology.process('workers-a', 'llm');
     const linkUpAt = Date.now();
     const workersADone = until(
       () => polledSince(topology.temporalAddress, taskQueuesFor(QUEUE_PREFIX).policy, workersA.pid!, linkUpAt),
       'poll from workers-a after its link came back',
-    ).then(() => recovered.push({ fault: 'workers-a link down 60 s (polls again)', seconds: secondsSince(linkUpAt) }));
+    ).then(() => (workersAFault.recoveredAfter = secondsSince(linkUpAt)));
     await Promise.all([workersBDone, vllmDone, s3Done, workersADone]);
-    assert.ok(step < STEPS, `the faults landed before the run ended (step ${step})`);
+    const vllmSeenAt = await vllmSeen;
     assert.ok(workersA.running, 'the cut-off worker outlived its link');
 
-    await finished(run, train);
-    assertSameEssentials(await assertRunWhole(run), calm, 'metrics equal to the undisturbed run of the same seed');
-    process.stdout.write(
-      `\n      fault                                     recovered after (s)\n${recovered
-        .map((r) => `      ${r.fault.padEnd(42)}${r.seconds ?? 'run ended meanwhile'}`)
-        .join('\n')}\n`,
+    // Each fault began while the run was in progress, and each but the 60 s link cut (which the others
+    // may outlast) ended in it too: none missed the run.
+    for (const f of faults) {
+      assert.ok(f.began.running && f.began.applied < STEPS, `${f.fault} began in the run: ${JSON.stringify(f.began)}`);
+      if (f !== workersAFault)
+        assert.ok(
+          f.ended?.running && f.ended.applied < STEPS,
+          `${f.fault} ended in the run: ${JSON.stringify(f.ended)}`,
+        );
+    }
+    assert.ok(
+      vllmSeenAt.running && vllmSeenAt.applied < STEPS,
+      `the restarted vllm-2 was used before the run ended: ${JSON.stringify(vllmSeenAt)}`,
     );
-  });
+    await finished(run, train);
+    // The run saw the dead and cut-off workers (attempts that timed out, taken over by others) and the
+    // store away (writes retried after the store was unreachable).
+    const { workflows, activities, retries } = await evidence.retries(run);
+    const seen = (failure: string) => retries.filter((r) => r.lastFailure === failure);
+    const at = (p?: RunPosition) => (p ? `${p.applied} step(s) applied, waiting on ${p.pending}` : '-');
+    process.stdout.write(
+      `\n${faults
+        .map(
+          (f) =>
+            `      ${f.fault}: began at ${at(f.began)}; ended at ${at(f.ended)}; next step ${f.recoveredAfter} s after`,
+        )
+        .join(
+          '\n',
+        )}\n      vllm-2 used again at ${at(vllmSeenAt)}\n      over ${workflows} workflow runs and ${activities} activities: ${
+        seen('timeout').length
+      } attempt(s) retried after a timeout, ${seen(ARTIFACT_FAILURE_TYPES.unreachable).length} after the store was unreachable ${JSON.stringify(retries)}\n`,
+    );
+    assert.ok(seen('timeout').length > 0, `activities retried after a dead worker: ${JSON.stringify(retries)}`);
+    assert.ok(
+      seen(ARTIFACT_FAILURE_TYPES.unreachable).length > 0,
+      `writes retried after the store was away: ${JSON.stringify(retries)}`,
+    );
+    assertSameEssentials(await assertRunWhole(run), calm!, 'metrics equal to the undisturbed run of the same seed');
+  }
 });

@@ -1,0 +1,89 @@
+import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { trainingWorkflowId } from '../../src/workflows/training.js';
+
+const EventType = temporal.api.enums.v1.EventType;
+
+/**
+ * Where a run was when a fault began or ended, read from the server alone (a query would need a worker,
+ * and the faults take workers away): whether the workflow was running, the steps the trainer had
+ * applied, and what the workflow was waiting on (its pending activities and child workflows).
+ */
+export interface RunPosition {
+  running: boolean;
+  applied: number;
+  pending: string;
+}
+
+/** An activity attempt after the first, as the history records it: what ran and why the one before failed. */
+export interface ActivityRetry {
+  workflowId: string;
+  activityType: string;
+  attempt: number;
+  /** The failure type of an application failure, or `timeout` for a timed-out attempt (a dead worker). */
+  lastFailure: string;
+}
+
+/** Reads, from the Temporal cluster the hosts share, where a run is and which of its activities were retried. */
+export class RunEvidence {
+  private constructor(
+    private readonly connection: Connection,
+    private readonly client: Client,
+  ) {}
+
+  static async connect(address: string): Promise<RunEvidence> {
+    const connection = await Connection.connect({ address, connectTimeout: 5000 });
+    return new RunEvidence(connection, new Client({ connection }));
+  }
+
+  async position(run: string, applied: number): Promise<RunPosition> {
+    const { status, raw } = await this.client.workflow.getHandle(trainingWorkflowId(run)).describe();
+    const activities = (raw.pendingActivities ?? []).map((a) => a.activityType?.name ?? '?');
+    const children = raw.pendingChildren?.length ?? 0;
+    const pending = [...activities, ...(children > 0 ? [`${children} child workflow(s)`] : [])].join(' + ');
+    return { running: status.name === 'RUNNING', applied, pending: pending || 'a workflow task' };
+  }
+
+  /** Every retried activity attempt in the run's workflow and all its child workflows (rollouts, evaluations). */
+  async retries(run: string): Promise<{ workflows: number; activities: number; retries: ActivityRetry[] }> {
+    const found: ActivityRetry[] = [];
+    let workflows = 0;
+    let activities = 0;
+    // The training workflow continues as new between steps: each run of the chain, newest first.
+    const pending: { id: string; runId?: string }[] = [{ id: trainingWorkflowId(run) }];
+    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      const { id } = next;
+      const history = await this.client.workflow.getHandle(id, next.runId).fetchHistory();
+      workflows += 1;
+      const previousRun =
+        history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+      if (previousRun) pending.push({ id, runId: previousRun });
+      const scheduled = new Map<string, string>();
+      for (const event of history.events ?? []) {
+        const eventId = String(event.eventId);
+        if (event.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED) {
+          const child = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
+          if (child) pending.push({ id: child });
+        } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
+          scheduled.set(eventId, event.activityTaskScheduledEventAttributes?.activityType?.name ?? '?');
+        } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
+          const started = event.activityTaskStartedEventAttributes;
+          activities += 1;
+          if (!started || (started.attempt ?? 1) <= 1) continue;
+          const failure = started.lastFailure;
+          found.push({
+            workflowId: id,
+            activityType: scheduled.get(String(started.scheduledEventId)) ?? '?',
+            attempt: started.attempt ?? 0,
+            lastFailure: failure?.timeoutFailureInfo ? 'timeout' : (failure?.applicationFailureInfo?.type ?? '?'),
+          });
+        }
+      }
+    }
+    return { workflows, activities, retries: found };
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+}
