@@ -9,7 +9,6 @@ import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../co
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
 const trainingBounds = trainingSettingsSchema.shape;
-const creditBounds = creditSettingsSchema.shape;
 
 /** The config's `training` section: an RLVER training run. */
 export const trainingConfigSchema = z
@@ -41,17 +40,9 @@ export const trainingConfigSchema = z
       .describe(
         "0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.",
       ),
-    credit: creditBounds.mode
-      .default('final')
-      .describe(
-        "How a dialogue's reward is shared over its turns: `final` (RLVER), `turn` (each turn's emotion change, discounted to the end) or `mixed`.",
-      ),
-    turnDiscount: creditBounds.turnDiscount
-      .default(1)
-      .describe("`turn`/`mixed`: discount per later turn in a turn's return."),
-    creditWeight: creditBounds.weight
-      .default(0.5)
-      .describe("`mixed`: the turn return's weight (the dialogue reward gets 1 - weight)."),
+    credit: creditSettingsSchema
+      .prefault({})
+      .describe("How a dialogue's reward is shared over its assistant turns (RLVER: `final`)."),
     guardrails: trainingBounds.guardrails
       .unwrap()
       .default(DEFAULT_GUARDRAILS)

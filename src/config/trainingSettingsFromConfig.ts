@@ -63,7 +63,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     maxInFlight: t.maxInFlight,
     maxFailedShare: t.maxFailedShare,
     maxStaleness: t.maxStaleness,
-    credit: { mode: t.credit, turnDiscount: t.turnDiscount, weight: t.creditWeight },
+    credit: t.credit,
     guardrails: t.guardrails,
     scenarioDir: resolve(config.scenarios.train),
     rollout,
