@@ -6,6 +6,9 @@ export const DEPRECATED_KEYS: readonly { from: string; to: string }[] = [
   { from: 'training.credit', to: 'training.credit.mode' },
   { from: 'training.turnDiscount', to: 'training.credit.turnDiscount' },
   { from: 'training.creditWeight', to: 'training.credit.weight' },
+  { from: 'training.publish', to: 'training.publish.mode' },
+  { from: 'training.publishKeep', to: 'training.publish.keep' },
+  { from: 'training.publisherWaitMs', to: 'training.publish.publisherWaitMs' },
 ];
 
 function isMapping(value: unknown): boolean {

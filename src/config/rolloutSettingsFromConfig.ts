@@ -15,7 +15,7 @@ export const LOCAL_ANALYSIS_MAX_CHARS = 80;
 
 /**
  * The variable holding the policy endpoint's key. A policy served by the trainer itself
- * (`training.publish: trainer`, evaluations of `run@step`) is reached with the trainer's token,
+ * (`training.publish.mode: trainer`, evaluations of `run@step`) is reached with the trainer's token,
  * not the policy server's key; the embedded local model server with its token variable.
  */
 export function policyApiKeyEnv(config: AttuneConfig): string {
@@ -29,7 +29,7 @@ export function policyApiKeyEnv(config: AttuneConfig): string {
 export function policyLogprobs(config: AttuneConfig): boolean {
   if (config.policy.logprobs !== 'auto') return config.policy.logprobs === 'on';
   const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
-  return config.policy.baseURL.replace(/\/$/, '') === trainerV1 || config.training.publish === 'vllm';
+  return config.policy.baseURL.replace(/\/$/, '') === trainerV1 || config.training.publish.mode === 'vllm';
 }
 
 const simulatorCallSchema = rolloutSettingsSchema.shape.simulator;

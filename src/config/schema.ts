@@ -107,7 +107,7 @@ export const policyEndpointSchema = z.strictObject({
     .enum(['auto', 'on', 'off'])
     .default('auto')
     .describe(
-      'Ask the endpoint for the sampled token ids and their log-probs, so the trainer trains on exactly those tokens. `auto`: on for the trainer-served policy and with `training.publish: vllm`; an endpoint that refuses or ignores them is re-tokenised, and its samples are marked so.',
+      'Ask the endpoint for the sampled token ids and their log-probs, so the trainer trains on exactly those tokens. `auto`: on for the trainer-served policy and with `training.publish.mode: vllm`; an endpoint that refuses or ignores them is re-tokenised, and its samples are marked so.',
     ),
   maxLoraRank: z
     .number()
@@ -116,7 +116,7 @@ export const policyEndpointSchema = z.strictObject({
     .max(512)
     .default(16)
     .describe(
-      "The vLLM policy server's `--max-lora-rank` (vLLM's default: 16). With `training.publish: vllm` the config check rejects a `training.lora.r` above it: vLLM would refuse every adapter.",
+      "The vLLM policy server's `--max-lora-rank` (vLLM's default: 16). With `training.publish.mode: vllm` the config check rejects a `training.lora.r` above it: vLLM would refuse every adapter.",
     ),
   replicas: z
     .preprocess(
@@ -130,7 +130,7 @@ export const policyEndpointSchema = z.strictObject({
         .optional(),
     )
     .describe(
-      "vLLM replicas serving the policy, each with a publisher worker beside it (`attune worker --role publisher`); then baseURL is not used. With `training.publish: vllm` each step is published to every one (on `publishTaskQueue`, default `attune-publish-<name>`) before the next samples it, and the policy calls spread over them. Absent: one server, baseURL, loaded from the trainer's local path.",
+      "vLLM replicas serving the policy, each with a publisher worker beside it (`attune worker --role publisher`); then baseURL is not used. With `training.publish.mode: vllm` each step is published to every one (on `publishTaskQueue`, default `attune-publish-<name>`) before the next samples it, and the policy calls spread over them. Absent: one server, baseURL, loaded from the trainer's local path.",
     ),
 });
 

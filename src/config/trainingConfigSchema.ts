@@ -5,10 +5,37 @@ import { ALGORITHMS } from '../core/training/algorithms.js';
 import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
+import { LIMITS } from './limits.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
 const trainingBounds = trainingSettingsSchema.shape;
+
+const publishBounds = trainingBounds.publish.shape;
+
+/** `training.publish`: how each step's weights reach the policy server; the workflow input's fields it sets. */
+const publishConfigSchema = z
+  .strictObject({
+    mode: publishBounds.mode
+      .default('trainer')
+      .describe(
+        '`trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters (or full weights, without `training.lora`) loaded into the vLLM policy server (policy.baseURL).',
+      ),
+    keep: publishBounds.keep
+      .unwrap()
+      .default(2)
+      .describe(
+        "With `mode: vllm`: the run's newest versions kept loaded in vLLM after each publish (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.",
+      ),
+    publisherWaitMs: publishBounds.publisherWaitMs
+      .unwrap()
+      .default(LIMITS.publisherWaitMs)
+      .describe(
+        "With `policy.replicas`: how long a step's publish to a replica waits for that replica's publisher worker to take it; then the run waits for the operator, naming the replica.",
+      ),
+  })
+  .prefault({})
+  .describe("How each step's weights reach the policy server that samples the next step.");
 
 /** The config's `training` section: an RLVER training run. */
 export const trainingConfigSchema = z
@@ -75,24 +102,7 @@ export const trainingConfigSchema = z
     hyperparameters: hyperparametersSchema
       .prefault({})
       .describe("The trainer's hyperparameters, by the trainer's names."),
-    publish: z
-      .enum(['trainer', 'vllm'])
-      .default('trainer')
-      .describe(
-        '`trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL).',
-      ),
-    publishKeep: trainingBounds.publish.shape.keep
-      .unwrap()
-      .default(2)
-      .describe(
-        "With `publish: vllm`: the run's newest versions kept loaded in vLLM after each publish (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.",
-      ),
-    publisherWaitMs: trainingBounds.publish.shape.publisherWaitMs
-      .unwrap()
-      .default(120_000)
-      .describe(
-        "With `policy.replicas`: how long a step's publish to a replica waits for that replica's publisher worker to take it; then the run waits for the operator, naming the replica.",
-      ),
+    publish: publishConfigSchema,
     stepTimeoutMs: z
       .number()
       .int()

@@ -51,6 +51,24 @@ describe('config: the flat keys of earlier releases still load, with a warning n
     assert.deepEqual(defaults.training.credit, { mode: 'final', turnDiscount: 0.9, weight: 0.5 });
   });
 
+  it('flat training.publish, publishKeep and publisherWaitMs give the same workflow input as training.publish { mode, keep, publisherWaitMs }', () => {
+    const replicas = ['policy.replicas=a=http://127.0.0.1:8001/v1,b=http://127.0.0.1:8002/v1', 'training.lora.r=8'];
+    const files = configFolder({
+      'flat.yaml': 'training:\n  publish: vllm\n  publishKeep: 3\n  publisherWaitMs: 5000\n',
+      'nested.yaml': 'training:\n  publish:\n    mode: vllm\n    keep: 3\n    publisherWaitMs: 5000\n',
+    });
+    const flat = load(join(files, 'flat.yaml'), replicas);
+    const nested = load(join(files, 'nested.yaml'), replicas);
+    assert.deepEqual(flat.config.training.publish, { mode: 'vllm', keep: 3, publisherWaitMs: 5000 });
+    assert.deepEqual(trainingSettingsFromConfig(flat.config, 'r'), trainingSettingsFromConfig(nested.config, 'r'));
+    assert.deepEqual(flat.warnings, [
+      'training.publish is deprecated: write training.publish.mode',
+      'training.publishKeep is deprecated: write training.publish.keep',
+      'training.publisherWaitMs is deprecated: write training.publish.publisherWaitMs',
+    ]);
+    assert.deepEqual(nested.warnings, []);
+  });
+
   it('one file setting a flat key and its nested key is an error naming both', () => {
     assert.throws(
       () => load(join(dir, 'both.yaml')),
