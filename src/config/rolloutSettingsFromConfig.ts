@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { endpointCallSchema, rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { artifactStoreName } from './artifactsSchema.js';
+import type { DialogueSettings } from './dialogueFields.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
 import { LIMITS } from './limits.js';
 import { endpointKeyEnv } from './localLlmEndpoint.js';
@@ -48,7 +49,7 @@ function callFields(endpoint: object, call: z.ZodObject): Record<string, unknown
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
 export function rolloutSettingsFromConfig(
   config: AttuneConfig,
-  overrides: Partial<Pick<RolloutSettings, 'initialEmotion' | 'maxTurns' | 'think'>> & { policyModel?: string } = {},
+  overrides: Partial<DialogueSettings> & { policyModel?: string } = {},
 ): RolloutSettings {
   const { policy, simulator, rollout } = config;
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);

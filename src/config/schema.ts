@@ -13,6 +13,7 @@ import {
 } from '../core/rolloutSettingsSchema.js';
 import { replicaSchema } from '../core/training/trainingSettingsSchema.js';
 import { artifactsConfigSchema } from './artifactsSchema.js';
+import { dialogueFields, dialogueThink } from './dialogueFields.js';
 import { trainingConfigSchema } from './trainingConfigSchema.js';
 import { checkKeptCheckpoints, checkReplicas, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 
@@ -205,14 +206,7 @@ export const configSchema = z
       ),
     rollout: z
       .strictObject({
-        initialEmotion: dialogueBounds.initialEmotion
-          .default(SAGE_INITIAL_EMOTION)
-          .describe("The simulated user's emotion when a dialogue starts (0-100)."),
-        maxTurns: dialogueBounds.maxTurns.default(8).describe('Assistant turns after which a dialogue ends.'),
-        think: z
-          .boolean()
-          .default(false)
-          .describe('Think-then-say: the policy writes `<think>…</think>` then its reply.'),
+        ...dialogueFields({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8 }),
         policySystemPrompt: z.string().min(1).optional().describe('Replaces the default policy system prompt.'),
         llmCalls: z
           .enum(llmCallModes)
@@ -245,14 +239,9 @@ export const configSchema = z
     artifacts: artifactsConfigSchema.prefault({}),
     evaluation: z
       .strictObject({
-        initialEmotion: dialogueBounds.initialEmotion
-          .default(SAGE_INITIAL_EMOTION)
-          .describe("The simulated user's emotion when a dialogue starts (SAGE: 40)."),
-        maxTurns: dialogueBounds.maxTurns
-          .default(10)
-          .describe('Assistant turns after which a dialogue ends (SAGE: 10).'),
+        ...dialogueFields({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 10 }),
+        think: dialogueThink.optional().describe('Think-then-say for the evaluated policy; default: rollout.think.'),
         simulatorTemperature: z.number().min(0).max(2).default(0).describe("The simulator's temperature."),
-        think: z.boolean().optional().describe('Think-then-say for the evaluated policy; default: rollout.think.'),
         concurrency: z
           .number()
           .int()

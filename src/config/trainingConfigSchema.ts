@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { RLVER_TRAINING_INITIAL_EMOTION } from '../core/emotion.js';
-import { dialogueBounds } from '../core/rolloutSettingsSchema.js';
 import { ALGORITHMS } from '../core/training/algorithms.js';
 import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
+import { dialogueFields } from './dialogueFields.js';
 import { LIMITS } from './limits.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 
@@ -76,11 +76,7 @@ export const trainingConfigSchema = z
       .describe(
         "Rules over each step's signals (reply length, empty share, repetition, distinct bigrams, malformed share, reward, eval change): `warn` shows in status, the report and the trackers, `pause` waits for the operator (`attune resume` goes on). [] turns them off.",
       ),
-    initialEmotion: dialogueBounds.initialEmotion
-      .default(RLVER_TRAINING_INITIAL_EMOTION)
-      .describe("The simulated user's emotion when a training dialogue starts (RLVER: 30)."),
-    maxTurns: dialogueBounds.maxTurns.default(8).describe('Assistant turns after which a training dialogue ends.'),
-    think: z.boolean().default(false).describe('Think-then-say for the policy being trained.'),
+    ...dialogueFields({ initialEmotion: RLVER_TRAINING_INITIAL_EMOTION, maxTurns: 8 }),
     evalEvery: trainingBounds.evalEvery
       .default(0)
       .describe('Evaluate every k steps with the evaluation workflow (0 = never).'),
