@@ -37,7 +37,7 @@ Usage: npm run bench:learning [-- options]
   --only ALGORITHM   only the grpo or only the ppo runs
   --simulator WHICH  only the runs against the rule-based user (rule) or the local SmolLM2 simulator (local)
   --turns N          training.maxTurns: assistant turns a dialogue (default 2; 1 is the peer's single-turn task)
-  --credit LIST      training.credit values, comma-separated (final, turn, mixed; default final): every run
+  --credit LIST      training.credit.mode values, comma-separated (final, turn, mixed; default final): every run
                      once per value, with the first step reaching 90% of the rise and the last three steps' mean
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
                      with more than one, the curves side by side and the parity of the last three steps
@@ -122,7 +122,7 @@ interface RunPlan {
 interface StaleRunPlan extends RunPlan {
   /** training.maxStaleness of the run. */
   staleness: number;
-  /** training.credit of the run. */
+  /** training.credit.mode of the run. */
   credit: CreditMode;
 }
 
@@ -213,7 +213,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
         ...(seed === null ? [] : [`training.seed=${seed}`]),
         ...(turns === null ? [] : [`training.maxTurns=${turns}`]),
         ...(plan.staleness === 0 ? [] : [`training.maxStaleness=${plan.staleness}`]),
-        ...(plan.credit === 'final' ? [] : [`training.credit=${plan.credit}`]),
+        ...(plan.credit === 'final' ? [] : [`training.credit.mode=${plan.credit}`]),
       ],
       finished: async (rig) => {
         const report = await writeReport({

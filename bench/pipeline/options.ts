@@ -27,7 +27,7 @@ Usage: npm run bench:pipeline [-- options]
 First a calibration run (staleness 0, no pad) measures R, the rollout phase's seconds per step.
 Then each T/R and staleness gets one run whose trainer pads every optimizer step to T = (T/R) x R
 seconds (python -m attune_trainer serve --min-step-seconds). The policy and the simulated user are
-the fake OpenAI server; the policy is published as on a vLLM server (training.publish=vllm), so
+the fake OpenAI server; the policy is published as on a vLLM server (training.publish.mode=vllm), so
 sampling never waits for the trainer. Throughput: steady-state steps per hour from the step
 records' times, (n - 1) / (last - first), so a pipeline's fill is not counted.
 Progress on stderr; a table on stdout and the JSON file.`;

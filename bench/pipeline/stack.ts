@@ -17,7 +17,7 @@ export function runSettings(options: Options, steps: number, facade: VllmFacade)
     `training.samplesPerScenario=${options.samples}`,
     `training.maxTurns=${options.turns}`,
     `training.maxInFlight=${options.scenarios * options.samples}`,
-    'training.publish=vllm',
+    'training.publish.mode=vllm',
     'training.lora.r=8', // vLLM loads LoRA adapters only
     `policy.baseURL=${facade.url}`,
     'policy.logprobs=off',

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A stand-in for a vLLM policy server in front of the fake OpenAI server: it accepts the runtime
- * LoRA loads that `training.publish: vllm` makes (`POST /v1/load_lora_adapter`), lists the loaded
+ * LoRA loads that `training.publish.mode: vllm` makes (`POST /v1/load_lora_adapter`), lists the loaded
  * names in `GET /v1/models`, and forwards chat completions to the fake. With it the policy is the
  * fake at its latency and sampling never touches the trainer, as with a separate inference server,
  * so rollouts and optimizer steps can overlap.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts a local vLLM (CPU build, scripts/vllm/setup.sh) serving SmolLM2-135M-Instruct with
-# runtime LoRA loading, for `training.publish: vllm` (configs/vllm-local.yaml). Runs in the
+# runtime LoRA loading, for `training.publish.mode: vllm` (configs/vllm-local.yaml). Runs in the
 # foreground until stopped (Ctrl-C / SIGTERM) and prints a line when it answers:
 #   bash scripts/vllm/start.sh [--port 8000] [--state-dir .attune/trainer] [--full-weights] [-- extra vLLM options]
 # --full-weights: for full fine-tuning (configs/vllm-local-full.yaml) instead of LoRA: dev mode

@@ -68,19 +68,19 @@ export function checkKeptCheckpoints(
 export function checkVllmPublish(
   config: {
     policy: { maxLoraRank: number; replicas?: unknown[] | undefined };
-    training: { publish: string; lora: { r: number } | null; maxStaleness: number };
+    training: { publish: { mode: string }; lora: { r: number } | null; maxStaleness: number };
   },
   ctx: z.RefinementCtx,
 ): void {
   const { publish, lora } = config.training;
-  if (publish !== 'vllm') return;
+  if (publish.mode !== 'vllm') return;
   if (lora === null) {
     if (config.training.maxStaleness > 0)
       ctx.addIssue({
         code: 'custom',
         path: ['training', 'maxStaleness'],
         message:
-          `${config.training.maxStaleness}: full fine-tuning with training.publish: vllm reloads the one set of weights ` +
+          `${config.training.maxStaleness}: full fine-tuning with training.publish.mode: vllm reloads the one set of weights ` +
           'vLLM holds after each step, so rollouts cannot sample an older version: set 0, or train a LoRA (training.lora)',
       });
     if ((config.policy.replicas ?? []).length > 0)
@@ -88,7 +88,7 @@ export function checkVllmPublish(
         code: 'custom',
         path: ['policy', 'replicas'],
         message:
-          "full fine-tuning with training.publish: vllm reloads one vLLM (policy.baseURL) from the trainer's checkpoint " +
+          "full fine-tuning with training.publish.mode: vllm reloads one vLLM (policy.baseURL) from the trainer's checkpoint " +
           'directory; replicas are published LoRA adapters only: drop policy.replicas, or train a LoRA (training.lora)',
       });
   } else if (lora.r > config.policy.maxLoraRank)
@@ -110,10 +110,10 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
  * key, or only on loopback.
  */
 export function configWarnings(
-  config: { policy: { baseURL: string; apiKeyEnv: string }; training: { publish: string; lora: unknown } },
+  config: { policy: { baseURL: string; apiKeyEnv: string }; training: { publish: { mode: string }; lora: unknown } },
   env: NodeJS.ProcessEnv,
 ): string[] {
-  if (config.training.publish !== 'vllm' || config.training.lora !== null) return [];
+  if (config.training.publish.mode !== 'vllm' || config.training.lora !== null) return [];
   let host: string;
   try {
     host = new URL(config.policy.baseURL).hostname;

@@ -53,7 +53,7 @@ export const LIMITS = {
   /**
    * A step's publish to one vLLM replica (`policy.replicas`): fetching the adapter from the trainer,
    * loading it, the first token. Attempts before the run waits for the operator naming the replica,
-   * and the default wait for a publisher worker to take the task (`training.publisherWaitMs`).
+   * and the default wait for a publisher worker to take the task (`training.publish.publisherWaitMs`).
    */
   replicaPublishTimeoutMs: 30 * 60_000,
   replicaPublishAttempts: 5,

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { describeIssues } from '../core/scenario.js';
+import { DEPRECATED_KEYS_IN_ORDER, deprecationWarning, renamedKey } from './deprecatedKeys.js';
 import { LOCAL_LLM_TOKEN_ENV } from './localLlmEndpoint.js';
 import { configSchema, type AttuneConfig } from './schema.js';
 
@@ -66,6 +67,45 @@ function setPath(tree: Tree, dotted: string, value: unknown): void {
   node[keys[keys.length - 1] as string] = value;
 }
 
+/** The value at a dotted path, or undefined; `remove` takes it out of its section. */
+function takePath(tree: Tree, dotted: string, remove: boolean): unknown {
+  const keys = dotted.split('.');
+  let node: unknown = tree;
+  for (const key of keys.slice(0, -1)) {
+    node = isMapping(node) && Object.hasOwn(node, key) ? node[key] : undefined;
+  }
+  const last = keys[keys.length - 1] as string;
+  if (!isMapping(node) || !Object.hasOwn(node, last)) return undefined;
+  const value = node[last];
+  if (remove) delete node[last];
+  return value;
+}
+
+/**
+ * Moves the old keys of one source (a file) to the keys they became, adding each old key found to
+ * `found`. A source that sets both an old key and its new one is an error: which one it meant is unclear.
+ */
+function moveDeprecatedKeys(tree: Tree, where: string, found: Set<string>): void {
+  for (const { from, to } of DEPRECATED_KEYS_IN_ORDER) {
+    const value = takePath(tree, from, false);
+    if (value === undefined || renamedKey(from, value) === null) continue;
+    takePath(tree, from, true);
+    if (takePath(tree, to, false) !== undefined)
+      throw new ConfigError(`${where}: ${from} and ${to} are both set: keep ${to}`);
+    setPath(tree, to, value);
+    found.add(from);
+  }
+}
+
+/** Deprecation warnings already written by the default sink: a command that loads twice warns once. */
+const warnedOnStderr = new Set<string>();
+
+function warnOnStderr(message: string): void {
+  if (warnedOnStderr.has(message)) return;
+  warnedOnStderr.add(message);
+  process.stderr.write(`attune: warning: ${message}\n`);
+}
+
 /** `key=value` with the value read as YAML, so numbers and booleans keep their types. */
 export function parseSetOption(option: string): [string, unknown] {
   const eq = option.indexOf('=');
@@ -87,6 +127,8 @@ export interface LoadConfigOptions {
   file?: string;
   set?: string[];
   env?: NodeJS.ProcessEnv;
+  /** Where deprecation warnings go, one per old key used; default: stderr, once per process. */
+  onWarning?: (message: string) => void;
 }
 
 /** Reads a YAML file into a plain tree, naming the file on any syntax error. */
@@ -151,8 +193,13 @@ interface ConfigFileTree {
  * Reads a config file and, through `extends: FILE` (relative to the file), the files it builds on,
  * merged base first. A missing base file or a cycle is an error naming the file that refers to it.
  */
-export function readConfigFile(file: string, chain: readonly string[] = []): ConfigFileTree {
+export function readConfigFile(
+  file: string,
+  chain: readonly string[] = [],
+  deprecated: Set<string> = new Set(),
+): ConfigFileTree {
   const { [EXTENDS_KEY]: ref, ...rest } = readYamlFile(file);
+  moveDeprecatedKeys(rest, file, deprecated);
   let base: ConfigFileTree = { tree: {}, origins: new Map() };
   if (ref !== undefined) {
     if (typeof ref !== 'string' || ref === '')
@@ -162,7 +209,7 @@ export function readConfigFile(file: string, chain: readonly string[] = []): Con
     if (seen.some((f) => resolve(f) === resolve(baseFile)))
       throw new ConfigError(`${file}: ${EXTENDS_KEY} ${ref}: a cycle (${[...seen, baseFile].join(' -> ')})`);
     if (!existsSync(baseFile)) throw new ConfigError(`${file}: ${EXTENDS_KEY} ${ref}: no such config file ${baseFile}`);
-    base = readConfigFile(baseFile, seen);
+    base = readConfigFile(baseFile, seen, deprecated);
   }
   noteOrigins(rest, file, base.origins);
   return { tree: mergeTrees(base.tree, rest), origins: base.origins };
@@ -196,8 +243,9 @@ function describeConfigIssues(error: z.ZodError, file: string | undefined, origi
  */
 export function loadConfig(options: LoadConfigOptions = {}): AttuneConfig {
   const env = options.env ?? process.env;
+  const deprecated = new Set<string>();
   const { tree, origins } = options.file
-    ? readConfigFile(options.file)
+    ? readConfigFile(options.file, [], deprecated)
     : { tree: {}, origins: new Map<string, string>() };
   for (const [variable, key] of Object.entries(ENV_OVERRIDES)) {
     const value = env[variable];
@@ -210,10 +258,13 @@ export function loadConfig(options: LoadConfigOptions = {}): AttuneConfig {
   if ((env[LOCAL_LLM_TOKEN_ENV] ?? '') !== '' && localLlm?.tokenEnv === undefined)
     setPath(tree, 'localLlm.tokenEnv', LOCAL_LLM_TOKEN_ENV);
   for (const option of options.set ?? []) {
-    const [key, value] = parseSetOption(option);
+    const [written, value] = parseSetOption(option);
+    const key = renamedKey(written, value) ?? written;
+    if (key !== written) deprecated.add(written);
     setPath(tree, key, value);
     origins.set(key, NOT_A_FILE);
   }
+  for (const key of deprecated) (options.onWarning ?? warnOnStderr)(deprecationWarning(key));
   const result = configSchema.safeParse(tree);
   if (!result.success) {
     const where = options.file ?? 'configuration';

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { endpointCallSchema, rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { artifactStoreName } from './artifactsSchema.js';
+import type { DialogueSettings } from './dialogueFields.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
 import { LIMITS } from './limits.js';
 import { endpointKeyEnv } from './localLlmEndpoint.js';
@@ -15,7 +16,7 @@ export const LOCAL_ANALYSIS_MAX_CHARS = 80;
 
 /**
  * The variable holding the policy endpoint's key. A policy served by the trainer itself
- * (`training.publish: trainer`, evaluations of `run@step`) is reached with the trainer's token,
+ * (`training.publish.mode: trainer`, evaluations of `run@step`) is reached with the trainer's token,
  * not the policy server's key; the embedded local model server with its token variable.
  */
 export function policyApiKeyEnv(config: AttuneConfig): string {
@@ -29,7 +30,7 @@ export function policyApiKeyEnv(config: AttuneConfig): string {
 export function policyLogprobs(config: AttuneConfig): boolean {
   if (config.policy.logprobs !== 'auto') return config.policy.logprobs === 'on';
   const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
-  return config.policy.baseURL.replace(/\/$/, '') === trainerV1 || config.training.publish === 'vllm';
+  return config.policy.baseURL.replace(/\/$/, '') === trainerV1 || config.training.publish.mode === 'vllm';
 }
 
 const simulatorCallSchema = rolloutSettingsSchema.shape.simulator;
@@ -48,7 +49,7 @@ function callFields(endpoint: object, call: z.ZodObject): Record<string, unknown
 /** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
 export function rolloutSettingsFromConfig(
   config: AttuneConfig,
-  overrides: Partial<Pick<RolloutSettings, 'initialEmotion' | 'maxTurns' | 'think'>> & { policyModel?: string } = {},
+  overrides: Partial<DialogueSettings> & { policyModel?: string } = {},
 ): RolloutSettings {
   const { policy, simulator, rollout } = config;
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);

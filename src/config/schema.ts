@@ -13,6 +13,7 @@ import {
 } from '../core/rolloutSettingsSchema.js';
 import { replicaSchema } from '../core/training/trainingSettingsSchema.js';
 import { artifactsConfigSchema } from './artifactsSchema.js';
+import { dialogueFields, dialogueThink } from './dialogueFields.js';
 import { trainingConfigSchema } from './trainingConfigSchema.js';
 import { checkKeptCheckpoints, checkReplicas, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 
@@ -107,7 +108,7 @@ export const policyEndpointSchema = z.strictObject({
     .enum(['auto', 'on', 'off'])
     .default('auto')
     .describe(
-      'Ask the endpoint for the sampled token ids and their log-probs, so the trainer trains on exactly those tokens. `auto`: on for the trainer-served policy and with `training.publish: vllm`; an endpoint that refuses or ignores them is re-tokenised, and its samples are marked so.',
+      'Ask the endpoint for the sampled token ids and their log-probs, so the trainer trains on exactly those tokens. `auto`: on for the trainer-served policy and with `training.publish.mode: vllm`; an endpoint that refuses or ignores them is re-tokenised, and its samples are marked so.',
     ),
   maxLoraRank: z
     .number()
@@ -116,7 +117,7 @@ export const policyEndpointSchema = z.strictObject({
     .max(512)
     .default(16)
     .describe(
-      "The vLLM policy server's `--max-lora-rank` (vLLM's default: 16). With `training.publish: vllm` the config check rejects a `training.lora.r` above it: vLLM would refuse every adapter.",
+      "The vLLM policy server's `--max-lora-rank` (vLLM's default: 16). With `training.publish.mode: vllm` the config check rejects a `training.lora.r` above it: vLLM would refuse every adapter.",
     ),
   replicas: z
     .preprocess(
@@ -130,7 +131,7 @@ export const policyEndpointSchema = z.strictObject({
         .optional(),
     )
     .describe(
-      "vLLM replicas serving the policy, each with a publisher worker beside it (`attune worker --role publisher`); then baseURL is not used. With `training.publish: vllm` each step is published to every one (on `publishTaskQueue`, default `attune-publish-<name>`) before the next samples it, and the policy calls spread over them. Absent: one server, baseURL, loaded from the trainer's local path.",
+      "vLLM replicas serving the policy, each with a publisher worker beside it (`attune worker --role publisher`); then baseURL is not used. With `training.publish.mode: vllm` each step is published to every one (on `publishTaskQueue`, default `attune-publish-<name>`) before the next samples it, and the policy calls spread over them. Absent: one server, baseURL, loaded from the trainer's local path.",
     ),
 });
 
@@ -205,14 +206,7 @@ export const configSchema = z
       ),
     rollout: z
       .strictObject({
-        initialEmotion: dialogueBounds.initialEmotion
-          .default(SAGE_INITIAL_EMOTION)
-          .describe("The simulated user's emotion when a dialogue starts (0-100)."),
-        maxTurns: dialogueBounds.maxTurns.default(8).describe('Assistant turns after which a dialogue ends.'),
-        think: z
-          .boolean()
-          .default(false)
-          .describe('Think-then-say: the policy writes `<think>…</think>` then its reply.'),
+        ...dialogueFields({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8 }),
         policySystemPrompt: z.string().min(1).optional().describe('Replaces the default policy system prompt.'),
         llmCalls: z
           .enum(llmCallModes)
@@ -245,14 +239,9 @@ export const configSchema = z
     artifacts: artifactsConfigSchema.prefault({}),
     evaluation: z
       .strictObject({
-        initialEmotion: dialogueBounds.initialEmotion
-          .default(SAGE_INITIAL_EMOTION)
-          .describe("The simulated user's emotion when a dialogue starts (SAGE: 40)."),
-        maxTurns: dialogueBounds.maxTurns
-          .default(10)
-          .describe('Assistant turns after which a dialogue ends (SAGE: 10).'),
+        ...dialogueFields({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 10 }),
+        think: dialogueThink.optional().describe('Think-then-say for the evaluated policy; default: rollout.think.'),
         simulatorTemperature: z.number().min(0).max(2).default(0).describe("The simulator's temperature."),
-        think: z.boolean().optional().describe('Think-then-say for the evaluated policy; default: rollout.think.'),
         concurrency: z
           .number()
           .int()

@@ -1,15 +1,41 @@
 import { z } from 'zod';
 import { RLVER_TRAINING_INITIAL_EMOTION } from '../core/emotion.js';
-import { dialogueBounds } from '../core/rolloutSettingsSchema.js';
 import { ALGORITHMS } from '../core/training/algorithms.js';
 import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
+import { dialogueFields } from './dialogueFields.js';
+import { LIMITS } from './limits.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
 const trainingBounds = trainingSettingsSchema.shape;
-const creditBounds = creditSettingsSchema.shape;
+
+const publishBounds = trainingBounds.publish.shape;
+
+/** `training.publish`: how each step's weights reach the policy server; the workflow input's fields it sets. */
+const publishConfigSchema = z
+  .strictObject({
+    mode: publishBounds.mode
+      .default('trainer')
+      .describe(
+        '`trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters (or full weights, without `training.lora`) loaded into the vLLM policy server (policy.baseURL).',
+      ),
+    keep: publishBounds.keep
+      .unwrap()
+      .default(2)
+      .describe(
+        "With `mode: vllm`: the run's newest versions kept loaded in vLLM after each publish (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.",
+      ),
+    publisherWaitMs: publishBounds.publisherWaitMs
+      .unwrap()
+      .default(LIMITS.publisherWaitMs)
+      .describe(
+        "With `policy.replicas`: how long a step's publish to a replica waits for that replica's publisher worker to take it; then the run waits for the operator, naming the replica.",
+      ),
+  })
+  .prefault({})
+  .describe("How each step's weights reach the policy server that samples the next step.");
 
 /** The config's `training` section: an RLVER training run. */
 export const trainingConfigSchema = z
@@ -41,28 +67,16 @@ export const trainingConfigSchema = z
       .describe(
         "0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.",
       ),
-    credit: creditBounds.mode
-      .default('final')
-      .describe(
-        "How a dialogue's reward is shared over its turns: `final` (RLVER), `turn` (each turn's emotion change, discounted to the end) or `mixed`.",
-      ),
-    turnDiscount: creditBounds.turnDiscount
-      .default(1)
-      .describe("`turn`/`mixed`: discount per later turn in a turn's return."),
-    creditWeight: creditBounds.weight
-      .default(0.5)
-      .describe("`mixed`: the turn return's weight (the dialogue reward gets 1 - weight)."),
+    credit: creditSettingsSchema
+      .prefault({})
+      .describe("How a dialogue's reward is shared over its assistant turns (RLVER: `final`)."),
     guardrails: trainingBounds.guardrails
       .unwrap()
       .default(DEFAULT_GUARDRAILS)
       .describe(
         "Rules over each step's signals (reply length, empty share, repetition, distinct bigrams, malformed share, reward, eval change): `warn` shows in status, the report and the trackers, `pause` waits for the operator (`attune resume` goes on). [] turns them off.",
       ),
-    initialEmotion: dialogueBounds.initialEmotion
-      .default(RLVER_TRAINING_INITIAL_EMOTION)
-      .describe("The simulated user's emotion when a training dialogue starts (RLVER: 30)."),
-    maxTurns: dialogueBounds.maxTurns.default(8).describe('Assistant turns after which a training dialogue ends.'),
-    think: z.boolean().default(false).describe('Think-then-say for the policy being trained.'),
+    ...dialogueFields({ initialEmotion: RLVER_TRAINING_INITIAL_EMOTION, maxTurns: 8 }),
     evalEvery: trainingBounds.evalEvery
       .default(0)
       .describe('Evaluate every k steps with the evaluation workflow (0 = never).'),
@@ -84,24 +98,7 @@ export const trainingConfigSchema = z
     hyperparameters: hyperparametersSchema
       .prefault({})
       .describe("The trainer's hyperparameters, by the trainer's names."),
-    publish: z
-      .enum(['trainer', 'vllm'])
-      .default('trainer')
-      .describe(
-        '`trainer`: versions are served by the trainer itself; `vllm`: LoRA adapters loaded into the vLLM policy server (policy.baseURL).',
-      ),
-    publishKeep: trainingBounds.publish.shape.keep
-      .unwrap()
-      .default(2)
-      .describe(
-        "With `publish: vllm`: the run's newest versions kept loaded in vLLM after each publish (at least maxStaleness + 1); older adapters are unloaded so vLLM's table stays bounded.",
-      ),
-    publisherWaitMs: trainingBounds.publish.shape.publisherWaitMs
-      .unwrap()
-      .default(120_000)
-      .describe(
-        "With `policy.replicas`: how long a step's publish to a replica waits for that replica's publisher worker to take it; then the run waits for the operator, naming the replica.",
-      ),
+    publish: publishConfigSchema,
     stepTimeoutMs: z
       .number()
       .int()

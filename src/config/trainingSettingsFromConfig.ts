@@ -4,6 +4,7 @@ import { REPO_ROOT } from '../paths.js';
 import { trainingSettingsSchema, type TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
 import { buildEvaluationInput } from './evaluationInputFromConfig.js';
+import { dialogueOf } from './dialogueFields.js';
 import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
 import { samplesPerScenarioOf } from './crossFieldChecks.js';
 import type { AttuneConfig } from './schema.js';
@@ -17,25 +18,25 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
   if (requireScenarioLibrary(config.scenarios.train).length === 0)
     throw new Error(`scenarios.train: no scenarios in ${config.scenarios.train}; a run needs at least one to train on`);
   const trainerV1 = `${config.trainer.url.replace(/\/$/, '')}/v1`;
-  const replicas = t.publish === 'vllm' ? replicasOf(config) : undefined;
-  const policyBaseURL = t.publish === 'trainer' ? trainerV1 : (replicas?.[0]?.baseURL ?? config.policy.baseURL);
+  const replicas = t.publish.mode === 'vllm' ? replicasOf(config) : undefined;
+  const policyBaseURL = t.publish.mode === 'trainer' ? trainerV1 : (replicas?.[0]?.baseURL ?? config.policy.baseURL);
   // Full fine-tuning on vLLM: vLLM serves one set of weights under the model's own name, labelled
   // with a weight version; step 0 is the trainer's base model (reloaded when vLLM holds other weights).
-  const fullWeights = t.publish === 'vllm' && t.lora === null;
-  const baseVersion = t.publish === 'trainer' || fullWeights ? `${runName}@0` : config.policy.model;
+  const fullWeights = t.publish.mode === 'vllm' && t.lora === null;
+  const baseVersion = t.publish.mode === 'trainer' || fullWeights ? `${runName}@0` : config.policy.model;
   const sampledModel = fullWeights ? config.policy.model : baseVersion;
   const weightVersion = fullWeights ? { weightVersion: baseVersion } : {};
   // vLLM loses runtime-loaded adapters when it restarts: the policy calls load a lost version again
   // from the trainer's local path (single host). Replicas get theirs from their publishers; a call
   // that finds its version missing on one goes to the next replica.
   const reloadFrom =
-    t.publish === 'vllm' && !replicas
+    t.publish.mode === 'vllm' && !replicas
       ? { reloadFrom: { runName, trainerUrl: config.trainer.url, tokenEnv: config.trainer.tokenEnv } }
       : {};
   const spread = replicas && replicas.length > 1 ? { replicas: replicas.map((r) => r.baseURL) } : {};
   const configured = rolloutSettingsFromConfig(
     { ...config, policy: { ...config.policy, baseURL: policyBaseURL, model: sampledModel } },
-    { initialEmotion: t.initialEmotion, maxTurns: t.maxTurns, think: t.think },
+    dialogueOf(t),
   );
   const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom, ...spread, ...weightVersion } };
   let evalScenarios: TrainingSettings['evalScenarios'] = [];
@@ -63,7 +64,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     maxInFlight: t.maxInFlight,
     maxFailedShare: t.maxFailedShare,
     maxStaleness: t.maxStaleness,
-    credit: { mode: t.credit, turnDiscount: t.turnDiscount, weight: t.creditWeight },
+    credit: t.credit,
     guardrails: t.guardrails,
     scenarioDir: resolve(config.scenarios.train),
     rollout,
@@ -79,12 +80,12 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       sameErrorAttempts: t.sameErrorAttempts,
     },
     publish: {
-      mode: t.publish,
+      mode: t.publish.mode,
       ...(fullWeights ? { weights: 'full' } : {}),
       policyBaseURL,
       baseVersion,
-      keep: t.publishKeep,
-      ...(replicas ? { replicas, publisherWaitMs: t.publisherWaitMs } : {}),
+      keep: t.publish.keep,
+      ...(replicas ? { replicas, publisherWaitMs: t.publish.publisherWaitMs } : {}),
     },
     evalEvery: t.evalEvery,
     evalScenarioDir: resolve(config.scenarios.eval),

@@ -70,9 +70,9 @@ export interface StepMetricsRecord {
   rateLimitWaits?: { policy: { waits: number; seconds: number }; simulator: { waits: number; seconds: number } };
   /**
    * Milliseconds from the publish's start (it learns of the committed step) to the first token vLLM
-   * served from the new version (`training.publish: vllm`: load, listing, then a one-token
+   * served from the new version (`training.publish.mode: vllm`: load, listing, then a one-token
    * completion of `run@step`), both read on the publishing host's clock; with replicas, the slowest
-   * replica's. Null with `publish: trainer` (the trainer serves the weights it just committed,
+   * replica's. Null with `publish.mode: trainer` (the trainer serves the weights it just committed,
    * nothing is loaded) and in results recorded before the publisher timed itself. Absent in
    * records written before it was measured.
    */

@@ -51,10 +51,10 @@ describe('policy logprobs: asked only where configured, and a refusing or ignori
     const url = 'http://127.0.0.1:9/v1';
     assert.equal(policyLogprobs(testConfig(url)), false);
     assert.equal(policyLogprobs(testConfig(url, ['trainer.url=http://127.0.0.1:9'])), true);
-    assert.equal(policyLogprobs(testConfig(url, ['training.publish=vllm', 'training.lora.r=8'])), true);
+    assert.equal(policyLogprobs(testConfig(url, ['training.publish.mode=vllm', 'training.lora.r=8'])), true);
     assert.equal(policyLogprobs(testConfig(url, ['policy.logprobs=on'])), true);
     assert.equal(
-      policyLogprobs(testConfig(url, ['training.publish=vllm', 'training.lora.r=8', 'policy.logprobs=off'])),
+      policyLogprobs(testConfig(url, ['training.publish.mode=vllm', 'training.lora.r=8', 'policy.logprobs=off'])),
       false,
     );
     assert.equal(rolloutSettingsFromConfig(testConfig(url)).policy.logprobs, undefined, 'absent when off');

@@ -34,21 +34,21 @@ describe('configuration', () => {
     );
     loadConfig({ env: {}, set: ['training.maxStaleness=1', 'training.hyperparameters.keep_checkpoints=2'] });
   });
-  it('training.publish: vllm takes full fine-tuning at maxStaleness 0 on one vLLM, or a LoRA at a rank within policy.maxLoraRank (vLLM: 16 by default)', () => {
-    const full = loadConfig({ env: {}, set: ['training.publish=vllm'] });
+  it('training.publish.mode: vllm takes full fine-tuning at maxStaleness 0 on one vLLM, or a LoRA at a rank within policy.maxLoraRank (vLLM: 16 by default)', () => {
+    const full = loadConfig({ env: {}, set: ['training.publish.mode=vllm'] });
     assert.equal(full.training.lora, null);
     assert.throws(
-      () => loadConfig({ env: {}, set: ['training.publish=vllm', 'training.maxStaleness=1'] }),
+      () => loadConfig({ env: {}, set: ['training.publish.mode=vllm', 'training.maxStaleness=1'] }),
       (error: unknown) =>
         error instanceof ConfigError &&
         /training\.maxStaleness/.test(error.message) &&
-        /full fine-tuning with training\.publish: vllm/.test(error.message),
+        /full fine-tuning with training\.publish\.mode: vllm/.test(error.message),
     );
     assert.throws(
       () =>
         loadConfig({
           env: {},
-          set: ['training.publish=vllm', 'policy.replicas=a=http://127.0.0.1:8001/v1,b=http://127.0.0.1:8002/v1'],
+          set: ['training.publish.mode=vllm', 'policy.replicas=a=http://127.0.0.1:8001/v1,b=http://127.0.0.1:8002/v1'],
         }),
       (error: unknown) =>
         error instanceof ConfigError &&
@@ -57,7 +57,7 @@ describe('configuration', () => {
     );
     assert.equal(loadConfig({ env: {}, set: [] }).policy.maxLoraRank, 16);
     assert.throws(
-      () => loadConfig({ env: {}, set: ['training.publish=vllm', 'training.lora.r=64'] }),
+      () => loadConfig({ env: {}, set: ['training.publish.mode=vllm', 'training.lora.r=64'] }),
       (error: unknown) =>
         error instanceof ConfigError &&
         /training\.lora\.r 64 is above policy\.maxLoraRank 16/.test(error.message) &&
@@ -65,17 +65,20 @@ describe('configuration', () => {
     );
     const accepted = loadConfig({
       env: {},
-      set: ['training.publish=vllm', 'training.lora.r=64', 'policy.maxLoraRank=64'],
+      set: ['training.publish.mode=vllm', 'training.lora.r=64', 'policy.maxLoraRank=64'],
     });
     assert.equal(accepted.training.lora?.r, 64);
     assert.equal(accepted.policy.maxLoraRank, 64);
-    assert.equal(loadConfig({ env: {}, set: ['training.publish=vllm', 'training.lora.r=16'] }).training.lora?.r, 16);
+    assert.equal(
+      loadConfig({ env: {}, set: ['training.publish.mode=vllm', 'training.lora.r=16'] }).training.lora?.r,
+      16,
+    );
     // the trainer serves any rank and full fine-tuning itself
-    loadConfig({ env: {}, set: ['training.publish=trainer', 'training.lora.r=64'] });
-    loadConfig({ env: {}, set: ['training.publish=trainer'] });
+    loadConfig({ env: {}, set: ['training.publish.mode=trainer', 'training.lora.r=64'] });
+    loadConfig({ env: {}, set: ['training.publish.mode=trainer'] });
   });
   it('warns when full-weight publishing targets a vLLM off loopback without an API key (dev mode runs any worker method)', () => {
-    const remote = ['training.publish=vllm', 'policy.baseURL=http://10.0.0.5:8000/v1'];
+    const remote = ['training.publish.mode=vllm', 'policy.baseURL=http://10.0.0.5:8000/v1'];
     const warned = configWarnings(loadConfig({ env: {}, set: remote }), {});
     assert.equal(warned.length, 1);
     assert.match(warned[0]!, /http:\/\/10\.0\.0\.5:8000\/v1 is not a loopback address and \$POLICY_API_KEY is empty/);
@@ -83,7 +86,7 @@ describe('configuration', () => {
     assert.deepEqual(configWarnings(loadConfig({ env: {}, set: remote }), { POLICY_API_KEY: 'k' }), []);
     for (const baseURL of ['http://127.0.0.1:8000/v1', 'http://localhost:8000/v1', 'http://[::1]:8000/v1'])
       assert.deepEqual(
-        configWarnings(loadConfig({ env: {}, set: ['training.publish=vllm', `policy.baseURL=${baseURL}`] }), {}),
+        configWarnings(loadConfig({ env: {}, set: ['training.publish.mode=vllm', `policy.baseURL=${baseURL}`] }), {}),
         [],
         baseURL,
       );

@@ -3,7 +3,6 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { configSchema } from '../../src/config/schema.js';
 import { REPO_ROOT } from '../../src/paths.js';
 
 /** Writes files (name -> YAML text) into a fresh folder; returns the folder. */
@@ -32,9 +31,13 @@ describe('config files that extend others', () => {
       readFileSync(join(REPO_ROOT, 'test/fixtures/configs/paper-presets-before-extends.json'), 'utf8'),
     ) as Record<string, unknown>;
     assert.equal(Object.keys(before).length, 4);
-    for (const [name, tree] of Object.entries(before)) {
+    // The self-contained files were written with the flat keys of their release: the loader still takes them.
+    const dir = configFolder(
+      Object.fromEntries(Object.entries(before).map(([name, tree]) => [`${name}.yaml`, JSON.stringify(tree)])),
+    );
+    for (const name of Object.keys(before)) {
       const preset = loadConfig({ file: join(REPO_ROOT, 'configs', `${name}.yaml`), env: {} });
-      assert.deepEqual(preset, configSchema.parse(tree), name);
+      assert.deepEqual(preset, loadConfig({ file: join(dir, `${name}.yaml`), env: {}, onWarning: () => {} }), name);
     }
   });
 

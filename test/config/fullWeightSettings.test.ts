@@ -7,7 +7,7 @@ import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
 const BASE = [
   `scenarios.train=${FIXTURE_SCENARIOS}`,
   `scenarios.eval=${FIXTURE_SCENARIOS}`,
-  'training.publish=vllm',
+  'training.publish.mode=vllm',
   'policy.model=served-model',
   'training.evalEvery=1',
 ];

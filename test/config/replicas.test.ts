@@ -10,7 +10,7 @@ describe('policy.replicas', () => {
   it('POLICY_REPLICAS (name=url,name=url) is the list, and a run publishing to vLLM carries each with its queue', () => {
     const config = loadConfig({
       env: { POLICY_REPLICAS: 'a=http://10.0.0.1:8000/v1, b=http://10.0.0.2:8000/v1' },
-      set: [...BASE, 'training.publish=vllm', 'temporal.taskQueuePrefix=p-'],
+      set: [...BASE, 'training.publish.mode=vllm', 'temporal.taskQueuePrefix=p-'],
     });
     assert.deepEqual(config.policy.replicas, [
       { name: 'a', baseURL: 'http://10.0.0.1:8000/v1' },
@@ -28,7 +28,10 @@ describe('policy.replicas', () => {
   });
 
   it('absent, or with the trainer serving, nothing changes: no replicas in the run', () => {
-    const single = trainingSettingsFromConfig(loadConfig({ env: {}, set: [...BASE, 'training.publish=vllm'] }), 'r');
+    const single = trainingSettingsFromConfig(
+      loadConfig({ env: {}, set: [...BASE, 'training.publish.mode=vllm'] }),
+      'r',
+    );
     assert.equal(single.publish.replicas, undefined);
     assert.equal(single.rollout.policy.replicas, undefined);
     assert.ok(single.rollout.policy.reloadFrom);

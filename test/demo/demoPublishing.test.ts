@@ -14,7 +14,7 @@ function demoConfig(env: NodeJS.ProcessEnv, set: string[] = []) {
 describe('attune demo against an external policy server (POLICY_BASE_URL)', () => {
   it('publishes LoRA adapters to it, at the rank vLLM accepts by default', () => {
     const config = demoConfig({ POLICY_BASE_URL: 'http://vllm-host:8000/v1' });
-    assert.equal(config.training.publish, 'vllm');
+    assert.equal(config.training.publish.mode, 'vllm');
     assert.equal(config.training.lora?.r, 16);
     assert.equal(config.policy.maxLoraRank, 16);
   });
@@ -24,12 +24,12 @@ describe('attune demo against an external policy server (POLICY_BASE_URL)', () =
     assert.equal(demoConfig(env, ['training.lora.r=8']).training.lora?.r, 8);
     const ranked = demoConfig(env, ['policy.maxLoraRank=32']);
     assert.equal(ranked.training.lora?.r, 32);
-    assert.equal(demoConfig(env, ['training.publish=trainer']).training.publish, 'trainer');
+    assert.equal(demoConfig(env, ['training.publish.mode=trainer']).training.publish.mode, 'trainer');
   });
 
   it('without one, the trainer serves a fully fine-tuned policy as before', () => {
     const config = demoConfig({});
-    assert.equal(config.training.publish, 'trainer');
+    assert.equal(config.training.publish.mode, 'trainer');
     assert.equal(config.training.lora, null);
   });
 });

@@ -82,7 +82,7 @@ export function configSet(): string[] {
     ...TINY_TRAINING('grpo', STEPS),
     `scenarios.train=${FIXTURE_SCENARIOS}`,
     `scenarios.eval=${FIXTURE_SCENARIOS}`,
-    'training.publish=vllm',
+    'training.publish.mode=vllm',
     'training.lora.r=8',
     `trainer.url=${urls.trainer}`,
     `artifacts.url=s3://${TEST_BUCKET}/runs`,

@@ -94,7 +94,7 @@ export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs' | 'faul
 /** An OpenAI-compatible chat server for tests: deterministic, with injectable faults and call accounting. */
 export class FakeOpenAIServer {
   readonly calls: RecordedCall[] = [];
-  /** vLLM's runtime LoRA loading (`training.publish: vllm`), with injectable refusals. */
+  /** vLLM's runtime LoRA loading (`training.publish.mode: vllm`), with injectable refusals. */
   readonly lora = new FakeLoraAdapters();
   /** vLLM's dev-mode RL routes (full-weight reloads, the weight version). */
   readonly fullWeights = new FakeFullWeights();

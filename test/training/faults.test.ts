@@ -34,7 +34,7 @@ const PIPELINED = [...SAMPLED, 'training.maxStaleness=1'];
  */
 const GREEDY = [...TINY_TRAINING('ppo', STEPS), 'policy.temperature=0'];
 /** Each step's LoRA adapter published to vLLM (the fake's runtime LoRA API). */
-const VLLM = [...SAMPLED, 'training.publish=vllm', 'training.lora.r=8'];
+const VLLM = [...SAMPLED, 'training.publish.mode=vllm', 'training.lora.r=8'];
 /** statfs(2)'s f_type of a tmpfs (linux/magic.h). */
 const TMPFS_MAGIC = 0x01021994;
 /** Room for a tiny-random run's checkpoints; the ballast takes whatever is left. */

@@ -19,7 +19,7 @@ describe('guardrails pause a run for the operator', function () {
   it('a tripped pause rule shows waiting-for-operator with its name and figures; attune resume goes on', async () => {
     const run = 'guard-pause';
     rig = await createTrainingRig({
-      set: [...TINY_TRAINING('grpo', 2), `training.guardrails=[${ALWAYS}, ${WARN}]`, 'training.credit=turn'],
+      set: [...TINY_TRAINING('grpo', 2), `training.guardrails=[${ALWAYS}, ${WARN}]`, 'training.credit.mode=turn'],
     });
     await rig.startWorkers();
     const { handle } = await rig.start(run);

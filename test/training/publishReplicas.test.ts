@@ -51,7 +51,12 @@ describe('publishing to vLLM replicas through their publisher workers (real dev 
     replicaB = await FakeOpenAIServer.start();
     rig = await createTrainingRig({
       trainerEnv: { TRAINER_TOKEN: TOKEN },
-      set: [...TINY_TRAINING('grpo', 2), 'training.publish=vllm', 'training.lora.r=8', 'training.publisherWaitMs=3000'],
+      set: [
+        ...TINY_TRAINING('grpo', 2),
+        'training.publish.mode=vllm',
+        'training.lora.r=8',
+        'training.publish.publisherWaitMs=3000',
+      ],
     });
     // Replica a is the rig's fake (also the simulator), known once the rig runs; replica b a second fake vLLM.
     rig.configSet.push(

@@ -7,9 +7,9 @@ import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/t
 import { statusWhen } from '../support/statusWhen.js';
 
 /** One GRPO step with a LoRA adapter published to the fake vLLM (policy.baseURL). */
-const VLLM = [...TINY_TRAINING('grpo', 1), 'training.publish=vllm', 'training.lora.r=8'];
+const VLLM = [...TINY_TRAINING('grpo', 1), 'training.publish.mode=vllm', 'training.lora.r=8'];
 
-describe('training.publish: vllm against the fake vLLM (real dev server, real trainer)', function () {
+describe('training.publish.mode: vllm against the fake vLLM (real dev server, real trainer)', function () {
   this.timeout(600_000);
   let rig: TrainingRig;
   before(async () => {
@@ -113,9 +113,9 @@ describe('training.publish: vllm against the fake vLLM (real dev server, real tr
     assert.match(rig.fake.lora.loads.at(-1)?.path ?? '', /checkpoints\/step-000001\/policy$/);
   });
 
-  it('a 5-step run: each step records its publish latency (status, runs show), and vLLM keeps only the newest publishKeep versions', async () => {
+  it('a 5-step run: each step records its publish latency (status, runs show), and vLLM keeps only the newest publish.keep versions', async () => {
     const run = 'vllm-bounded';
-    const set = [...rig.configSet, 'training.steps=5', 'training.publishKeep=2'];
+    const set = [...rig.configSet, 'training.steps=5', 'training.publish.keep=2'];
     rig.fake.lora.refuse = null;
     rig.fake.lora.servesOnlyLoaded = true;
     const { handle } = await rig.start(run, loadConfig({ env: {}, set }));

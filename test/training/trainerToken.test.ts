@@ -47,7 +47,7 @@ describe('a trainer started with a token (TRAINER_TOKEN), end to end', function 
       set: [
         `home=${mkdtempSync(join(tmpdir(), 'attune-token-'))}`,
         `trainer.url=${url}`,
-        'training.publish=trainer',
+        'training.publish.mode=trainer',
         'policy.maxTokens=4',
         `scenarios.train=${FIXTURE_SCENARIOS}`,
         `scenarios.eval=${FIXTURE_SCENARIOS}`,
@@ -107,7 +107,7 @@ describe('a trainer started with a token (TRAINER_TOKEN), end to end', function 
         env: {},
         set: [
           `trainer.url=${trainer.url}`,
-          'training.publish=vllm',
+          'training.publish.mode=vllm',
           'training.lora.r=8',
           'policy.baseURL=http://vllm-host:8000/v1',
           `scenarios.train=${FIXTURE_SCENARIOS}`,

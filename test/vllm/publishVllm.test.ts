@@ -11,7 +11,7 @@ import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/t
 import { statusWhen as statusWithin } from '../support/statusWhen.js';
 
 /**
- * `training.publish: vllm` against a real vLLM (CPU build) serving SmolLM2-135M-Instruct with
+ * `training.publish.mode: vllm` against a real vLLM (CPU build) serving SmolLM2-135M-Instruct with
  * runtime LoRA loading, the real trainer and a real Temporal dev server; the simulated user is the
  * fake OpenAI server. Run by scripts/test-vllm.sh (`npm run test:vllm`), which starts vLLM with
  * --max-lora-rank 16 and passes its URL, served model name and converted model directory.
@@ -98,7 +98,7 @@ const maxDiff = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.a
 const statusWhen = (...[rig, run, predicate, what]: Parameters<typeof statusWithin>) =>
   statusWithin(rig, run, predicate, what, 300_000);
 
-describe('training.publish: vllm against a real vLLM (SmolLM2-135M on CPU, real trainer, real dev server)', function () {
+describe('training.publish.mode: vllm against a real vLLM (SmolLM2-135M on CPU, real trainer, real dev server)', function () {
   this.timeout(900_000);
   let rig: TrainingRig;
   const SET = [
@@ -106,7 +106,7 @@ describe('training.publish: vllm against a real vLLM (SmolLM2-135M on CPU, real 
     'training.scenariosPerStep=1',
     'training.maxTurns=1',
     'training.baseModel=smollm2-135m',
-    'training.publish=vllm',
+    'training.publish.mode=vllm',
     'training.lora.r=8',
     'training.lora.alpha=16',
     'training.hyperparameters.max_length=512',

@@ -52,8 +52,11 @@ function say(line: string): void {
  */
 export function demoPublishing(configFile: string, set: string[], env: NodeJS.ProcessEnv = process.env): string[] {
   if (!env.POLICY_BASE_URL) return [];
-  const config = loadConfig({ file: configFile, set: [...set, 'training.publish=trainer'], env });
-  return ['training.publish=vllm', ...(config.training.lora ? [] : [`training.lora.r=${config.policy.maxLoraRank}`])];
+  const config = loadConfig({ file: configFile, set: [...set, 'training.publish.mode=trainer'], env });
+  return [
+    'training.publish.mode=vllm',
+    ...(config.training.lora ? [] : [`training.lora.r=${config.policy.maxLoraRank}`]),
+  ];
 }
 
 /** The `--steps`-like size options as `--set` assignments, and how many eval scenarios to use. */

@@ -7,6 +7,7 @@ import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '..
 import { commandContext } from '../context.js';
 import { renderStatus, renderWaitingOn } from '../render/status.js';
 import { terminalSafe } from '../../core/terminalText.js';
+import { LIVE_SETTINGS_RULES } from '../../core/training/liveSet.js';
 
 export type RunControlVerb = 'status' | 'pause' | 'resume' | 'stop' | 'set';
 
@@ -19,6 +20,19 @@ export const RUN_CONTROL_FLAGS = {
   set: CONFIG_FLAGS,
 } as const satisfies Record<RunControlVerb, Flags>;
 
+/** The settings a live run takes, named by the live rules themselves, wrapped for a terminal. */
+export function liveSettingsHelp(width = 100): string {
+  const lines = ['Changes a live run from its next step:'];
+  const names = Object.keys(LIVE_SETTINGS_RULES);
+  names.forEach((name, i) => {
+    const word = `${name}${i < names.length - 1 ? ',' : '.'}`;
+    const last = lines.length - 1;
+    if (lines[last]!.length + 1 + word.length > width) lines.push(word);
+    else lines[last] = `${lines[last]} ${word}`;
+  });
+  return lines.join('\n');
+}
+
 const HELP: Record<RunControlVerb, string> = {
   status:
     'attune status NAME [--json]\n\nStep, phase, rollouts done/failed in the step, last metrics and ETA of a training run, and\nevery task queue it needs that no worker polls (`waitingOn`).',
@@ -26,7 +40,7 @@ const HELP: Record<RunControlVerb, string> = {
   resume:
     'attune resume NAME\n\nResumes a paused run; a run waiting for an operator after too many failed rollouts retries them.\nDialogues waiting at a failed LLM call (attune rollouts list NAME --waiting) retry that call\nand go on: same rollout, same seed, no finished call made again.',
   stop: 'attune stop NAME\n\nGraceful stop: the current step finishes (optimizer step, publishing, metrics), then the run ends.',
-  set: 'attune set NAME key=value [key=value...]\n\nChanges a live run from its next step: learning_rate, clip_ratio, kl_coef, entropy_coef,\nvalue_learning_rate, max_grad_norm, temperature, maxInFlight, maxFailedShare, evalEvery, steps.\nBad values are rejected with the reason.',
+  set: `attune set NAME key=value [key=value...]\n\n${liveSettingsHelp()}\nBad values are rejected with the reason.`,
 };
 
 export function runControlCommand(verb: RunControlVerb) {

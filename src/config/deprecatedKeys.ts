@@ -1,0 +1,36 @@
+/**
+ * Keys of earlier releases and the key each became. The loader still takes the old key for a release:
+ * it moves the value to the new key and warns once, naming it. A move is one line here.
+ */
+export const DEPRECATED_KEYS: readonly { from: string; to: string }[] = [
+  { from: 'training.credit', to: 'training.credit.mode' },
+  { from: 'training.turnDiscount', to: 'training.credit.turnDiscount' },
+  { from: 'training.creditWeight', to: 'training.credit.weight' },
+  { from: 'training.publish', to: 'training.publish.mode' },
+  { from: 'training.publishKeep', to: 'training.publish.keep' },
+  { from: 'training.publisherWaitMs', to: 'training.publish.publisherWaitMs' },
+];
+
+function isMapping(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The key that `key` set to `value` now is, when `key` is an old one; else null. A key that became
+ * a group (`training.credit: turn` -> `training.credit.mode`) is old only when its value is not a mapping.
+ */
+export function renamedKey(key: string, value: unknown): string | null {
+  const move = DEPRECATED_KEYS.find((d) => d.from === key);
+  if (move === undefined) return null;
+  return move.to.startsWith(`${move.from}.`) && isMapping(value) ? null : move.to;
+}
+
+export function deprecationWarning(from: string): string {
+  const move = DEPRECATED_KEYS.find((d) => d.from === from);
+  return `${from} is deprecated: write ${move?.to ?? from}`;
+}
+
+/** Old keys that became groups first: the keys moved into a group need it to be a mapping already. */
+export const DEPRECATED_KEYS_IN_ORDER = [...DEPRECATED_KEYS].sort(
+  (a, b) => Number(b.to.startsWith(`${b.from}.`)) - Number(a.to.startsWith(`${a.from}.`)),
+);

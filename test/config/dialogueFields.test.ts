@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { dialogueFields } from '../../src/config/dialogueFields.js';
+import { buildEvaluationInput } from '../../src/config/evaluationInputFromConfig.js';
+import { loadConfig } from '../../src/config/load.js';
+import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
+import { trainingSettingsFromConfig } from '../../src/config/trainingSettingsFromConfig.js';
+import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
+
+const SCENARIOS = [`scenarios.train=${FIXTURE_SCENARIOS}`, `scenarios.eval=${FIXTURE_SCENARIOS}`];
+
+/** The dialogue settings of a rollout settings object, by the names the declaration gives. */
+function dialogueKeysOf(settings: object): Record<string, unknown> {
+  const keys = Object.keys(dialogueFields({ initialEmotion: 0, maxTurns: 1 }));
+  return Object.fromEntries(Object.entries(settings).filter(([key]) => keys.includes(key)));
+}
+
+describe('config: the dialogue settings, declared once, reach the dialogues of each section', () => {
+  it('rollout, training and evaluation each hand their own initialEmotion, maxTurns and think to their rollouts', () => {
+    const config = loadConfig({
+      env: {},
+      set: [
+        ...SCENARIOS,
+        'rollout.initialEmotion=41',
+        'rollout.maxTurns=3',
+        'rollout.think=false',
+        'training.initialEmotion=25',
+        'training.maxTurns=4',
+        'training.think=true',
+        'training.evalEvery=1',
+        'evaluation.initialEmotion=45',
+        'evaluation.maxTurns=5',
+      ],
+    });
+    assert.deepEqual(dialogueKeysOf(rolloutSettingsFromConfig(config)), {
+      initialEmotion: 41,
+      maxTurns: 3,
+      think: false,
+    });
+    const training = trainingSettingsFromConfig(config, 'r');
+    assert.deepEqual(dialogueKeysOf(training.rollout), { initialEmotion: 25, maxTurns: 4, think: true });
+    // A run's evaluations keep the evaluation protocol, with the run's think.
+    assert.deepEqual(dialogueKeysOf(training.evalSettings!), { initialEmotion: 45, maxTurns: 5, think: true });
+    // An evaluation outside a run takes rollout.think unless evaluation.think is set.
+    assert.deepEqual(dialogueKeysOf(buildEvaluationInput(config, { split: 'eval' }).settings), {
+      initialEmotion: 45,
+      maxTurns: 5,
+      think: false,
+    });
+  });
+});
