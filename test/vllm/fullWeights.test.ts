@@ -8,7 +8,7 @@ import { REPO_ROOT } from '../../src/paths.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 
 /**
- * Full fine-tuning with `training.publish: vllm` against a real vLLM (CPU build) in dev mode
+ * Full fine-tuning with `training.publish.mode: vllm` against a real vLLM (CPU build) in dev mode
  * serving SmolLM2-135M-Instruct: after each step the trainer's checkpoint is reloaded into vLLM in
  * place and labelled `run@step`. The real trainer and a real Temporal dev server; the simulated user
  * is the fake OpenAI server. Run by scripts/test-vllm.sh, which starts this vLLM with
@@ -76,7 +76,7 @@ function trainerStateDir(): string {
 
 const maxDiff = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]!)));
 
-describe('training.publish: vllm with full fine-tuning against a real vLLM in dev mode (SmolLM2-135M on CPU, real trainer, real dev server)', function () {
+describe('training.publish.mode: vllm with full fine-tuning against a real vLLM in dev mode (SmolLM2-135M on CPU, real trainer, real dev server)', function () {
   this.timeout(900_000);
   let rig: TrainingRig;
   before(async () => {
@@ -88,7 +88,7 @@ describe('training.publish: vllm with full fine-tuning against a real vLLM in de
         'training.scenariosPerStep=1',
         'training.maxTurns=1',
         'training.baseModel=smollm2-135m',
-        'training.publish=vllm',
+        'training.publish.mode=vllm',
         'training.hyperparameters.max_length=512',
         `policy.baseURL=${VLLM_URL}`,
         `policy.model=${VLLM_MODEL}`,
