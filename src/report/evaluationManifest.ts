@@ -1,3 +1,4 @@
+import type { RewardEnvironment } from '../core/evaluationManifest.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
 import { formatNumber, html, type SafeHtml } from './html.js';
 
@@ -8,12 +9,24 @@ export function manifestCard(report: EvaluationReport): SafeHtml {
   const method = html`<p>Intervals: ${formatNumber(intervals.level * 100, 0)} % ${intervals.method}, ${intervals.resamples} resamples; ${report.repeats} dialogue${report.repeats === 1 ? '' : 's'} per scenario.</p>`;
   if (!m)
     return html`<section class="card" id="manifest"><div class="card-head"><div><h2>Manifest</h2>${method}<p>This evaluation was written before manifests were stored.</p></div></div></section>`;
-  const p = m.protocol;
+  const [simulator, ...protocol] = environmentRows(m);
   const rows: [string, string][] = [
     ['Attune version', m.attuneVersion],
-    ['Simulator', `${m.simulator.model} at ${m.simulator.baseURL}`],
+    simulator!,
     ['Policy', `${m.policy.model} at ${m.policy.baseURL}`],
-    ['Simulator prompt hash', m.promptHash],
+    ...protocol,
+    ['Seeds', `base ${m.seeds.base} · ${m.seeds.repeats} per scenario`],
+  ];
+  return html`<section class="card" id="manifest"><div class="card-head"><div><h2>Manifest</h2>${method}</div></div>
+<dl class="kv">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl></section>`;
+}
+
+/** What a reward was measured in, as label and value rows (an evaluation's manifest, a run's steps). */
+export function environmentRows(env: RewardEnvironment): [string, string][] {
+  const p = env.protocol;
+  return [
+    ['Simulator', `${env.simulator.model} at ${env.simulator.baseURL}`],
+    ['Simulator prompt hash', env.promptHash],
     ['Initial emotion', String(p.initialEmotion)],
     ['Turns', `at most ${p.maxTurns}`],
     ['Think-then-say', String(p.think)],
@@ -21,8 +34,5 @@ export function manifestCard(report: EvaluationReport): SafeHtml {
     ['Max tokens', `simulator ${p.simulatorMaxTokens} · policy ${p.policyMaxTokens}`],
     ['Simulator output', p.structuredOutput],
     ['Policy system prompt', p.policySystemPrompt],
-    ['Seeds', `base ${m.seeds.base} · ${m.seeds.repeats} per scenario`],
   ];
-  return html`<section class="card" id="manifest"><div class="card-head"><div><h2>Manifest</h2>${method}</div></div>
-<dl class="kv">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl></section>`;
 }

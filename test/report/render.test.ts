@@ -5,7 +5,8 @@ import { escapeHtml, html, raw } from '../../src/report/html.js';
 import { parseRunMetrics } from '../../src/report/load.js';
 import { renderEvaluationPage, renderRunPage, runEvalPoints } from '../../src/report/index.js';
 import { buildEvaluationReport } from '../../src/core/evaluationReport.js';
-import { evaluationManifest } from '../../src/core/evaluationManifest.js';
+import { evaluationManifest, rewardEnvironment } from '../../src/core/evaluationManifest.js';
+import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
 import { configSchema } from '../../src/config/schema.js';
 import { DIALOGUES, INJECTION, makeTranscript, RUN, stepRecord } from './fixtures.js';
@@ -197,6 +198,37 @@ describe('report renderers (pure)', () => {
     assert.doesNotMatch(header, new RegExp(`latest [a-z]+ <b>${RUN}@1</b>`));
     assert.match(page, /<th data-sortable>Sampled from<\/th>/);
     assert.match(page, new RegExp(`<td class="muted" data-v="${RUN}@0">${RUN}@0</td>`));
+  });
+
+  it('shows the environment the rewards were measured in, one block per span of steps that shared it', () => {
+    const settings = rolloutSettingsFromConfig(configSchema.parse({}));
+    const environment = rewardEnvironment(settings);
+    const other = rewardEnvironment({ ...settings, simulator: { ...settings.simulator, model: 'other-judge' } });
+    const card = (steps: StepMetricsRecord[]) => {
+      const page = renderRunPage({ run: RUN, steps, evaluations: [], generatedAt: 'now' });
+      const at = page.indexOf('id="environment"');
+      return at < 0 ? '' : page.slice(at, page.indexOf('</section>', at));
+    };
+    const same = card([1, 2, 3].map((n) => ({ ...stepRecord(n), environment })));
+    assert.match(same, /the same for every step recorded/);
+    assert.ok(same.includes(`${settings.simulator.model} at ${settings.simulator.baseURL}`), same);
+    assert.ok(same.includes(environment.promptHash), same);
+    assert.match(same, /Initial emotion<\/dt><dd>40</);
+
+    const changed = card([
+      stepRecord(1),
+      { ...stepRecord(2), environment },
+      { ...stepRecord(3), environment },
+      { ...stepRecord(4), environment: other },
+    ]);
+    assert.match(changed, /changed during the run/);
+    assert.deepEqual(
+      [...changed.matchAll(/<h3>([^<]+)<\/h3>/g)].map((m) => m[1]),
+      ['step 1', 'steps 2–3', 'step 4'],
+    );
+    assert.match(changed, /Not recorded/);
+    assert.match(changed, /other-judge at/);
+    assert.equal(card([]), '', 'no steps, no card');
   });
 
   it('reads metrics.jsonl: the last record of a step wins, a broken line is noted', () => {
