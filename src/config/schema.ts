@@ -7,6 +7,7 @@ import {
   dialogueBounds,
   maxWaitMinutesSchema,
   endpointCallSchema,
+  ENDPOINT_CALL_INTERNAL,
   llmCallModes,
   retryPolicySchema,
   simulatorOptionsSchema,
@@ -17,15 +18,14 @@ import { dialogueFields, dialogueThink } from './dialogueFields.js';
 import { trainingConfigSchema } from './trainingConfigSchema.js';
 import { checkKeptCheckpoints, checkReplicas, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 
-/** The endpoint fields a call carries come from the call's schema; the config adds its limits and defaults. */
+/**
+ * An endpoint's config fields: every field of the call's schema but the internal ones, with the help
+ * text written there, plus the config's own limits and defaults. A new provider option is one
+ * declaration, in endpointCallSchema.
+ */
+const callFields = endpointCallSchema.omit(ENDPOINT_CALL_INTERNAL).shape;
 const endpointFields = {
-  baseURL: endpointCallSchema.shape.baseURL.describe('OpenAI-compatible base URL of the endpoint (…/v1).'),
-  model: endpointCallSchema.shape.model.describe('Model name sent with every request.'),
-  apiKeyEnv: endpointCallSchema.shape.apiKeyEnv.describe(
-    'Name of the variable holding the API key; activities read it there, so the key never enters workflow inputs, results or logs.',
-  ),
-  temperature: endpointCallSchema.shape.temperature.describe('Sampling temperature.'),
-  topP: endpointCallSchema.shape.topP.describe("Nucleus sampling's top_p; absent = the endpoint's default."),
+  ...callFields,
   maxConcurrency: z
     .number()
     .int()
@@ -44,14 +44,12 @@ const endpointFields = {
     .describe(
       'Tokens-per-minute budget per worker process (prompt and completion, as providers count them); absent = none. A call is charged its estimate (prompt chars / 4 + maxTokens) before it starts, waits while the budget is spent, and is settled with the usage its response reports.',
     ),
-  timeoutMs: endpointCallSchema.shape.timeoutMs.default(120_000).describe('HTTP timeout of one call, in ms.'),
+  timeoutMs: callFields.timeoutMs.default(120_000),
   retry: retryPolicySchema
     .prefault({})
     .describe("Temporal retry policy of the endpoint's activities: 429, 5xx and timeouts."),
   // One completion stays far below Temporal's 2 MB payload limit.
-  maxTokens: endpointCallSchema.shape.maxTokens
-    .max(MAX_COMPLETION_TOKENS)
-    .describe('Most tokens one completion may have (`max_tokens`).'),
+  maxTokens: callFields.maxTokens.max(MAX_COMPLETION_TOKENS),
 };
 
 /**

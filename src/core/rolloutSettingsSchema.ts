@@ -16,14 +16,24 @@ export const retryPolicySchema = z.strictObject({
 export type RetryPolicySettings = z.infer<typeof retryPolicySchema>;
 
 /** Everything an LLM activity needs to reach an endpoint, minus the secret: the key is read from `apiKeyEnv` inside the activity. */
+/**
+ * One LLM call's endpoint and sampling options. A provider option is declared here once, with its help
+ * text: the config's `policy` and `simulator` sections take every field not in ENDPOINT_CALL_INTERNAL
+ * from this declaration (src/config/schema.ts), and the config's value reaches the call by name.
+ */
 export const endpointCallSchema = z.strictObject({
-  baseURL: z.string().url(),
-  model: z.string().min(1),
-  apiKeyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name'),
-  timeoutMs: z.number().int().positive(),
-  temperature: z.number().min(0).max(2),
-  topP: z.number().gt(0).max(1).optional(),
-  maxTokens: z.number().int().positive(),
+  baseURL: z.string().url().describe('OpenAI-compatible base URL of the endpoint (…/v1).'),
+  model: z.string().min(1).describe('Model name sent with every request.'),
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name')
+    .describe(
+      'Name of the variable holding the API key; activities read it there, so the key never enters workflow inputs, results or logs.',
+    ),
+  timeoutMs: z.number().int().positive().describe('HTTP timeout of one call, in ms.'),
+  temperature: z.number().min(0).max(2).describe('Sampling temperature.'),
+  topP: z.number().gt(0).max(1).optional().describe("Nucleus sampling's top_p; absent = the endpoint's default."),
+  maxTokens: z.number().int().positive().describe('Most tokens one completion may have (`max_tokens`).'),
   taskQueue: z.string().min(1),
   retry: retryPolicySchema,
   /** Ask for the sampled token ids and their log-probs (policy only); absent = do not ask. */
@@ -55,6 +65,20 @@ export const endpointCallSchema = z.strictObject({
   replicas: z.array(z.string().url()).min(2).max(64).optional(),
 });
 export type EndpointCall = z.infer<typeof endpointCallSchema>;
+
+/**
+ * The call's fields that Attune sets itself (queues, retries, publishing's reload and version
+ * labels) or that the config declares in another shape (`policy.logprobs`, `policy.replicas`):
+ * not configured as they are.
+ */
+export const ENDPOINT_CALL_INTERNAL = {
+  taskQueue: true,
+  retry: true,
+  logprobs: true,
+  reloadFrom: true,
+  weightVersion: true,
+  replicas: true,
+} as const;
 
 export const structuredOutputModes = ['json_schema', 'json_object', 'none'] as const;
 
