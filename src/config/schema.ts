@@ -5,6 +5,8 @@ import { SAGE_INITIAL_EMOTION } from '../core/emotion.js';
 import {
   activityScopes,
   dialogueBounds,
+  dialogueFields,
+  dialogueThink,
   maxWaitMinutesSchema,
   endpointCallSchema,
   ENDPOINT_CALL_INTERNAL,
@@ -14,7 +16,6 @@ import {
 } from '../core/rolloutSettingsSchema.js';
 import { replicaSchema } from '../core/training/trainingSettingsSchema.js';
 import { artifactsConfigSchema } from './artifactsSchema.js';
-import { dialogueFields, dialogueThink } from './dialogueFields.js';
 import { trainingConfigSchema } from './trainingConfigSchema.js';
 import { checkKeptCheckpoints, checkReplicas, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 

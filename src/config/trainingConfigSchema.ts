@@ -4,7 +4,7 @@ import { ALGORITHMS } from '../core/training/algorithms.js';
 import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
-import { dialogueFields } from './dialogueFields.js';
+import { dialogueFields } from '../core/rolloutSettingsSchema.js';
 import { LIMITS } from './limits.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 

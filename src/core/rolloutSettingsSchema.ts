@@ -119,6 +119,33 @@ export const simulatorOptionsSchema = z.strictObject({
     .describe('Bound on each text field of the analysis (JSON-schema maxLength); absent = unbounded.'),
 });
 
+/** `think` as a section that falls back to another's declares it (`evaluation.think`: default rollout.think). */
+export const dialogueThink = z.boolean();
+
+/**
+ * The settings of one dialogue, declared once with their help text: the rollout workflow's input
+ * takes them, and so does each config section that runs dialogues (`rollout`, `training`,
+ * `evaluation`), with its own defaults (SAGE's protocol, RLVER's training simulator). A new dialogue
+ * setting is one field here.
+ */
+export function dialogueFields(defaults: { initialEmotion: number; maxTurns: number }) {
+  return {
+    initialEmotion: dialogueBounds.initialEmotion
+      .default(defaults.initialEmotion)
+      .describe(
+        "The simulated user's emotion when a dialogue starts, 0-100 (SAGE: 40; RLVER's training simulator: 30).",
+      ),
+    maxTurns: dialogueBounds.maxTurns
+      .default(defaults.maxTurns)
+      .describe('Assistant turns after which a dialogue ends (SAGE: 10; RLVER training: 8).'),
+    think: dialogueThink
+      .default(false)
+      .describe(
+        'Think-then-say: the policy writes `<think>…</think>` then its reply; the simulator sees the reply only.',
+      ),
+  };
+}
+
 export const maxWaitMinutesSchema = z
   .number()
   .min(0)
@@ -134,9 +161,7 @@ export const rolloutSettingsSchema = z.strictObject({
   activityPer: z.enum(activityScopes).default('call'),
   /** The rollout workflow's workflow-task timeout, set by whoever starts it; absent = Temporal's 10 s. */
   workflowTaskTimeoutMs: dialogueBounds.workflowTaskTimeoutMs.optional(),
-  initialEmotion: dialogueBounds.initialEmotion.default(SAGE_INITIAL_EMOTION),
-  maxTurns: dialogueBounds.maxTurns.default(8),
-  think: z.boolean().default(false),
+  ...dialogueFields({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8 }),
   maxWaitMinutes: maxWaitMinutesSchema,
   /** Replaces the default policy system prompt when set. */
   policySystemPrompt: z.string().optional(),

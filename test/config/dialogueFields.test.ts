@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { dialogueFields } from '../../src/config/dialogueFields.js';
+import { dialogueFields } from '../../src/core/rolloutSettingsSchema.js';
 import { buildEvaluationInput } from '../../src/config/evaluationInputFromConfig.js';
 import { loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
