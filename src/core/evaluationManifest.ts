@@ -36,6 +36,8 @@ export interface EvaluationManifest extends RewardEnvironment {
     /** Each scenario's seeds, one per repeat. */
     dialogues: Record<string, number[]>;
   };
+  /** Each scenario's content hash as its dialogues loaded it (scenarioHash.ts); absent in older manifests. */
+  scenarios?: Record<string, string>;
 }
 
 export function rewardEnvironment(settings: RolloutSettings): RewardEnvironment {
@@ -62,6 +64,7 @@ export function rewardEnvironment(settings: RolloutSettings): RewardEnvironment 
 export function evaluationManifest(
   settings: RolloutSettings,
   seeds: { base: number; repeats: number; dialogues: { scenarioId: string; seed: number }[] },
+  scenarios: Record<string, string> = {},
 ): EvaluationManifest {
   const dialogues: Record<string, number[]> = {};
   for (const d of seeds.dialogues) dialogues[d.scenarioId] = [...(dialogues[d.scenarioId] ?? []), d.seed];
@@ -73,6 +76,7 @@ export function evaluationManifest(
     promptHash,
     protocol,
     seeds: { base: seeds.base, repeats: seeds.repeats, dialogues },
+    ...(Object.keys(scenarios).length > 0 ? { scenarios } : {}),
   };
 }
 
@@ -97,7 +101,7 @@ export interface ManifestDifference {
  * and its prompts. A different Attune version or base seed is a warning only: the same protocol with
  * other dialogues is still the same measurement.
  */
-const ENVIRONMENT = [/^protocol\./, /^simulator\./, /^promptHash$/];
+const ENVIRONMENT = [/^protocol\./, /^simulator\./, /^promptHash$/, /^scenarios\./];
 
 export function isEnvironmentField(field: string): boolean {
   return ENVIRONMENT.some((re) => re.test(field));
@@ -109,7 +113,11 @@ export function manifestFieldDifferences(a: EvaluationManifest, b: EvaluationMan
   const fb = new Map<string, string>();
   flatten(a, '', fa);
   flatten(b, '', fb);
-  const keys = [...new Set([...fa.keys(), ...fb.keys()])].filter((k) => !NOT_PROTOCOL.some((re) => re.test(k))).sort();
+  // A scenario only one side evaluated is not a difference in the one both did.
+  const oneSided = (k: string) => /^scenarios\./.test(k) && (!fa.has(k) || !fb.has(k));
+  const keys = [...new Set([...fa.keys(), ...fb.keys()])]
+    .filter((k) => !NOT_PROTOCOL.some((re) => re.test(k)) && !oneSided(k))
+    .sort();
   return keys
     .filter((k) => fa.get(k) !== fb.get(k))
     .map((field) => ({ field, a: fa.get(field) ?? 'absent', b: fb.get(field) ?? 'absent' }));

@@ -24,6 +24,8 @@ export type EvaluationEntry = RepeatOf &
         emotions: number[];
         tokens: TokenTotals;
         artifact: string;
+        /** The scenario's content hash as the dialogue loaded it; absent in older reports. */
+        scenarioHash?: string;
       }
     | { status: 'failed'; scenarioId: string; goalType: GoalType; personality: Personality; error: string }
   );
@@ -121,6 +123,7 @@ export function entryFromSummary(summary: RolloutSummary): EvaluationEntry {
     emotions: summary.emotions,
     tokens: summary.tokens,
     artifact: summary.artifact,
+    ...(summary.scenarioHash !== undefined ? { scenarioHash: summary.scenarioHash } : {}),
   };
 }
 

@@ -126,6 +126,8 @@ export interface RolloutSummary {
   emotions: number[];
   tokens: TokenTotals;
   artifact: string;
+  /** The scenario's content as the dialogue loaded it (scenarioHash.ts); absent in older summaries. */
+  scenarioHash?: string;
 }
 
 export function emptyTotals(): TokenTotals {

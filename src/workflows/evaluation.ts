@@ -81,11 +81,17 @@ function evaluationReportOf(
     runName: input.runName ?? null,
     step: input.step ?? null,
     repeats,
-    manifest: evaluationManifest(input.settings, {
-      base: input.seed,
-      repeats,
-      dialogues: dialogues.map((d) => ({ scenarioId: d.scenario.id, seed: d.seed })),
-    }),
+    manifest: evaluationManifest(
+      input.settings,
+      {
+        base: input.seed,
+        repeats,
+        dialogues: dialogues.map((d) => ({ scenarioId: d.scenario.id, seed: d.seed })),
+      },
+      Object.fromEntries(
+        results.flatMap((r) => (r.status === 'ok' && r.scenarioHash ? [[r.scenarioId, r.scenarioHash]] : [])),
+      ),
+    ),
   });
 }
 

@@ -25,6 +25,7 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { summarisedCall } from './summarisedCall.js';
 import { endpointName, finishedCallsOf, outageWaitEnabled } from './outageWait.js';
 import { artifactActivities, llmCallActivities, turnActivities, type ActivityProxy } from './rolloutActivities.js';
+import { scenarioHash } from '../core/scenarioHash.js';
 import { RolloutView, sayWhen, type Say } from './rolloutView.js';
 
 export { LOCAL_ARTIFACT_ACTIVITIES_PATCH } from './rolloutActivities.js';
@@ -134,6 +135,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     runName,
     step,
     scenarioId: scenario.id,
+    scenarioHash: scenarioHash(scenario),
     goalType: scenario.goalType,
     personality: scenario.personality,
     policyModel: settings.policy.model,

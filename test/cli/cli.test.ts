@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { FIXTURE_SCENARIOS, testConfigSet } from '../support/rolloutRig.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
+import { scenarioHash } from '../../src/core/scenarioHash.js';
+import { loadScenarioLibrary } from '../../src/scenarios/library.js';
 import { attune } from './attuneProcess.js';
 
 describe('the attune command', function () {
@@ -198,7 +200,13 @@ describe('the attune command', function () {
       ci: { low: number; high: number };
       intervals: { byGoalType: Record<string, { score: { low: number; high: number }; dialogues: number }> };
       results: { scenarioId: string; repeat: number; seed: number }[];
-      manifest: { attuneVersion: string; promptHash: string; simulator: { model: string }; seeds: { repeats: number } };
+      manifest: {
+        attuneVersion: string;
+        promptHash: string;
+        simulator: { model: string };
+        seeds: { repeats: number };
+        scenarios?: Record<string, string>;
+      };
     };
     assert.equal(report.count, 4);
     assert.equal(report.repeats, 2);
@@ -214,6 +222,9 @@ describe('the attune command', function () {
     assert.equal(report.manifest.seeds.repeats, 2);
     assert.match(report.manifest.promptHash, /^[0-9a-f]{8}$/);
     assert.match(report.manifest.attuneVersion, /^\d+\.\d+\.\d+/);
+    // Each scenario's content, as the dialogues loaded it from the files.
+    const library = loadScenarioLibrary(FIXTURE_SCENARIOS).scenarios;
+    assert.deepEqual(report.manifest.scenarios, Object.fromEntries(library.map((sc) => [sc.id, scenarioHash(sc)])));
     const bad = await attune(['eval', '--scenarios', FIXTURE_SCENARIOS, '--repeats', '0', ...set()]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--repeats "0": a whole number from 1 to 20/);

@@ -8,6 +8,9 @@ import {
 import { evaluationDialogueSeed, planEvaluationDialogues } from '../../src/core/evaluationPlan.js';
 import { simulatorPromptHash } from '../../src/core/prompts/simulatorPromptHash.js';
 import type { RolloutSettings } from '../../src/core/rolloutSettingsSchema.js';
+import { scenarioHash } from '../../src/core/scenarioHash.js';
+import { loadScenarioLibrary } from '../../src/scenarios/library.js';
+import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
 import { stableHash } from '../../src/core/seeds.js';
 
 const endpoint = {
@@ -110,5 +113,22 @@ describe('core: evaluation plan and manifest', () => {
       differing.filter((d) => !isEnvironmentField(d.field)).map((d) => d.field),
       ['attuneVersion', 'seeds.base'],
     );
+  });
+
+  it('a scenario file changed under an id both evaluated is an environment difference; a scenario only one evaluated is not', () => {
+    const seeds = { base: 1, repeats: 1, dialogues: [{ scenarioId: 'a', seed: 5 }] };
+    const a = evaluationManifest(settings, seeds, { a: '0000000a', b: '0000000b' });
+    const edited = evaluationManifest(settings, seeds, { a: 'ffffffff', c: '0000000c' });
+    assert.deepEqual(manifestFieldDifferences(a, edited), [{ field: 'scenarios.a', a: '"0000000a"', b: '"ffffffff"' }]);
+    assert.ok(isEnvironmentField('scenarios.a'));
+    assert.deepEqual(manifestFieldDifferences(a, evaluationManifest(settings, seeds, { a: '0000000a' })), []);
+    assert.equal(evaluationManifest(settings, seeds).scenarios, undefined, 'no hashes, no field');
+  });
+
+  it('hashes a scenario by its content', () => {
+    const scenario = loadScenarioLibrary(FIXTURE_SCENARIOS).scenarios[0]!;
+    assert.match(scenarioHash(scenario), /^[0-9a-f]{8}$/);
+    assert.equal(scenarioHash({ ...scenario }), scenarioHash(scenario));
+    assert.notEqual(scenarioHash({ ...scenario, id: `${scenario.id}x` }), scenarioHash(scenario));
   });
 });
