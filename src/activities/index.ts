@@ -10,6 +10,7 @@ import { analyzeAssistantReply, writeUserMessage } from './simulator.js';
 import { latestPolicyVersion } from '../trainer/trainerClient.js';
 import { createRunBookkeepingActivities } from './runBookkeeping.js';
 import { createOptimizerActivities } from './optimizer.js';
+import { describeServedModel } from './servedModel.js';
 import { createTrackingActivities } from './tracking/trackStep.js';
 
 export const policyActivities = { generatePolicyTurn };
@@ -27,6 +28,7 @@ export function rolloutQueueActivities(store: ArtifactStore) {
     ...createTrackingActivities(store),
     loadScenario,
     latestPolicyVersion,
+    describeServedModel,
   };
 }
 

@@ -2,6 +2,7 @@ import { simulatorPromptHash } from './prompts/simulatorPromptHash.js';
 import type { RolloutSettings } from './rolloutSettingsSchema.js';
 import { stableHash } from './seeds.js';
 import { ATTUNE_VERSION } from './version.js';
+import type { ServedModel } from './servedModel.js';
 
 /**
  * What a reward was measured in: the simulated user (endpoint, model, prompt templates) and the dialogue
@@ -9,7 +10,8 @@ import { ATTUNE_VERSION } from './version.js';
  * manifest and every training step's record carries it.
  */
 export interface RewardEnvironment {
-  simulator: { baseURL: string; model: string };
+  /** `served`: what the endpoint lists under that name (evaluations since it was recorded). */
+  simulator: { baseURL: string; model: string; served?: ServedModel };
   /** Fingerprint of the simulated user's prompt templates (prompts/simulatorPromptHash.ts). */
   promptHash: string;
   protocol: {
@@ -65,13 +67,14 @@ export function evaluationManifest(
   settings: RolloutSettings,
   seeds: { base: number; repeats: number; dialogues: { scenarioId: string; seed: number }[] },
   scenarios: Record<string, string> = {},
+  served?: ServedModel,
 ): EvaluationManifest {
   const dialogues: Record<string, number[]> = {};
   for (const d of seeds.dialogues) dialogues[d.scenarioId] = [...(dialogues[d.scenarioId] ?? []), d.seed];
   const { simulator, promptHash, protocol } = rewardEnvironment(settings);
   return {
     attuneVersion: ATTUNE_VERSION,
-    simulator,
+    simulator: served ? { ...simulator, served } : simulator,
     policy: { baseURL: settings.policy.baseURL, model: settings.policy.model },
     promptHash,
     protocol,
@@ -86,8 +89,11 @@ function flatten(value: unknown, prefix: string, out: Map<string, string>): void
   } else out.set(prefix, JSON.stringify(value));
 }
 
-// The policy is what a comparison compares; per-dialogue seeds follow from the base seed and the scenarios.
-const NOT_PROTOCOL = [/^policy\./, /^seeds\.dialogues\./];
+// The policy is what a comparison compares; per-dialogue seeds follow from the base seed and the
+// scenarios; why a listing was unavailable is not the environment.
+const NOT_PROTOCOL = [/^policy\./, /^seeds\.dialogues\./, /^simulator\.served\.unavailable$/];
+/** Fields compared only where both manifests have them. */
+const ONE_SIDED = [/^scenarios\./, /^simulator\.served\./];
 
 /** A manifest field in which two evaluations differ, with both values (JSON), `absent` where one lacks it. */
 export interface ManifestDifference {
@@ -113,8 +119,9 @@ export function manifestFieldDifferences(a: EvaluationManifest, b: EvaluationMan
   const fb = new Map<string, string>();
   flatten(a, '', fa);
   flatten(b, '', fb);
-  // A scenario only one side evaluated is not a difference in the one both did.
-  const oneSided = (k: string) => /^scenarios\./.test(k) && (!fa.has(k) || !fb.has(k));
+  // A scenario only one side evaluated is not a difference in the one both did, nor is a served
+  // model that one side could not list (or recorded before the listing was).
+  const oneSided = (k: string) => ONE_SIDED.some((re) => re.test(k)) && (!fa.has(k) || !fb.has(k));
   const keys = [...new Set([...fa.keys(), ...fb.keys()])]
     .filter((k) => !NOT_PROTOCOL.some((re) => re.test(k)) && !oneSided(k))
     .sort();

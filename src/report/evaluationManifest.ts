@@ -24,8 +24,15 @@ export function manifestCard(report: EvaluationReport): SafeHtml {
 /** What a reward was measured in, as label and value rows (an evaluation's manifest, a run's steps). */
 export function environmentRows(env: RewardEnvironment): [string, string][] {
   const p = env.protocol;
+  const served = env.simulator.served;
+  const listed: [string, string][] = !served
+    ? []
+    : 'unavailable' in served
+      ? [['Simulator as served', `not listed: ${served.unavailable}`]]
+      : [['Simulator as served', [served.id, served.root, served.ownedBy].filter(Boolean).join(' · ')]];
   return [
     ['Simulator', `${env.simulator.model} at ${env.simulator.baseURL}`],
+    ...listed,
     ['Simulator prompt hash', env.promptHash],
     ['Initial emotion', String(p.initialEmotion)],
     ['Turns', `at most ${p.maxTurns}`],

@@ -1,6 +1,7 @@
 import {
   defineQuery,
   executeChild,
+  patched,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
@@ -23,7 +24,11 @@ import { LIMITS } from '../config/limits.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { boundedFanOut, counted, failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
+import type { ServedModel } from '../core/servedModel.js';
 import { DialogueWaits } from './dialogueWaits.js';
+
+/** Evaluations started after this patch ask the simulator's endpoint what it serves, for their manifest. */
+export const SERVED_SIMULATOR_PATCH = 'manifest-served-simulator';
 
 /** What an evaluation returns to its parent: the headline numbers; the report stays in the artifact store. */
 export type EvaluationSummary = Pick<
@@ -63,6 +68,7 @@ function evaluationReportOf(
   input: EvaluationInput,
   dialogues: readonly PlannedDialogue[],
   results: EvaluationEntry[],
+  served: ServedModel | undefined,
 ): ReturnType<typeof evaluationReportCounts> {
   const repeats = input.repeats ?? 1;
   return evaluationReportCounts({
@@ -91,6 +97,7 @@ function evaluationReportOf(
       Object.fromEntries(
         results.flatMap((r) => (r.status === 'ok' && r.scenarioHash ? [[r.scenarioId, r.scenarioHash]] : [])),
       ),
+      served,
     ),
   });
 }
@@ -113,6 +120,10 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
     ...(input.step !== undefined && input.step !== null ? [{ key: SEARCH_ATTRIBUTES.step, value: input.step }] : []),
   ]);
   const repeats = input.repeats ?? 1;
+  const { baseURL, model, apiKeyEnv } = input.settings.simulator;
+  const served = patched(SERVED_SIMULATOR_PATCH)
+    ? await activities.describeServedModel({ baseURL, model, apiKeyEnv })
+    : undefined;
   const dialogues = planEvaluationDialogues(input.evalId, input.scenarios, input.seed, repeats);
   const progress: EvaluationProgress = { total: dialogues.length, done: 0, failed: 0, inFlight: 0 };
   setHandler(evaluationProgressQuery, () => progress);
@@ -140,7 +151,7 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
       }),
     ),
   );
-  const report = evaluationReportOf(input, dialogues, entriesOf(dialogues, outcomes));
+  const report = evaluationReportOf(input, dialogues, entriesOf(dialogues, outcomes), served);
   const artifact = await activities.saveEvaluation(report);
   upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.meanReward, value: report.score / 100 }]);
   return {

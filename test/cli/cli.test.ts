@@ -203,7 +203,7 @@ describe('the attune command', function () {
       manifest: {
         attuneVersion: string;
         promptHash: string;
-        simulator: { model: string };
+        simulator: { model: string; served?: { unavailable?: string } };
         seeds: { repeats: number };
         scenarios?: Record<string, string>;
       };
@@ -225,6 +225,11 @@ describe('the attune command', function () {
     // Each scenario's content, as the dialogues loaded it from the files.
     const library = loadScenarioLibrary(FIXTURE_SCENARIOS).scenarios;
     assert.deepEqual(report.manifest.scenarios, Object.fromEntries(library.map((sc) => [sc.id, scenarioHash(sc)])));
+    // What the simulator's endpoint lists under the configured name: the fake lists no "fake-simulator".
+    assert.match(
+      report.manifest.simulator.served?.unavailable ?? '',
+      /^"fake-simulator" is not among the \d+ model\(s\) http:\/\/127\.0\.0\.1:\d+\/v1\/models lists$/,
+    );
     const bad = await attune(['eval', '--scenarios', FIXTURE_SCENARIOS, '--repeats', '0', ...set()]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--repeats "0": a whole number from 1 to 20/);

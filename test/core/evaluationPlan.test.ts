@@ -125,6 +125,21 @@ describe('core: evaluation plan and manifest', () => {
     assert.equal(evaluationManifest(settings, seeds).scenarios, undefined, 'no hashes, no field');
   });
 
+  it('a served model that differs where both listed one is an environment difference; an unlisted one is not', () => {
+    const seeds = { base: 1, repeats: 1, dialogues: [{ scenarioId: 'a', seed: 5 }] };
+    const served = (root: string) => ({ id: 's', root, ownedBy: 'vllm' });
+    const a = evaluationManifest(settings, seeds, {}, served('/models/judge-v1'));
+    const b = evaluationManifest(settings, seeds, {}, served('/models/judge-v2'));
+    assert.deepEqual(
+      manifestFieldDifferences(a, b).map((d) => d.field),
+      ['simulator.served.root'],
+    );
+    assert.ok(isEnvironmentField('simulator.served.root'));
+    const unlisted = evaluationManifest(settings, seeds, {}, { unavailable: 'GET …/models answered HTTP 404' });
+    assert.deepEqual(manifestFieldDifferences(a, unlisted), []);
+    assert.deepEqual(manifestFieldDifferences(a, evaluationManifest(settings, seeds)), []);
+  });
+
   it('hashes a scenario by its content', () => {
     const scenario = loadScenarioLibrary(FIXTURE_SCENARIOS).scenarios[0]!;
     assert.match(scenarioHash(scenario), /^[0-9a-f]{8}$/);
