@@ -60,7 +60,14 @@ export function removeNetwork(): void {
   for (const namespace of existingNamespaces()) if (ours.has(namespace)) ip(['netns', 'del', namespace]);
   // The root end of the uplink goes with its peer; a half-made one may remain.
   const links = execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
-  if (new RegExp(`^\\d+: ${ROOT_LINK}[@:]`, 'm').test(links)) ip(['link', 'del', ROOT_LINK]);
+  if (!new RegExp(`^\\d+: ${ROOT_LINK}[@:]`, 'm').test(links)) return;
+  try {
+    ip(['link', 'del', ROOT_LINK]);
+  } catch (error) {
+    // A namespace's removal takes its veth peers down asynchronously: the link may go between the
+    // listing and the delete.
+    if (!/Cannot find device/.test(String(error))) throw error;
+  }
 }
 
 /** Builds the bridge, the root uplink and every host's namespace with its address and `lo` up. */

@@ -44,9 +44,15 @@ export class RunEvidence {
     return { running: status.name === 'RUNNING', applied, pending: pending || 'a workflow task' };
   }
 
-  /** Every retried activity attempt in the run's workflow and all its child workflows (rollouts, evaluations). */
-  async retries(run: string): Promise<{ workflows: number; activities: number; retries: ActivityRetry[] }> {
+  /**
+   * Every retried activity attempt in the run's workflow and all its child workflows (rollouts,
+   * evaluations), and how many activities each worker identity (`pid@host`) ran.
+   */
+  async retries(
+    run: string,
+  ): Promise<{ workflows: number; activities: number; retries: ActivityRetry[]; startedBy: Map<string, number> }> {
     const found: ActivityRetry[] = [];
+    const startedBy = new Map<string, number>();
     let workflows = 0;
     let activities = 0;
     // The training workflow continues as new between steps: each run of the chain, newest first.
@@ -69,6 +75,8 @@ export class RunEvidence {
         } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
           const started = event.activityTaskStartedEventAttributes;
           activities += 1;
+          const identity = started?.identity ?? '?';
+          startedBy.set(identity, (startedBy.get(identity) ?? 0) + 1);
           if (!started || (started.attempt ?? 1) <= 1) continue;
           const failure = started.lastFailure;
           found.push({
@@ -80,7 +88,7 @@ export class RunEvidence {
         }
       }
     }
-    return { workflows, activities, retries: found };
+    return { workflows, activities, retries: found, startedBy };
   }
 
   async close(): Promise<void> {
