@@ -58,26 +58,21 @@ echo "== mocha (ended after $(($(date +%s) - mocha_start)) s)"
 cat test-output/mocha.log
 [ "$(cat test-output/mocha.status 2>/dev/null)" = 0 ] || status=1
 
-mocha_passed=$(count '^ +[0-9]+ passing' test-output/mocha.log)
-mocha_failed=$(count '^ +[0-9]+ failing' test-output/mocha.log)
-py_passed=$(count '[0-9]+ passed' test-output/pytest.log)
-py_failed=$(count '[0-9]+ failed' test-output/pytest.log)
-vllm_passed=$(count '^ +[0-9]+ passing' test-output/vllm.log)
-vllm_failed=$(count '^ +[0-9]+ failing' test-output/vllm.log)
-pg_passed=$(count '^ +[0-9]+ passing' test-output/postgres.log)
-pg_failed=$(count '^ +[0-9]+ failing' test-output/postgres.log)
-mh_passed=$(count '^ +[0-9]+ passing' test-output/multihost.log)
-mh_failed=$(count '^ +[0-9]+ failing' test-output/multihost.log)
-stack_passed=$(count '^ +[0-9]+ passing' test-output/stack.log)
-stack_failed=$(count '^ +[0-9]+ failing' test-output/stack.log)
-
-passed=$(( ${mocha_passed:-0} + ${py_passed:-0} + ${vllm_passed:-0} + ${pg_passed:-0} + ${mh_passed:-0} + ${stack_passed:-0} ))
-failed=$(( ${mocha_failed:-0} + ${py_failed:-0} + ${vllm_failed:-0} + ${pg_failed:-0} + ${mh_failed:-0} + ${stack_failed:-0} ))
-if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi
-# A suite that ran no test (a file mocha could not load, a collection error) is a failure too.
-for suite_count in "mocha:${mocha_passed:-0}" "pytest:${py_passed:-0}" "test:vllm:${vllm_passed:-0}" \
-  "test:postgres:${pg_passed:-0}" "test:multihost:${mh_passed:-0}" "test:stack:${stack_passed:-0}"; do
-  if [ "${suite_count##*:}" -eq 0 ]; then echo "${suite_count%:*} ran no test"; status=1; fi
+# Each suite's counts from its log (pytest says "passed", mocha "passing"); a suite that ran no test
+# (a file mocha could not load, a collection error) fails the run.
+passed=0
+failed=0
+for suite_log in mocha:mocha pytest:pytest test:vllm:vllm test:postgres:postgres test:multihost:multihost \
+  test:stack:stack; do
+  name=${suite_log%:*}
+  log=test-output/${suite_log##*:}.log
+  if [ "$name" = pytest ]; then ok='[0-9]+ passed'; bad='[0-9]+ failed'; else ok='^ +[0-9]+ passing'; bad='^ +[0-9]+ failing'; fi
+  suite_passed=$(count "$ok" "$log")
+  suite_failed=$(count "$bad" "$log")
+  passed=$((passed + ${suite_passed:-0}))
+  failed=$((failed + ${suite_failed:-0}))
+  if [ "${suite_passed:-0}" -eq 0 ]; then echo "$name ran no test"; status=1; fi
 done
+if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi
 echo "tests: ${passed} passed, ${failed} failed"
 exit $status
