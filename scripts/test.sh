@@ -58,8 +58,8 @@ echo "== mocha (ended after $(($(date +%s) - mocha_start)) s)"
 cat test-output/mocha.log
 [ "$(cat test-output/mocha.status 2>/dev/null)" = 0 ] || status=1
 
-# Each suite's counts from its log (pytest says "passed", mocha "passing"); a suite that ran no test
-# (a file mocha could not load, a collection error) fails the run.
+# Each suite's counts from its log (pytest says "passed", mocha "passing"), and the titles of what failed;
+# a suite that ran no test (a file mocha could not load, a collection error) fails the run.
 passed=0
 failed=0
 for suite_log in mocha:mocha pytest:pytest test:vllm:vllm test:postgres:postgres test:multihost:multihost \
@@ -71,6 +71,10 @@ for suite_log in mocha:mocha pytest:pytest test:vllm:vllm test:postgres:postgres
   suite_failed=$(count "$bad" "$log")
   passed=$((passed + ${suite_passed:-0}))
   failed=$((failed + ${suite_failed:-0}))
+  echo "$name: ${suite_passed:-0} passed, ${suite_failed:-0} failed"
+  if [ "${suite_failed:-0}" -gt 0 ]; then # CI shows the end of the output: name what failed here
+    if [ "$name" = pytest ]; then grep -E '^(FAILED|ERROR) ' "$log"; else sed -n '/^ *[0-9]\+ failing/,$p' "$log" | grep -E '^  [0-9]+\) ' -A1; fi
+  fi
   if [ "${suite_passed:-0}" -eq 0 ]; then echo "$name ran no test"; status=1; fi
 done
 if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi

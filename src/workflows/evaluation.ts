@@ -121,12 +121,13 @@ export async function evaluation(input: EvaluationInput): Promise<EvaluationSumm
   ]);
   const repeats = input.repeats ?? 1;
   const { baseURL, model, apiKeyEnv } = input.settings.simulator;
+  const dialogues = planEvaluationDialogues(input.evalId, input.scenarios, input.seed, repeats);
+  const progress: EvaluationProgress = { total: dialogues.length, done: 0, failed: 0, inFlight: 0 };
+  // Before the first await: `attune eval` queries progress from the start, and an unregistered query fails.
+  setHandler(evaluationProgressQuery, () => progress);
   const served = patched(SERVED_SIMULATOR_PATCH)
     ? await activities.describeServedModel({ baseURL, model, apiKeyEnv })
     : undefined;
-  const dialogues = planEvaluationDialogues(input.evalId, input.scenarios, input.seed, repeats);
-  const progress: EvaluationProgress = { total: dialogues.length, done: 0, failed: 0, inFlight: 0 };
-  setHandler(evaluationProgressQuery, () => progress);
   // Dialogues waiting at a failed call are counted here and reported to the training run, if any, whose resume continues them.
   const waits = new DialogueWaits(() => {
     progress.waiting = waits.count;

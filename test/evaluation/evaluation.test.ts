@@ -74,6 +74,23 @@ describe('evaluation workflow', function () {
     );
   });
 
+  it('answers a progress query while it asks the simulator endpoint what it serves, before any dialogue', async () => {
+    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 5 }) } });
+    rig.fake.holdModelList = true;
+    await rig.startWorkers();
+    const input = buildEvaluationInput(rig.config, {
+      scenarios: FIXTURE_SCENARIOS,
+      evalId: `eval-early-${Date.now()}`,
+    });
+    const handle = await startEvaluation(rig.env.client, rig.config, input);
+    await rig.fake.modelListAsked;
+    // `attune eval` follows an evaluation from its start: the query must be answered from the first workflow task.
+    assert.deepEqual(await handle.query(evaluationProgressQuery), { total: 2, done: 0, failed: 0, inFlight: 0 });
+    rig.fake.holdModelList = false;
+    rig.fake.release();
+    assert.equal((await handle.result()).count, 2);
+  });
+
   it('answers a progress query while it runs and after it ends: total, done, failed, in flight', async () => {
     rig = await createRolloutRig({
       behaviour: {

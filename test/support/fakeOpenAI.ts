@@ -109,6 +109,10 @@ export class FakeOpenAIServer {
   private readonly waiters: { role: CallRole; nth: number; resolve: () => void }[] = [];
   private readonly held: ServerResponse[] = [];
   private releaseHeld: (() => void)[] = [];
+  /** While set, `GET /v1/models` waits for `release()`; `modelListAsked` resolves when one arrives. */
+  holdModelList = false;
+  private modelListArrived: (() => void) | undefined;
+  readonly modelListAsked = new Promise<void>((resolve) => (this.modelListArrived = resolve));
   behaviour: FakeBehaviour;
 
   private constructor(
@@ -190,6 +194,11 @@ export class FakeOpenAIServer {
     )
       return;
     if (req.method === 'GET' && req.url === '/v1/models') {
+      this.modelListArrived?.();
+      if (this.holdModelList) {
+        this.held.push(res);
+        await new Promise<void>((resolve) => this.releaseHeld.push(resolve));
+      }
       return this.send(res, 200, {
         object: 'list',
         data: ['fake-model', ...this.lora.names()].map((id) => ({
