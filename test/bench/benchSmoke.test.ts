@@ -8,8 +8,8 @@ import { REPO_ROOT } from '../../src/paths.js';
 /**
  * Each TypeScript benchmark in its smallest form, as its npm script runs it (a child process), its
  * results written to a temporary file: a benchmark that no longer runs, or whose results lose a
- * field, fails here instead of rotting unseen. The Python ones (bench/trainer, bench/gpu) have
- * theirs in trainer/tests/test_bench_*.py.
+ * field, fails here instead of rotting unseen. The Python ones (bench/trainer, bench/gpu and the TRL
+ * peer of bench:learning) have theirs in trainer/tests/test_bench_*.py.
  * The chaos soak (`npm run chaos -- --steps 2 --faults 1 --kinds kill-llm-worker --out FILE`) is not
  * here yet: it has not been seen to pass in this form (its undisturbed run alone took over 4 minutes
  * at a load average of 35 on 2 cores).
