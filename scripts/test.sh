@@ -49,6 +49,8 @@ suite test:vllm vllm.log bash scripts/test-vllm.sh
 suite test:postgres postgres.log bash scripts/test-postgres.sh
 # Attune's hosts as network namespaces (root only): a run across them through host and link faults.
 suite test:multihost multihost.log bash scripts/test-multihost.sh
+# Every benchmark's smallest form (the chaos soak's included): minutes of child processes, off mocha's path.
+suite test:bench bench.log npx mocha --config test/bench/smoke/mocharc.json 'test/bench/smoke/*.test.ts'
 # Attune's images and compose stack on a Docker engine of the suite's own: it installs docker.io and
 # debootstrap when missing and caches its images in ~/.cache/attune.
 suite test:stack stack.log bash scripts/test-stack.sh
@@ -63,7 +65,7 @@ cat test-output/mocha.log
 passed=0
 failed=0
 for suite_log in mocha:mocha pytest:pytest test:vllm:vllm test:postgres:postgres test:multihost:multihost \
-  test:stack:stack; do
+  test:bench:bench test:stack:stack; do
   name=${suite_log%:*}
   log=test-output/${suite_log##*:}.log
   if [ "$name" = pytest ]; then ok='[0-9]+ passed'; bad='[0-9]+ failed'; else ok='^ +[0-9]+ passing'; bad='^ +[0-9]+ failing'; fi
