@@ -319,6 +319,19 @@ describe('the attune command', function () {
     const bad = await attune(['rollout', '--scenario', 'x', '--set', 'rollout.dialogue.maxTurns=zero']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /rollout\.dialogue\.maxTurns/);
+    // The flat key of earlier releases is taken as the new one, with one warning however often it is set.
+    const flat = await attune([
+      'rollout',
+      '--scenario',
+      'x',
+      '--set',
+      'rollout.maxTurns=zero',
+      '--set',
+      'rollout.maxTurns=0',
+    ]);
+    assert.equal(flat.code, 2);
+    assert.equal(flat.stderr.match(/rollout\.maxTurns is deprecated: write rollout\.dialogue\.maxTurns/g)?.length, 1);
+    assert.match(flat.stderr, /rollout\.dialogue\.maxTurns: /);
     const missing = await attune(
       ['rollout', '--scenario', 'no-such-scenario', '--scenarios', FIXTURE_SCENARIOS, ...set()],
       { TEMPORAL_ADDRESS: address },
