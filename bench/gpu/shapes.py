@@ -71,17 +71,23 @@ FLOPS_NOTE = (
 )
 
 
+def _merge(base: dict, over: dict) -> dict:
+    """`over` on top of `base` as the config loader merges: mappings key by key, anything else replaces."""
+    merged = dict(base)
+    for key, value in over.items():
+        below = merged.get(key)
+        merged[key] = (
+            _merge(below, value)
+            if isinstance(value, dict) and isinstance(below, dict)
+            else value
+        )
+    return merged
+
+
 def _read(path: Path) -> dict:
     data = yaml.safe_load(path.read_text())
     base = data.pop("extends", None)
-    if base is None:
-        return data
-    merged = _read(path.parent / base)
-    for key, value in data.items():
-        merged[key] = (
-            {**merged.get(key, {}), **value} if isinstance(value, dict) else value
-        )
-    return merged
+    return data if base is None else _merge(_read(path.parent / base), data)
 
 
 def paper_shape(name: str) -> dict:
@@ -102,7 +108,7 @@ def paper_shape(name: str) -> dict:
         "gradient_checkpointing": bool(hp.get("gradient_checkpointing", False)),
         "completion_tokens": cfg["policy"]["maxTokens"],
         "prompt_tokens": 2048,
-        "turns": training["maxTurns"],
+        "turns": training["dialogue"]["maxTurns"],
     }
 
 

@@ -36,7 +36,7 @@ Usage: npm run bench:learning [-- options]
   --seed N           training.seed: the tiny model's weights and the sampling seeds (default 7)
   --only ALGORITHM   only the grpo or only the ppo runs
   --simulator WHICH  only the runs against the rule-based user (rule) or the local SmolLM2 simulator (local)
-  --turns N          training.maxTurns: assistant turns a dialogue (default 2; 1 is the peer's single-turn task)
+  --turns N          training.dialogue.maxTurns: assistant turns a dialogue (default 2; 1 is the peer's single-turn task)
   --credit LIST      training.credit.mode values, comma-separated (final, turn, mixed; default final): every run
                      once per value, with the first step reaching 90% of the rise and the last three steps' mean
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
@@ -211,7 +211,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
             ]
           : []),
         ...(seed === null ? [] : [`training.seed=${seed}`]),
-        ...(turns === null ? [] : [`training.maxTurns=${turns}`]),
+        ...(turns === null ? [] : [`training.dialogue.maxTurns=${turns}`]),
         ...(plan.staleness === 0 ? [] : [`training.maxStaleness=${plan.staleness}`]),
         ...(plan.credit === 'final' ? [] : [`training.credit.mode=${plan.credit}`]),
       ],

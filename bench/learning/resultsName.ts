@@ -1,6 +1,6 @@
 import { defaultResultsFile } from '../resultsFile.js';
 
-/** training.seed and training.maxTurns of the benchmark's runs when --seed and --turns are not given. */
+/** training.seed and training.dialogue.maxTurns of the benchmark's runs when --seed and --turns are not given. */
 export const DEFAULT_SEED = 7;
 export const DEFAULT_TURNS = 2;
 

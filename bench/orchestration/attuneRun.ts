@@ -76,7 +76,7 @@ export async function runAttune(
         {
           rolloutId: spec.rolloutId,
           scenario: spec.scenario,
-          settings: rolloutSettingsFromConfig(config, { maxTurns }),
+          settings: rolloutSettingsFromConfig(config, { ...config.rollout.dialogue, maxTurns }),
           seed: spec.seed,
         },
       ],

@@ -92,7 +92,7 @@ function loopsMode(): void {
     void (async () => {
       try {
         const config = loadConfig({ env: {}, set: job.configSet });
-        const settings = rolloutSettingsFromConfig(config, { maxTurns: job.maxTurns });
+        const settings = rolloutSettingsFromConfig(config, { ...config.rollout.dialogue, maxTurns: job.maxTurns });
         const store = new FileArtifactStore(join(config.home, 'artifacts', job.kind));
         if (job.kind === 'plain') {
           send({ kind: 'plain-done', id: job.id, result: await runPlain(job.specs, settings, store) });

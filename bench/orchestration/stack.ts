@@ -32,7 +32,7 @@ export function configSetFor(
     // Same concurrency as the loops: one policy or simulator call in flight per dialogue.
     `policy.maxConcurrency=${concurrency}`,
     `simulator.maxConcurrency=${concurrency}`,
-    `rollout.maxTurns=${turns}`,
+    `rollout.dialogue.maxTurns=${turns}`,
   ];
 }
 

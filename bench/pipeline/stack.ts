@@ -15,7 +15,7 @@ export function runSettings(options: Options, steps: number, facade: VllmFacade)
     'training.evalEvery=0',
     `training.scenariosPerStep=${options.scenarios}`,
     `training.samplesPerScenario=${options.samples}`,
-    `training.maxTurns=${options.turns}`,
+    `training.dialogue.maxTurns=${options.turns}`,
     `training.maxInFlight=${options.scenarios * options.samples}`,
     'training.publish.mode=vllm',
     'training.lora.r=8', // vLLM loads LoRA adapters only

@@ -59,7 +59,7 @@ const extra = [
   'training.evalEvery=0',
   `training.scenariosPerStep=${values.scenarios}`,
   `training.samplesPerScenario=${values.samples}`,
-  `training.maxTurns=${values.turns}`,
+  `training.dialogue.maxTurns=${values.turns}`,
   `training.maxInFlight=${values['in-flight']}`,
 ];
 

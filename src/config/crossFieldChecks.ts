@@ -9,14 +9,14 @@ import { ALGORITHM_TRAITS, type Algorithm } from '../core/training/algorithms.js
 type ConfigShape = {
   policy: { maxTokens: number };
   simulator: { maxTokens: number };
-  rollout: { maxTurns: number };
+  rollout: { dialogue: { maxTurns: number } };
   training: {
-    maxTurns: number;
+    dialogue: { maxTurns: number };
     scenariosPerStep: number;
     samplesPerScenario?: number | undefined;
     algorithm: Algorithm;
   };
-  evaluation: { maxTurns: number };
+  evaluation: { dialogue: { maxTurns: number } };
 };
 
 /** The samples per scenario of a run: the config's, else the algorithm's default. */
@@ -30,11 +30,11 @@ export function samplesPerScenarioOf(training: {
 /** Sizes that Temporal could not carry are rejected here, with the limit they would pass. */
 export function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): void {
   const tokens = { policyMaxTokens: config.policy.maxTokens, simulatorMaxTokens: config.simulator.maxTokens };
-  const dialogues = [
-    { turnsKey: 'rollout.maxTurns', maxTurns: config.rollout.maxTurns, path: ['rollout', 'maxTurns'] },
-    { turnsKey: 'training.maxTurns', maxTurns: config.training.maxTurns, path: ['training', 'maxTurns'] },
-    { turnsKey: 'evaluation.maxTurns', maxTurns: config.evaluation.maxTurns, path: ['evaluation', 'maxTurns'] },
-  ];
+  const dialogues = (['rollout', 'training', 'evaluation'] as const).map((section) => ({
+    turnsKey: `${section}.dialogue.maxTurns`,
+    maxTurns: config[section].dialogue.maxTurns,
+    path: [section, 'dialogue', 'maxTurns'],
+  }));
   for (const { path, ...size } of dialogues) {
     const problem = dialogueSizeProblem({ ...size, ...tokens });
     if (problem) ctx.addIssue({ code: 'custom', path, message: problem });

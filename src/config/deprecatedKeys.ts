@@ -9,6 +9,15 @@ export const DEPRECATED_KEYS: readonly { from: string; to: string }[] = [
   { from: 'training.publish', to: 'training.publish.mode' },
   { from: 'training.publishKeep', to: 'training.publish.keep' },
   { from: 'training.publisherWaitMs', to: 'training.publish.publisherWaitMs' },
+  { from: 'rollout.initialEmotion', to: 'rollout.dialogue.initialEmotion' },
+  { from: 'rollout.maxTurns', to: 'rollout.dialogue.maxTurns' },
+  { from: 'rollout.think', to: 'rollout.dialogue.think' },
+  { from: 'evaluation.initialEmotion', to: 'evaluation.dialogue.initialEmotion' },
+  { from: 'evaluation.maxTurns', to: 'evaluation.dialogue.maxTurns' },
+  { from: 'evaluation.think', to: 'evaluation.dialogue.think' },
+  { from: 'training.initialEmotion', to: 'training.dialogue.initialEmotion' },
+  { from: 'training.maxTurns', to: 'training.dialogue.maxTurns' },
+  { from: 'training.think', to: 'training.dialogue.think' },
 ];
 
 function isMapping(value: unknown): boolean {

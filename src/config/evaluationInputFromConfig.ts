@@ -2,7 +2,6 @@ import { resolve } from 'node:path';
 import { nameProblem } from '../core/names.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
 import type { EvaluationInput } from '../core/evaluationInput.js';
-import { dialogueOf } from './dialogueFields.js';
 import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
 import type { AttuneConfig } from './schema.js';
 
@@ -53,7 +52,7 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
     : config;
   const settings = rolloutSettingsFromConfig(
     { ...withPolicy, simulator: { ...withPolicy.simulator, temperature: e.simulatorTemperature } },
-    dialogueOf({ ...e, think: e.think ?? config.rollout.think }),
+    { ...e.dialogue, think: e.dialogue.think ?? config.rollout.dialogue.think },
   );
   const evalId = request.evalId ?? `eval-${new Date().toISOString().replace(/[:.]/g, '-').replace(/Z$/, '')}`;
   return {

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { endpointCallSchema, rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { artifactStoreName } from './artifactsSchema.js';
-import type { DialogueSettings } from './dialogueFields.js';
+import type { DialogueSettings } from './dialogueGroup.js';
 import { LOCAL_LLM_URL, type AttuneConfig } from './schema.js';
 import { LIMITS } from './limits.js';
 import { endpointKeyEnv } from './localLlmEndpoint.js';
@@ -46,10 +46,13 @@ function callFields(endpoint: object, call: z.ZodObject): Record<string, unknown
   );
 }
 
-/** The workflow-facing view of the config: endpoints without secrets, plus the task queue of each. */
+/**
+ * The workflow-facing view of the config: endpoints without secrets, plus the task queue of each.
+ * `dialogue` is a section's dialogue group (default: `rollout.dialogue`), carried as it is.
+ */
 export function rolloutSettingsFromConfig(
   config: AttuneConfig,
-  overrides: Partial<DialogueSettings> & { policyModel?: string } = {},
+  dialogue: DialogueSettings = config.rollout.dialogue,
 ): RolloutSettings {
   const { policy, simulator, rollout } = config;
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
@@ -67,14 +70,11 @@ export function rolloutSettingsFromConfig(
     workflowTaskTimeoutMs:
       rollout.workflowTaskTimeoutMs ??
       (rollout.llmCalls === 'local' ? LIMITS.localCallsWorkflowTaskTimeoutMs : undefined),
-    initialEmotion: overrides.initialEmotion ?? rollout.initialEmotion,
-    maxTurns: overrides.maxTurns ?? rollout.maxTurns,
-    think: overrides.think ?? rollout.think,
+    ...dialogue,
     maxWaitMinutes: rollout.maxWaitMinutes,
     ...(rollout.policySystemPrompt !== undefined ? { policySystemPrompt: rollout.policySystemPrompt } : {}),
     policy: {
       ...callFields(policy, endpointCallSchema),
-      model: overrides.policyModel ?? policy.model,
       apiKeyEnv: policyApiKeyEnv(config),
       taskQueue: queues.policy,
       ...(policyLogprobs(config) ? { logprobs: true } : {}),

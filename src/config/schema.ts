@@ -5,7 +5,6 @@ import { SAGE_INITIAL_EMOTION } from '../core/emotion.js';
 import {
   activityScopes,
   dialogueBounds,
-  dialogueFields,
   dialogueThink,
   maxWaitMinutesSchema,
   endpointCallSchema,
@@ -16,6 +15,7 @@ import {
 } from '../core/rolloutSettingsSchema.js';
 import { replicaSchema } from '../core/training/trainingSettingsSchema.js';
 import { artifactsConfigSchema } from './artifactsSchema.js';
+import { dialogueGroup } from './dialogueGroup.js';
 import { trainingConfigSchema } from './trainingConfigSchema.js';
 import { checkKeptCheckpoints, checkReplicas, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
 
@@ -205,7 +205,10 @@ export const configSchema = z
       ),
     rollout: z
       .strictObject({
-        ...dialogueFields({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8 }),
+        dialogue: dialogueGroup(
+          { initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 8 },
+          'The dialogue `attune rollout` runs (and `evaluation` takes `think` from, unless it sets its own).',
+        ),
         policySystemPrompt: z.string().min(1).optional().describe('Replaces the default policy system prompt.'),
         llmCalls: z
           .enum(llmCallModes)
@@ -227,7 +230,7 @@ export const configSchema = z
         maxWaitMinutes: maxWaitMinutesSchema,
       })
       .prefault({})
-      .describe('One dialogue (`attune rollout`); `training` and `evaluation` set their own dialogue bounds.'),
+      .describe('One dialogue (`attune rollout`); `training` and `evaluation` set their own `dialogue`.'),
     scenarios: z
       .strictObject({
         train: z.string().min(1).default('scenarios/train').describe('Directory of the training scenarios.'),
@@ -238,8 +241,15 @@ export const configSchema = z
     artifacts: artifactsConfigSchema.prefault({}),
     evaluation: z
       .strictObject({
-        ...dialogueFields({ initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 10 }),
-        think: dialogueThink.optional().describe('Think-then-say for the evaluated policy; default: rollout.think.'),
+        dialogue: dialogueGroup(
+          { initialEmotion: SAGE_INITIAL_EMOTION, maxTurns: 10 },
+          "Each evaluation dialogue: SAGE's protocol by default.",
+          {
+            think: dialogueThink
+              .optional()
+              .describe('Think-then-say for the evaluated policy; default: rollout.dialogue.think.'),
+          },
+        ),
         simulatorTemperature: z.number().min(0).max(2).default(0).describe("The simulator's temperature."),
         concurrency: z
           .number()

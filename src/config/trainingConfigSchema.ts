@@ -4,7 +4,7 @@ import { ALGORITHMS } from '../core/training/algorithms.js';
 import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
-import { dialogueFields } from '../core/rolloutSettingsSchema.js';
+import { dialogueGroup } from './dialogueGroup.js';
 import { LIMITS } from './limits.js';
 import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
 
@@ -76,7 +76,10 @@ export const trainingConfigSchema = z
       .describe(
         "Rules over each step's signals (reply length, empty share, repetition, distinct bigrams, malformed share, reward, eval change): `warn` shows in status, the report and the trackers, `pause` waits for the operator (`attune resume` goes on). [] turns them off.",
       ),
-    ...dialogueFields({ initialEmotion: RLVER_TRAINING_INITIAL_EMOTION, maxTurns: 8 }),
+    dialogue: dialogueGroup(
+      { initialEmotion: RLVER_TRAINING_INITIAL_EMOTION, maxTurns: 8 },
+      "The run's dialogues: RLVER's training simulator by default (its evaluations keep `evaluation.dialogue`, with this `think`).",
+    ),
     evalEvery: trainingBounds.evalEvery
       .default(0)
       .describe('Evaluate every k steps with the evaluation workflow (0 = never).'),

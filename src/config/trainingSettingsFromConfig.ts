@@ -4,7 +4,6 @@ import { REPO_ROOT } from '../paths.js';
 import { trainingSettingsSchema, type TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
 import { buildEvaluationInput } from './evaluationInputFromConfig.js';
-import { dialogueOf } from './dialogueFields.js';
 import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
 import { samplesPerScenarioOf } from './crossFieldChecks.js';
 import type { AttuneConfig } from './schema.js';
@@ -36,7 +35,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
   const spread = replicas && replicas.length > 1 ? { replicas: replicas.map((r) => r.baseURL) } : {};
   const configured = rolloutSettingsFromConfig(
     { ...config, policy: { ...config.policy, baseURL: policyBaseURL, model: sampledModel } },
-    dialogueOf(t),
+    t.dialogue,
   );
   const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom, ...spread, ...weightVersion } };
   let evalScenarios: TrainingSettings['evalScenarios'] = [];
@@ -49,7 +48,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     evalScenarios = evalInput.scenarios;
     evalSettings = {
       ...evalInput.settings,
-      think: t.think,
+      think: t.dialogue.think,
       policy: { ...evalInput.settings.policy, ...reloadFrom, ...spread, ...weightVersion },
     };
   }

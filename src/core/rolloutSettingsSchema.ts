@@ -119,14 +119,14 @@ export const simulatorOptionsSchema = z.strictObject({
     .describe('Bound on each text field of the analysis (JSON-schema maxLength); absent = unbounded.'),
 });
 
-/** `think` as a section that falls back to another's declares it (`evaluation.think`: default rollout.think). */
+/** `think` as a section that falls back to another's declares it (`evaluation.dialogue.think`: default rollout.dialogue.think). */
 export const dialogueThink = z.boolean();
 
 /**
  * The settings of one dialogue, declared once with their help text: the rollout workflow's input
- * takes them, and so does each config section that runs dialogues (`rollout`, `training`,
- * `evaluation`), with its own defaults (SAGE's protocol, RLVER's training simulator). A new dialogue
- * setting is one field here.
+ * takes them, and so does the `dialogue` group of each config section that runs dialogues
+ * (`rollout`, `training`, `evaluation`: src/config/dialogueGroup.ts), with its own defaults (SAGE's
+ * protocol, RLVER's training simulator). A new dialogue setting is one field here.
  */
 export function dialogueFields(defaults: { initialEmotion: number; maxTurns: number }) {
   return {

@@ -126,7 +126,7 @@ describe('the attune command', function () {
 
   it('eval --json prints score, success, failure, count and per-scenario results', async () => {
     const result = await attune(
-      ['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.maxTurns=2', ...set()],
+      ['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.dialogue.maxTurns=2', ...set()],
       { TEMPORAL_ADDRESS: address },
     );
     assert.equal(result.code, 0, result.stderr);
@@ -153,7 +153,7 @@ describe('the attune command', function () {
     fake.behaviour = { ...saved, latencyMs: 300 };
     try {
       const result = await attune(
-        ['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.maxTurns=2', ...set()],
+        ['eval', '--scenarios', FIXTURE_SCENARIOS, '--json', '--set', 'evaluation.dialogue.maxTurns=2', ...set()],
         { TEMPORAL_ADDRESS: address },
       );
       assert.equal(result.code, 0, result.stderr);
@@ -187,7 +187,7 @@ describe('the attune command', function () {
         '2',
         '--json',
         '--set',
-        'evaluation.maxTurns=2',
+        'evaluation.dialogue.maxTurns=2',
         ...set(),
       ],
       { TEMPORAL_ADDRESS: address },
@@ -254,9 +254,9 @@ describe('the attune command', function () {
           '--name',
           name,
           '--set',
-          `evaluation.maxTurns=${turns}`,
+          `evaluation.dialogue.maxTurns=${turns}`,
           '--set',
-          `evaluation.initialEmotion=${emotion}`,
+          `evaluation.dialogue.initialEmotion=${emotion}`,
           ...set(),
           ...home,
         ],
@@ -316,9 +316,22 @@ describe('the attune command', function () {
   });
 
   it('rejects a wrong config naming the key, and an unknown scenario naming the directory', async () => {
-    const bad = await attune(['rollout', '--scenario', 'x', '--set', 'rollout.maxTurns=zero']);
+    const bad = await attune(['rollout', '--scenario', 'x', '--set', 'rollout.dialogue.maxTurns=zero']);
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /rollout\.maxTurns/);
+    assert.match(bad.stderr, /rollout\.dialogue\.maxTurns/);
+    // The flat key of earlier releases is taken as the new one, with one warning however often it is set.
+    const flat = await attune([
+      'rollout',
+      '--scenario',
+      'x',
+      '--set',
+      'rollout.maxTurns=zero',
+      '--set',
+      'rollout.maxTurns=0',
+    ]);
+    assert.equal(flat.code, 2);
+    assert.equal(flat.stderr.match(/rollout\.maxTurns is deprecated: write rollout\.dialogue\.maxTurns/g)?.length, 1);
+    assert.match(flat.stderr, /rollout\.dialogue\.maxTurns: /);
     const missing = await attune(
       ['rollout', '--scenario', 'no-such-scenario', '--scenarios', FIXTURE_SCENARIOS, ...set()],
       { TEMPORAL_ADDRESS: address },

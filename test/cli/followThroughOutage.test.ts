@@ -92,7 +92,7 @@ describe('train and eval keep following their workflow through a Temporal fronte
         FIXTURE_SCENARIOS,
         '--json',
         '--set',
-        'evaluation.maxTurns=2',
+        'evaluation.dialogue.maxTurns=2',
       ].concat(evalSet.flatMap((s) => ['--set', s])),
       env,
     );

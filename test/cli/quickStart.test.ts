@@ -84,8 +84,8 @@ describe('the quick start as shipped: configs/tiny.yaml, guardrails included, th
       const config = loadConfig({ file: QUICK_START, env: {} });
       assert.deepEqual(r.environment?.simulator, { baseURL: fake.url, model: 'fake-simulator' }, `step ${r.step}`);
       assert.equal(r.environment?.promptHash, simulatorPromptHash(), `step ${r.step}`);
-      assert.equal(r.environment?.protocol.maxTurns, config.training.maxTurns, `step ${r.step}`);
-      assert.equal(r.environment?.protocol.initialEmotion, config.training.initialEmotion, `step ${r.step}`);
+      assert.equal(r.environment?.protocol.maxTurns, config.training.dialogue.maxTurns, `step ${r.step}`);
+      assert.equal(r.environment?.protocol.initialEmotion, config.training.dialogue.initialEmotion, `step ${r.step}`);
     }
 
     // The guardrails were checked on the run's steps: the check's patch marker is in its history.

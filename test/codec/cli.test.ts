@@ -47,7 +47,14 @@ describe('the attune command with ATTUNE_CODEC_KEYS_FILE', function () {
     const env = { TEMPORAL_ADDRESS: address, ATTUNE_CODEC_KEYS_FILE: keys };
     const name = `codec-cli-eval-${Date.now()}`;
     const evaluated = await attune(
-      ['eval', '--scenarios', FIXTURE_SCENARIOS, '--name', name, ...set(['evaluation.maxTurns=2', `home=${home}`])],
+      [
+        'eval',
+        '--scenarios',
+        FIXTURE_SCENARIOS,
+        '--name',
+        name,
+        ...set(['evaluation.dialogue.maxTurns=2', `home=${home}`]),
+      ],
       env,
     );
     assert.equal(evaluated.code, 0, evaluated.stderr);

@@ -113,7 +113,7 @@ describe('encrypted payloads (real dev server)', function () {
     rig = await createRolloutRig({
       dataConverter: converterWith(['k1']),
       behaviour: { analysis: () => ({ emotionChange: 5 }) },
-      set: ['evaluation.maxTurns=2'],
+      set: ['evaluation.dialogue.maxTurns=2'],
     });
     await rig.startWorkers();
     const input = buildEvaluationInput(rig.config, {
@@ -131,7 +131,7 @@ describe('encrypted payloads (real dev server)', function () {
     rig = await createRolloutRig({
       dataConverter: converterWith(['k1']),
       behaviour: { analysis: () => ({ emotionChange: 5 }) },
-      set: ['evaluation.maxTurns=2'],
+      set: ['evaluation.dialogue.maxTurns=2'],
     });
     await rig.startWorkers();
     const name = `codec-nightly-${Date.now()}`;

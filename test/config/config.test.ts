@@ -16,7 +16,7 @@ function yamlFile(text: string): string {
 describe('configuration', () => {
   it('has working defaults (local endpoints, SAGE initial emotion)', () => {
     const config = loadConfig({ env: {} });
-    assert.equal(config.rollout.initialEmotion, 40);
+    assert.equal(config.rollout.dialogue.initialEmotion, 40);
     assert.equal(config.simulator.temperature, 0);
     assert.match(config.policy.baseURL, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
     assert.equal(config.temporal.address, undefined);
@@ -102,7 +102,9 @@ describe('configuration', () => {
   });
 
   it('layers file < environment < --set', () => {
-    const file = yamlFile('policy:\n  baseURL: http://file:1/v1\n  model: from-file\nrollout:\n  maxTurns: 5\n');
+    const file = yamlFile(
+      'policy:\n  baseURL: http://file:1/v1\n  model: from-file\nrollout:\n  dialogue:\n    maxTurns: 5\n',
+    );
     const config = loadConfig({
       file,
       env: {
@@ -111,15 +113,15 @@ describe('configuration', () => {
         TEMPORAL_ADDRESS: 'temporal:7233',
         ATTUNE_HOME: '/tmp/h',
       },
-      set: ['rollout.maxTurns=3', 'rollout.think=true'],
+      set: ['rollout.dialogue.maxTurns=3', 'rollout.dialogue.think=true'],
     });
     assert.equal(config.policy.baseURL, 'http://file:1/v1');
     assert.equal(config.policy.model, 'from-env');
     assert.equal(config.simulator.baseURL, 'http://sim:2/v1');
     assert.equal(config.temporal.address, 'temporal:7233');
     assert.equal(config.home, '/tmp/h');
-    assert.equal(config.rollout.maxTurns, 3);
-    assert.equal(config.rollout.think, true);
+    assert.equal(config.rollout.dialogue.maxTurns, 3);
+    assert.equal(config.rollout.dialogue.think, true);
   });
   it('rejects unknown keys naming the file and the key', () => {
     const file = yamlFile('policy:\n  baseURL: http://x:1/v1\n  modle: typo\n');
@@ -134,7 +136,10 @@ describe('configuration', () => {
     );
   });
   it('rejects bad values naming the key', () => {
-    assert.throws(() => loadConfig({ env: {}, set: ['rollout.initialEmotion=140'] }), /rollout\.initialEmotion/);
+    assert.throws(
+      () => loadConfig({ env: {}, set: ['rollout.dialogue.initialEmotion=140'] }),
+      /rollout\.dialogue\.initialEmotion/,
+    );
     assert.throws(() => loadConfig({ env: { POLICY_BASE_URL: 'not a url' } }), /policy\.baseURL/);
     assert.throws(() => loadConfig({ env: {}, set: ['nonsense'] }), /expected key=value/);
     assert.throws(() => loadConfig({ file: '/nonexistent/attune.yaml', env: {} }), /no such config file/);
@@ -153,7 +158,7 @@ describe('configuration', () => {
     }
   });
   it('rejects a __proto__ key as unknown instead of reading the keys below it', () => {
-    const file = yamlFile('__proto__:\n  rollout:\n    maxTurns: 3\n');
+    const file = yamlFile('__proto__:\n  rollout:\n    dialogue:\n      maxTurns: 3\n');
     assert.throws(() => loadConfig({ file, env: {} }), /__proto__: unknown key/);
     assert.throws(
       () => loadConfig({ file: yamlFile('training:\n  seed: 0\n__proto__: ""\n'), env: {} }),
@@ -162,8 +167,8 @@ describe('configuration', () => {
   });
   it('reads !!set, !!omap and !!pairs as the plain mapping or list they are written as, not as an empty section', () => {
     assert.throws(() => loadConfig({ file: yamlFile('policy: !!omap [model: 1]\n'), env: {} }), /policy: /);
-    assert.throws(() => loadConfig({ file: yamlFile('rollout: !!set {think}\n'), env: {} }), /rollout\.think: /);
-    assert.throws(() => loadConfig({ env: {}, set: ['rollout=!!set {think}'] }), /rollout\.think: /);
+    assert.throws(() => loadConfig({ file: yamlFile('rollout: !!set {llmCalls}\n'), env: {} }), /rollout\.llmCalls: /);
+    assert.throws(() => loadConfig({ env: {}, set: ['rollout=!!set {llmCalls}'] }), /rollout\.llmCalls: /);
   });
   it('passes rollout.activityPer to the workflows (call by default), with the turns queue', () => {
     assert.throws(() => loadConfig({ env: {}, set: ['rollout.activityPer=dialogue'] }), /rollout\.activityPer/);

@@ -1,11 +1,33 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { stringify as yamlOf } from 'yaml';
+import { buildEvaluationInput } from '../../src/config/evaluationInputFromConfig.js';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
 import { trainingSettingsFromConfig } from '../../src/config/trainingSettingsFromConfig.js';
 import { configFolder, FLAT_CREDIT_YAML, NESTED_CREDIT_YAML } from '../support/flatCreditConfig.js';
 import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
 
 const SCENARIOS = [`scenarios.train=${FIXTURE_SCENARIOS}`, `scenarios.eval=${FIXTURE_SCENARIOS}`];
+
+/**
+ * The dialogue keys of each section, written flat as earlier releases did and as the `dialogue` group
+ * they became; every value off its default, and evaluation's think off rollout's, so each key counts.
+ */
+const DIALOGUE_VALUES = {
+  rollout: { initialEmotion: 41, maxTurns: 3, think: true },
+  evaluation: { initialEmotion: 45, maxTurns: 5, think: false },
+  training: { initialEmotion: 25, maxTurns: 4, think: true },
+};
+const FLAT_DIALOGUE_YAML = yamlOf({ ...DIALOGUE_VALUES, training: { ...DIALOGUE_VALUES.training, evalEvery: 1 } });
+const NESTED_DIALOGUE_YAML = yamlOf({
+  rollout: { dialogue: DIALOGUE_VALUES.rollout },
+  evaluation: { dialogue: DIALOGUE_VALUES.evaluation },
+  training: { dialogue: DIALOGUE_VALUES.training, evalEvery: 1 },
+});
+const FLAT_DIALOGUE_WARNINGS = Object.entries(DIALOGUE_VALUES).flatMap(([section, values]) =>
+  Object.keys(values).map((key) => `${section}.${key} is deprecated: write ${section}.dialogue.${key}`),
+);
 
 function load(file: string, set: string[] = []) {
   const warnings: string[] = [];
@@ -76,5 +98,53 @@ describe('config: the flat keys of earlier releases still load, with a warning n
         error instanceof ConfigError &&
         /both\.yaml: training\.turnDiscount and training\.credit\.turnDiscount are both set/.test(error.message),
     );
+  });
+
+  describe('the flat dialogue keys of rollout, evaluation and training', () => {
+    const files = configFolder({
+      'flat.yaml': FLAT_DIALOGUE_YAML,
+      'nested.yaml': NESTED_DIALOGUE_YAML,
+      'flat-on-flat.yaml': `extends: flat.yaml\n${FLAT_DIALOGUE_YAML}`,
+      'both.yaml': 'evaluation:\n  maxTurns: 5\n  dialogue:\n    maxTurns: 6\n',
+    });
+
+    it('give the same config, rollout, evaluation and training inputs as the dialogue groups, warning once per key', () => {
+      const flat = load(join(files, 'flat.yaml'));
+      const nested = load(join(files, 'nested.yaml'));
+      assert.deepEqual(flat.config.rollout.dialogue, DIALOGUE_VALUES.rollout);
+      assert.deepEqual(flat.config.evaluation.dialogue, DIALOGUE_VALUES.evaluation);
+      assert.deepEqual(flat.config.training.dialogue, DIALOGUE_VALUES.training);
+      assert.deepEqual(flat.config, nested.config);
+      assert.deepEqual(rolloutSettingsFromConfig(flat.config), rolloutSettingsFromConfig(nested.config));
+      const evaluation = { split: 'eval', evalId: 'e' } as const;
+      assert.deepEqual(buildEvaluationInput(flat.config, evaluation), buildEvaluationInput(nested.config, evaluation));
+      assert.deepEqual(trainingSettingsFromConfig(flat.config, 'r'), trainingSettingsFromConfig(nested.config, 'r'));
+      assert.deepEqual(flat.warnings, FLAT_DIALOGUE_WARNINGS);
+      assert.deepEqual(nested.warnings, [], 'the nested form warns of nothing');
+    });
+
+    it('--set takes them flat (rollout.maxTurns=3) and nested, warning once per key across a file, its base and --set', () => {
+      const flatSet = load(
+        join(files, 'nested.yaml'),
+        Object.entries(DIALOGUE_VALUES).flatMap(([section, values]) =>
+          Object.keys(values).map((key) => `${section}.${key}=${key === 'think' ? 'false' : '7'}`),
+        ),
+      );
+      for (const section of ['rollout', 'evaluation', 'training'] as const)
+        assert.deepEqual(flatSet.config[section].dialogue, { initialEmotion: 7, maxTurns: 7, think: false }, section);
+      assert.deepEqual(flatSet.warnings, FLAT_DIALOGUE_WARNINGS);
+      const twice = load(join(files, 'flat-on-flat.yaml'), ['rollout.maxTurns=2', 'rollout.dialogue.think=false']);
+      assert.deepEqual(twice.config.rollout.dialogue, { initialEmotion: 41, maxTurns: 2, think: false });
+      assert.deepEqual(twice.warnings, FLAT_DIALOGUE_WARNINGS);
+    });
+
+    it('a file setting evaluation.maxTurns and evaluation.dialogue.maxTurns is an error naming both', () => {
+      assert.throws(
+        () => load(join(files, 'both.yaml')),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          /both\.yaml: evaluation\.maxTurns and evaluation\.dialogue\.maxTurns are both set/.test(error.message),
+      );
+    });
   });
 });

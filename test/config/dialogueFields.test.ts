@@ -20,15 +20,15 @@ describe('config: the dialogue settings, declared once, reach the dialogues of e
       env: {},
       set: [
         ...SCENARIOS,
-        'rollout.initialEmotion=41',
-        'rollout.maxTurns=3',
-        'rollout.think=false',
-        'training.initialEmotion=25',
-        'training.maxTurns=4',
-        'training.think=true',
+        'rollout.dialogue.initialEmotion=41',
+        'rollout.dialogue.maxTurns=3',
+        'rollout.dialogue.think=false',
+        'training.dialogue.initialEmotion=25',
+        'training.dialogue.maxTurns=4',
+        'training.dialogue.think=true',
         'training.evalEvery=1',
-        'evaluation.initialEmotion=45',
-        'evaluation.maxTurns=5',
+        'evaluation.dialogue.initialEmotion=45',
+        'evaluation.dialogue.maxTurns=5',
       ],
     });
     assert.deepEqual(dialogueKeysOf(rolloutSettingsFromConfig(config)), {
@@ -40,7 +40,7 @@ describe('config: the dialogue settings, declared once, reach the dialogues of e
     assert.deepEqual(dialogueKeysOf(training.rollout), { initialEmotion: 25, maxTurns: 4, think: true });
     // A run's evaluations keep the evaluation protocol, with the run's think.
     assert.deepEqual(dialogueKeysOf(training.evalSettings!), { initialEmotion: 45, maxTurns: 5, think: true });
-    // An evaluation outside a run takes rollout.think unless evaluation.think is set.
+    // An evaluation outside a run takes rollout.dialogue.think unless evaluation.dialogue.think is set.
     assert.deepEqual(dialogueKeysOf(buildEvaluationInput(config, { split: 'eval' }).settings), {
       initialEmotion: 45,
       maxTurns: 5,

@@ -58,29 +58,30 @@ describe('config files that extend others', () => {
 
   it('resolves each extends relative to the file that names it, through several files', () => {
     const dir = configFolder({
-      'presets/run.yaml': 'extends: ../shared/middle.yaml\nrollout:\n  maxTurns: 3\n',
+      'presets/run.yaml': 'extends: ../shared/middle.yaml\nrollout:\n  dialogue:\n    maxTurns: 3\n',
       'shared/middle.yaml': 'extends: root.yaml\npolicy:\n  model: middle\n',
-      'shared/root.yaml': 'policy:\n  model: root\n  maxTokens: 64\nrollout:\n  maxTurns: 9\n  think: true\n',
+      'shared/root.yaml':
+        'policy:\n  model: root\n  maxTokens: 64\nrollout:\n  dialogue:\n    maxTurns: 9\n    think: true\n',
     });
     const config = loadConfig({ file: join(dir, 'presets/run.yaml'), env: {} });
     assert.deepEqual(
-      [config.policy.model, config.policy.maxTokens, config.rollout.maxTurns, config.rollout.think],
+      [config.policy.model, config.policy.maxTokens, config.rollout.dialogue.maxTurns, config.rollout.dialogue.think],
       ['middle', 64, 3, true],
     );
   });
 
   it('environment and --set still override keys from a base file', () => {
     const dir = configFolder({
-      'base.yaml': 'policy:\n  model: base\nrollout:\n  maxTurns: 9\n',
+      'base.yaml': 'policy:\n  model: base\nrollout:\n  dialogue:\n    maxTurns: 9\n',
       'run.yaml': 'extends: base.yaml\n',
     });
     const config = loadConfig({
       file: join(dir, 'run.yaml'),
       env: { POLICY_MODEL: 'env' },
-      set: ['rollout.maxTurns=2'],
+      set: ['rollout.dialogue.maxTurns=2'],
     });
     assert.equal(config.policy.model, 'env');
-    assert.equal(config.rollout.maxTurns, 2);
+    assert.equal(config.rollout.dialogue.maxTurns, 2);
   });
 
   it('rejects a cycle, naming the files', () => {
@@ -115,7 +116,7 @@ describe('config files that extend others', () => {
 
   it('validates the merged keys, naming the file given and the base file a bad key came from', () => {
     const dir = configFolder({
-      'base.yaml': 'policy:\n  modle: typo\nrollout:\n  maxTurns: 500\n',
+      'base.yaml': 'policy:\n  modle: typo\nrollout:\n  dialogue:\n    maxTurns: 500\n',
       'run.yaml': 'extends: base.yaml\nsimulator:\n  temprature: 0\n',
     });
     const run = join(dir, 'run.yaml');
@@ -124,23 +125,25 @@ describe('config files that extend others', () => {
     assert.equal(lines[0], `${run}: invalid configuration`);
     assert.ok(lines.includes(`  - policy.modle: unknown key (in ${join(dir, 'base.yaml')})`), error.message);
     assert.ok(
-      lines.some((l) => l.startsWith('  - rollout.maxTurns: ') && l.endsWith(`(in ${join(dir, 'base.yaml')})`)),
+      lines.some(
+        (l) => l.startsWith('  - rollout.dialogue.maxTurns: ') && l.endsWith(`(in ${join(dir, 'base.yaml')})`),
+      ),
     );
     assert.ok(lines.includes('  - simulator.temprature: unknown key'), error.message);
   });
 
   it('a key set in the file given, the environment or --set is not blamed on the base file', () => {
     const dir = configFolder({
-      'base.yaml': 'policy:\n  baseURL: http://base:1/v1\nrollout:\n  maxTurns: 5\n',
-      'run.yaml': 'extends: base.yaml\nrollout:\n  maxTurns: 500\n',
+      'base.yaml': 'policy:\n  baseURL: http://base:1/v1\nrollout:\n  dialogue:\n    maxTurns: 5\n',
+      'run.yaml': 'extends: base.yaml\nrollout:\n  dialogue:\n    maxTurns: 500\n',
       'plain.yaml': 'extends: base.yaml\n',
     });
     const fromFile = configErrorOf(() => loadConfig({ file: join(dir, 'run.yaml'), env: {} }));
-    assert.match(fromFile.message, /rollout\.maxTurns: /);
+    assert.match(fromFile.message, /rollout\.dialogue\.maxTurns: /);
     const fromSet = configErrorOf(() =>
-      loadConfig({ file: join(dir, 'plain.yaml'), env: {}, set: ['rollout.maxTurns=500'] }),
+      loadConfig({ file: join(dir, 'plain.yaml'), env: {}, set: ['rollout.dialogue.maxTurns=500'] }),
     );
-    assert.match(fromSet.message, /rollout\.maxTurns: /);
+    assert.match(fromSet.message, /rollout\.dialogue\.maxTurns: /);
     const fromEnv = configErrorOf(() =>
       loadConfig({ file: join(dir, 'plain.yaml'), env: { POLICY_BASE_URL: 'not a url' } }),
     );

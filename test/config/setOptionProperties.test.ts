@@ -17,7 +17,7 @@ const validSets: Record<string, fc.Arbitrary<unknown>> = {
   'policy.retry.maximumAttempts': fc.integer({ min: 0, max: 2 ** 40 }),
   'simulator.temperature': fc.double({ min: 0, max: 2, noNaN: true }),
   'simulator.analysisMaxChars': fc.integer({ min: 1, max: 1e9 }),
-  'rollout.think': fc.boolean(),
+  'rollout.dialogue.think': fc.boolean(),
   'rollout.workflowTaskTimeoutMs': fc.integer({ min: 1000, max: 120_000 }),
   'evaluation.concurrency': fc.integer({ min: 1, max: 500 }),
   'training.algorithm': fc.constantFrom('grpo', 'ppo'),

@@ -23,18 +23,21 @@ describe("config: sizes inside Temporal's limits", () => {
 
   it('accepts transcripts past the 2 MB payload limit: they are written in parts', () => {
     assert.ok(transcriptBytesEstimate(30, 2048, 400) > 2 * 1024 * 1024);
-    loadConfig({ env: {}, set: ['training.maxTurns=30', 'policy.maxTokens=2048'] });
+    loadConfig({ env: {}, set: ['training.dialogue.maxTurns=30', 'policy.maxTokens=2048'] });
   });
 
   it('rejects dialogues whose rollout history could pass 50 MB, or whose one turn could pass a payload, naming the turns key', () => {
     assert.match(
-      rejection(['rollout.maxTurns=50', 'policy.maxTokens=4096']),
-      /rollout\.maxTurns=50 with policy\.maxTokens=4096 and simulator\.maxTokens=400: a rollout's history could reach .* MB, over Temporal's 50 MB history size limit/,
+      rejection(['rollout.dialogue.maxTurns=50', 'policy.maxTokens=4096']),
+      /rollout\.dialogue\.maxTurns=50 with policy\.maxTokens=4096 and simulator\.maxTokens=400: a rollout's history could reach .* MB, over Temporal's 50 MB history size limit/,
     );
-    assert.match(rejection(['evaluation.maxTurns=60', 'simulator.maxTokens=2000']), /evaluation\.maxTurns=60/);
     assert.match(
-      rejection(['training.maxTurns=10', 'policy.maxTokens=32000', 'simulator.maxTokens=8000']),
-      /training\.maxTurns=10 .*: one turn could reach 2\.7 MB, over the 1\.5 MB a turn may take of Temporal's 2 MB payload limit/,
+      rejection(['evaluation.dialogue.maxTurns=60', 'simulator.maxTokens=2000']),
+      /evaluation\.dialogue\.maxTurns=60/,
+    );
+    assert.match(
+      rejection(['training.dialogue.maxTurns=10', 'policy.maxTokens=32000', 'simulator.maxTokens=8000']),
+      /training\.dialogue\.maxTurns=10 .*: one turn could reach 2\.7 MB, over the 1\.5 MB a turn may take of Temporal's 2 MB payload limit/,
     );
     // The transcript grows with the square of the turns (each turn's prompt holds the dialogue so far);
     // one turn's record grows linearly, plus the sampled tokens' ids and log-probabilities.

@@ -20,7 +20,7 @@ describe('nightly evaluation schedules (real dev server)', function () {
 
   it("creates, triggers (evaluating the run's latest version), pauses and deletes a schedule", async () => {
     trainer = await fakeTrainerRuns(3);
-    rig = await createRolloutRig({ set: [`trainer.url=${trainer.url}`, 'evaluation.maxTurns=2'] });
+    rig = await createRolloutRig({ set: [`trainer.url=${trainer.url}`, 'evaluation.dialogue.maxTurns=2'] });
     // Versions are sampled from the fake OpenAI server, as they would be from vLLM with LoRA adapters.
     const config = { ...rig.config, trainer: { ...rig.config.trainer, policyBaseURL: rig.fake.url } };
     await rig.startWorkers();

@@ -23,7 +23,7 @@ describe('nightly evaluation schedule on the Temporal cluster on PostgreSQL', fu
     const fake = await fakeTrainerRuns(2);
     trainer = fake.server;
     const trainerUrl = fake.url;
-    rig = await createRolloutRig({ set: [`trainer.url=${trainerUrl}`, 'evaluation.maxTurns=2'] });
+    rig = await createRolloutRig({ set: [`trainer.url=${trainerUrl}`, 'evaluation.dialogue.maxTurns=2'] });
     const config = { ...rig.config, trainer: { ...rig.config.trainer, policyBaseURL: rig.fake.url } };
     await rig.startWorkers();
     const name = `pg-nightly-${Date.now()}`;

@@ -11,8 +11,8 @@ export function learningSet(algorithm: 'grpo' | 'ppo', steps: number): string[] 
     ...TINY_TRAINING(algorithm, steps),
     // Eight dialogues a step either way: GRPO compares four samples of each of two scenarios.
     algorithm === 'grpo' ? 'training.samplesPerScenario=4' : 'training.scenariosPerStep=8',
-    'training.maxTurns=2',
-    `training.initialEmotion=${LEARNING_INITIAL_EMOTION}`,
+    'training.dialogue.maxTurns=2',
+    `training.dialogue.initialEmotion=${LEARNING_INITIAL_EMOTION}`,
     'training.hyperparameters.learning_rate=0.02',
     'policy.maxTokens=16',
     'simulator.model=rule-based-user',

@@ -49,7 +49,7 @@ export const TINY_TRAINING = (algorithm: 'grpo' | 'ppo', steps = 3) => [
   `training.steps=${steps}`,
   'training.scenariosPerStep=2',
   `training.samplesPerScenario=${algorithm === 'grpo' ? 2 : 1}`,
-  'training.maxTurns=2',
+  'training.dialogue.maxTurns=2',
   'training.seed=7',
   'training.baseModel=tiny-random',
   'training.hyperparameters.learning_rate=0.001',

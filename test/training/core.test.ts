@@ -152,10 +152,10 @@ describe('shipped config presets', () => {
           32,
           'paper: 32 dialogues per step',
         );
-        assert.equal(config.training.maxTurns, 8);
+        assert.equal(config.training.dialogue.maxTurns, 8);
         assert.equal(config.training.hyperparameters.clip_ratio, 0.2);
         assert.equal(config.training.hyperparameters.kl_coef, 0);
-        assert.equal(config.training.think, file.includes('-think'));
+        assert.equal(config.training.dialogue.think, file.includes('-think'));
       }
     });
   }

@@ -12,7 +12,7 @@ import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/t
 
 const STEPS = 2;
 /** GRPO at temperature 1 (TINY_TRAINING's), 4 dialogues a step of 4 turns, few and quick simulator retries. */
-const SET = [...TINY_TRAINING('grpo', STEPS), 'training.maxTurns=4', 'simulator.retry.maximumAttempts=2'];
+const SET = [...TINY_TRAINING('grpo', STEPS), 'training.dialogue.maxTurns=4', 'simulator.retry.maximumAttempts=2'];
 const DIALOGUES = 4;
 
 type Essentials = ReturnType<typeof essentials>;

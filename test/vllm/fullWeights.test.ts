@@ -86,7 +86,7 @@ describe('training.publish.mode: vllm with full fine-tuning against a real vLLM 
       set: [
         ...TINY_TRAINING('grpo', 3),
         'training.scenariosPerStep=1',
-        'training.maxTurns=1',
+        'training.dialogue.maxTurns=1',
         'training.baseModel=smollm2-135m',
         'training.publish.mode=vllm',
         'training.hyperparameters.max_length=512',

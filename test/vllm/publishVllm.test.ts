@@ -104,7 +104,7 @@ describe('training.publish.mode: vllm against a real vLLM (SmolLM2-135M on CPU, 
   const SET = [
     ...TINY_TRAINING('grpo', 3),
     'training.scenariosPerStep=1',
-    'training.maxTurns=1',
+    'training.dialogue.maxTurns=1',
     'training.baseModel=smollm2-135m',
     'training.publish.mode=vllm',
     'training.lora.r=8',

@@ -70,7 +70,7 @@ function demoSizes(values: ReturnType<typeof parseCommand<typeof DEMO_FLAGS>>['v
   if (steps !== undefined) sizes.push(`training.steps=${steps}`);
   if (perStep !== undefined) sizes.push(`training.scenariosPerStep=${perStep}`);
   if (samples !== undefined) sizes.push(`training.samplesPerScenario=${samples}`);
-  if (turns !== undefined) sizes.push(`training.maxTurns=${turns}`, `evaluation.maxTurns=${turns}`);
+  if (turns !== undefined) sizes.push(`training.dialogue.maxTurns=${turns}`, `evaluation.dialogue.maxTurns=${turns}`);
   if (evalCount < 1) throw new UsageError('--eval-scenarios must be at least 1');
   return { sizes, evalCount };
 }
@@ -93,7 +93,7 @@ function announce({ ctx: { config }, temporal, runName }: DemoRun): void {
     `  policy ${config.training.baseModel} trained by the trainer at ${config.trainer.url}; simulator ${config.simulator.model} at ${config.simulator.baseURL}`,
   );
   say(
-    `  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.maxTurns} turns`,
+    `  ${config.training.steps} GRPO step(s) x ${config.training.scenariosPerStep} scenario(s) x ${config.training.samplesPerScenario ?? 4} sample(s), ${config.training.dialogue.maxTurns} turns`,
   );
 }
 

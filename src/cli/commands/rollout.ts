@@ -17,8 +17,12 @@ export const ROLLOUT_FLAGS = {
     help: "scenario directory (default: the config's train and eval splits)",
   },
   seed: { type: 'string', value: 'N', help: 'rollout seed (default: derived from the time)' },
-  'max-turns': { type: 'string', value: 'N', help: 'turn limit (default: rollout.maxTurns)' },
-  'initial-emotion': { type: 'string', value: 'N', help: 'starting emotion (default: rollout.initialEmotion)' },
+  'max-turns': { type: 'string', value: 'N', help: 'turn limit (default: rollout.dialogue.maxTurns)' },
+  'initial-emotion': {
+    type: 'string',
+    value: 'N',
+    help: 'starting emotion (default: rollout.dialogue.initialEmotion)',
+  },
   think: { type: 'boolean', help: 'think-then-say mode' },
   json: { type: 'boolean', help: 'print the summary as one JSON object' },
   ...CONFIG_FLAGS,
@@ -52,6 +56,7 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
   const initialEmotion = intOption(values['initial-emotion'], 'initial-emotion');
   const seed = intOption(values.seed, 'seed') ?? Date.now() % 1_000_000_007;
   const settings = rolloutSettingsFromConfig(config, {
+    ...config.rollout.dialogue,
     ...(maxTurns !== undefined ? { maxTurns } : {}),
     ...(initialEmotion !== undefined ? { initialEmotion } : {}),
     ...(values.think ? { think: true } : {}),
