@@ -5,6 +5,7 @@ import { sampledTokensOf, type SampledTokens } from '../core/sampledTokens.js';
 import type { ChatMessage, TokenUsage } from '../core/transcript.js';
 import { recordLlmCall } from './attuneMetrics.js';
 import { withTokenBudget } from './tokenRateLimits.js';
+import { ownDeadlineDispatcher } from '../http/ownDeadlines.js';
 
 export interface ChatRequest {
   endpoint: EndpointCall;
@@ -41,6 +42,8 @@ function clientFor(endpoint: EndpointCall): OpenAI {
       timeout: endpoint.timeoutMs,
       // Temporal owns retries, with backoff and visibility in the UI.
       maxRetries: 0,
+      // `timeout` alone decides: without this, Node's fetch cuts an answer slower than 300 s.
+      fetchOptions: { dispatcher: ownDeadlineDispatcher } as OpenAI.RequestOptions['fetchOptions'],
     });
     clients.set(cacheKey, client);
   }

@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { createLogger } from '../log.js';
 import { vllmErrorMessage } from './load.js';
+import { withOwnDeadline } from '../http/ownDeadlines.js';
 
 const log = createLogger({ component: 'vllm-full-weights' });
 
@@ -42,12 +43,15 @@ function routeProblem(server: FullWeightsServer, route: string, status: number, 
  * (`PublishRefused`); 408, 429 and other 5xx are retried (`PublishFailed`).
  */
 async function post(server: FullWeightsServer, route: string, body: unknown, what: string): Promise<string> {
-  const response = await fetch(`${serverRoot(server.base)}${route}`, {
-    method: 'POST',
-    headers: server.headers,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(600_000),
-  });
+  const response = await fetch(
+    `${serverRoot(server.base)}${route}`,
+    withOwnDeadline({
+      method: 'POST',
+      headers: server.headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(600_000),
+    }),
+  );
   const text = await response.text();
   if (response.ok) return text;
   const problem = `${what}: ${routeProblem(server, route.replace(/\?.*$/, ''), response.status, text)}`;
