@@ -6,7 +6,13 @@ import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
 import { dialogueGroup } from './dialogueGroup.js';
 import { LIMITS } from './limits.js';
-import { hyperparametersSchema, loraSchema, trainingSettingsSchema } from '../core/training/trainingSettingsSchema.js';
+import { OPTIMIZER_RETRY } from '../core/training/optimizerRetry.js';
+import {
+  hyperparametersSchema,
+  loraSchema,
+  optimizerRetrySchema,
+  trainingSettingsSchema,
+} from '../core/training/trainingSettingsSchema.js';
 
 /** Bounds of the training fields come from the workflow input's schema, so config and workflow agree. */
 const trainingBounds = trainingSettingsSchema.shape;
@@ -119,6 +125,22 @@ export const trainingConfigSchema = z
       .default(DEFAULT_SAME_ERROR_ATTEMPTS)
       .describe(
         'Attempts at one optimizer step that the trainer answers with the same server error, in a row, before the run waits for the operator with that error; a different error starts the count again.',
+      ),
+    optimizerRetry: z
+      .strictObject({
+        initialIntervalMs: optimizerRetrySchema.shape.initialIntervalMs
+          .default(OPTIMIZER_RETRY.initialIntervalMs)
+          .describe('Wait before the second attempt at an optimizer step, in ms.'),
+        maximumIntervalMs: optimizerRetrySchema.shape.maximumIntervalMs
+          .default(OPTIMIZER_RETRY.maximumIntervalMs)
+          .describe('Longest wait between attempts at an optimizer step, in ms (each wait doubles up to it).'),
+      })
+      .refine((r) => r.initialIntervalMs <= r.maximumIntervalMs, {
+        message: 'initialIntervalMs must not exceed maximumIntervalMs',
+      })
+      .prefault({})
+      .describe(
+        'Waits between attempts at one optimizer step (no attempt limit: the trainer may be restarting; see sameErrorAttempts).',
       ),
   })
   .prefault({})

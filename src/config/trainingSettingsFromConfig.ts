@@ -77,6 +77,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       stepTimeoutMs: t.stepTimeoutMs,
       heartbeatTimeoutMs: t.heartbeatTimeoutMs,
       sameErrorAttempts: t.sameErrorAttempts,
+      retry: t.optimizerRetry,
     },
     publish: {
       mode: t.publish.mode,

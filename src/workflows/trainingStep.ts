@@ -19,6 +19,7 @@ import type { GuardTrip } from '../core/training/guardrails.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { completeStep, type TrainingState } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
+import { OPTIMIZER_RETRY } from '../core/training/optimizerRetry.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { evaluation } from './evaluation.js';
 import { failureMessage } from './fanOut.js';
@@ -38,14 +39,15 @@ export function bookkeepingActivities(settings: TrainingSettings) {
 }
 
 export function optimizerActivities(settings: TrainingSettings) {
+  const waits = settings.trainer.retry ?? OPTIMIZER_RETRY;
   return proxyActivities<OptimizerQueueActivities>({
     taskQueue: settings.trainer.optimizerTaskQueue,
     startToCloseTimeout: settings.trainer.stepTimeoutMs,
     heartbeatTimeout: settings.trainer.heartbeatTimeoutMs,
     // The trainer may be restarting: keep asking; its exactly-once contract makes that safe.
     retry: {
-      initialInterval: '2 seconds',
-      maximumInterval: '1 minute',
+      initialInterval: waits.initialIntervalMs,
+      maximumInterval: waits.maximumIntervalMs,
       nonRetryableErrorTypes: ['TrainerRejected', 'TrainerStepConflict', 'EmptyStep', 'TrainerBadResponse'],
     },
   });

@@ -47,7 +47,21 @@ describe('finding runs and exporting a model from the command line', function ()
     const set = rig.configSet.flatMap((s) => ['--set', s]);
     const env = { TEMPORAL_ADDRESS: rig.address };
 
-    const runs = await attune(['runs', 'list', '--json', ...set], env);
+    const out = join(mkdtempSync(join(tmpdir(), 'attune-export-')), 'model');
+    // The commands only read (or write their own directories): each in its own process, all at once,
+    // since each spends its time loading the CLI's modules.
+    const [runs, evals, table, shown, human, unknown, exported, missing, malformed] = await Promise.all([
+      attune(['runs', 'list', '--json', ...set], env),
+      attune(['evals', 'list', '--json', ...set], env),
+      attune(['runs', 'list', ...set], env),
+      attune(['runs', 'show', 'listed', '--json', ...set], env),
+      attune(['runs', 'show', 'listed', ...set], env),
+      attune(['runs', 'show', 'nobody', ...set], env),
+      attune(['export', 'listed@2', '--out', out, '--state-dir', rig.trainer.stateDir, '--json', ...set], env),
+      attune(['export', 'listed@9', '--out', `${out}-9`, '--state-dir', rig.trainer.stateDir], env),
+      attune(['export', 'listed', '--out', `${out}-x`], env),
+    ]);
+
     assert.equal(runs.code, 0, runs.stderr);
     const runRows = JSON.parse(runs.stdout) as RunRow[];
     assert.ok(Array.isArray(runRows));
@@ -58,7 +72,6 @@ describe('finding runs and exporting a model from the command line', function ()
     assert.equal(typeof row.lastReward, 'number');
     assert.ok(row.started <= row.updated);
 
-    const evals = await attune(['evals', 'list', '--json', ...set], env);
     assert.equal(evals.code, 0, evals.stderr);
     const evalRows = JSON.parse(evals.stdout) as EvaluationRow[];
     const evaluation = evalRows.find((r) => r.run === 'listed');
@@ -66,11 +79,9 @@ describe('finding runs and exporting a model from the command line', function ()
     assert.equal(typeof evaluation.id, 'string');
     assert.ok(typeof evaluation.score === 'number' && evaluation.score >= 0 && evaluation.score <= 100);
 
-    const table = await attune(['runs', 'list', ...set], env);
     assert.match(table.stdout, /^name +phase +step +last reward +started +updated$/m);
     assert.match(table.stdout, /^listed +done +2 /m);
 
-    const shown = await attune(['runs', 'show', 'listed', '--json', ...set], env);
     assert.equal(shown.code, 0, shown.stderr);
     const detail = JSON.parse(shown.stdout) as RunDetail;
     assert.equal(detail.latestVersion, 'listed@2');
@@ -83,18 +94,11 @@ describe('finding runs and exporting a model from the command line', function ()
     assert.deepEqual(Object.keys(detail.steps[1]?.stalenessHistogram ?? {}), ['0']);
     assert.ok(detail.steps.every((s) => s.isWeightMean === null || typeof s.isWeightMean === 'number'));
     assert.ok(detail.steps.every((s) => 'isTruncatedShare' in s));
-    const human = await attune(['runs', 'show', 'listed', ...set], env);
     assert.match(human.stdout, /^ +2 +listed@1 .* 0: \d+ /m);
     assert.equal(detail.evaluations[0]?.id, evaluation.id);
-    const unknown = await attune(['runs', 'show', 'nobody', ...set], env);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no training run named nobody/);
 
-    const out = join(mkdtempSync(join(tmpdir(), 'attune-export-')), 'model');
-    const exported = await attune(
-      ['export', 'listed@2', '--out', out, '--state-dir', rig.trainer.stateDir, '--json', ...set],
-      env,
-    );
     assert.equal(exported.code, 0, exported.stderr);
     assert.deepEqual(JSON.parse(exported.stdout), { run_id: 'listed', step: 2, format: 'full', path: out });
     const load = spawnSync(
@@ -112,19 +116,19 @@ describe('finding runs and exporting a model from the command line', function ()
     assert.equal(load.status, 0, load.stderr);
     assert.equal(load.stdout.trim(), 'True');
 
-    const missing = await attune(['export', 'listed@9', '--out', `${out}-9`, '--state-dir', rig.trainer.stateDir], env);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /run 'listed' has no checkpoint of step 9/);
-    const malformed = await attune(['export', 'listed', '--out', `${out}-x`], env);
     assert.equal(malformed.code, 2);
     assert.match(malformed.stderr, /expected NAME@STEP/);
   });
 
   it('has --help for runs, evals and export', async () => {
-    for (const command of [['runs'], ['runs', 'list'], ['runs', 'show'], ['evals'], ['evals', 'list'], ['export']]) {
-      const result = await attune([...command, '--help']);
+    const commands = [['runs'], ['runs', 'list'], ['runs', 'show'], ['evals'], ['evals', 'list'], ['export']];
+    const results = await Promise.all(commands.map((command) => attune([...command, '--help'])));
+    commands.forEach((command, i) => {
+      const result = results[i]!;
       assert.equal(result.code, 0, `${command.join(' ')} --help: ${result.stderr}`);
       assert.match(result.stdout, new RegExp(`attune ${command[0]}`));
-    }
+    });
   });
 });

@@ -90,6 +90,8 @@ describe('the embedded-default demo (reduced: one step)', function () {
   this.timeout(900_000);
 
   it('trains, evaluates base and final policy, writes the report, and leaves nothing listening', async () => {
+    // One turn a dialogue: the local models' calls are most of the demo's time on a CPU, and the
+    // claim is about the pipeline's ends (trained, evaluated twice, reported, stopped), not dialogue length.
     const demo = await startDemo([
       '--steps',
       '1',
@@ -98,7 +100,7 @@ describe('the embedded-default demo (reduced: one step)', function () {
       '--samples',
       '2',
       '--turns',
-      '2',
+      '1',
       '--eval-scenarios',
       '1',
       '--set',

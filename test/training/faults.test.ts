@@ -35,6 +35,14 @@ const PIPELINED = [...SAMPLED, 'training.maxStaleness=1'];
 const GREEDY = [...TINY_TRAINING('ppo', STEPS), 'policy.temperature=0'];
 /** Each step's LoRA adapter published to vLLM (the fake's runtime LoRA API). */
 const VLLM = [...SAMPLED, 'training.publish.mode=vllm', 'training.lora.r=8'];
+/**
+ * Waits of 1, 2, then 4 s between attempts at an optimizer step (default 2 s doubling up to a minute):
+ * a test that fails a step seven times counts its attempts; it does not time them.
+ */
+const QUICK_OPTIMIZER_RETRY = [
+  'training.optimizerRetry.initialIntervalMs=1000',
+  'training.optimizerRetry.maximumIntervalMs=4000',
+];
 /** statfs(2)'s f_type of a tmpfs (linux/magic.h). */
 const TMPFS_MAGIC = 0x01021994;
 /** Room for a tiny-random run's checkpoints; the ballast takes whatever is left. */
@@ -173,7 +181,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     const bound = 3;
     proxy = await OutageProxy.start();
     rig = await createTrainingRig({
-      set: [...SAMPLED, `trainer.url=${proxy.url}`, `training.sameErrorAttempts=${bound}`],
+      set: [...SAMPLED, ...QUICK_OPTIMIZER_RETRY, `trainer.url=${proxy.url}`, `training.sameErrorAttempts=${bound}`],
       behaviour: BEHAVIOUR,
     });
     proxy.target = rig.trainer.url;

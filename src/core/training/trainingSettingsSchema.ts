@@ -10,6 +10,12 @@ import { trainerHyperparametersSchema, trainerLoraSchema } from './trainerSettin
 
 const TRAINER_MAX_SEED = 2 ** 31 - 1;
 
+/** `trainer.retry`: the waits between attempts at one optimizer step (optimizerRetry.ts). */
+export const optimizerRetrySchema = z.strictObject({
+  initialIntervalMs: z.number().int().positive().max(3_600_000),
+  maximumIntervalMs: z.number().int().positive().max(3_600_000),
+});
+
 /** Trainer hyperparameters (the trainer's own names), generated from the trainer's models. */
 export const hyperparametersSchema = trainerHyperparametersSchema;
 export type Hyperparameters = z.infer<typeof hyperparametersSchema>;
@@ -85,6 +91,11 @@ export const trainingSettingsSchema = z.strictObject({
      * before it existed (DEFAULT_SAME_ERROR_ATTEMPTS).
      */
     sameErrorAttempts: z.number().int().min(1).max(1000).optional(),
+    /**
+     * Waits between attempts at one optimizer step: the first, and the longest the doubling reaches.
+     * Absent in runs started before it could be set (OPTIMIZER_RETRY).
+     */
+    retry: optimizerRetrySchema.optional(),
   }),
   publish: z.strictObject({
     /** `trainer`: sample `run@step` from the trainer's OpenAI endpoint; `vllm`: load each step's LoRA adapter into vLLM. */
