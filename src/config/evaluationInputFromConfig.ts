@@ -51,10 +51,19 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
   const withPolicy: AttuneConfig = request.policy
     ? { ...config, policy: { ...config.policy, baseURL: policyBaseUrlForVersions(config), model: request.policy } }
     : config;
+  const dialogue = dialogueOf({ ...e, think: e.think ?? config.rollout.think });
   const settings = rolloutSettingsFromConfig(
     { ...withPolicy, simulator: { ...withPolicy.simulator, temperature: e.simulatorTemperature } },
-    dialogueOf({ ...e, think: e.think ?? config.rollout.think }),
+    dialogue,
   );
+  // A held-out simulator's call is built as the training simulator's is, from its own endpoint.
+  const simulators = e.simulators.map(({ name, ...endpoint }) => ({
+    name,
+    simulator: rolloutSettingsFromConfig(
+      { ...withPolicy, simulator: { ...endpoint, temperature: endpoint.temperature ?? e.simulatorTemperature } },
+      dialogue,
+    ).simulator,
+  }));
   const evalId = request.evalId ?? `eval-${new Date().toISOString().replace(/[:.]/g, '-').replace(/Z$/, '')}`;
   return {
     evalId,
@@ -67,5 +76,6 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
     concurrency: e.concurrency,
     runName: request.runName ?? null,
     step: request.step ?? null,
+    ...(simulators.length > 0 ? { simulators } : {}),
   };
 }
