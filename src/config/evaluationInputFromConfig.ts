@@ -60,7 +60,15 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
   const simulators = e.simulators.map(({ name, ...endpoint }) => ({
     name,
     simulator: rolloutSettingsFromConfig(
-      { ...withPolicy, simulator: { ...endpoint, temperature: endpoint.temperature ?? e.simulatorTemperature } },
+      {
+        ...withPolicy,
+        // Its calls run on the simulator's queue, within the simulator's worker limits.
+        simulator: {
+          ...endpoint,
+          maxConcurrency: withPolicy.simulator.maxConcurrency,
+          temperature: endpoint.temperature ?? e.simulatorTemperature,
+        },
+      },
       dialogue,
     ).simulator,
   }));

@@ -145,14 +145,18 @@ export const simulatorEndpointSchema = z.strictObject({
   ...simulatorOptionsSchema.shape,
 });
 
+/** An endpoint's limits that its workers apply, on its task queue, rather than each call. */
+const WORKER_LIMITS = { maxConcurrency: true, requestsPerSecond: true, tokensPerMinute: true } as const;
+
 /** Names of held-out simulators: short, lower case (they end their dialogues' workflow ids). */
 const HELD_OUT_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
 
 /**
  * A held-out simulator of evaluations: a simulator endpoint with a name. Its fields are the
- * simulator's, with their defaults, but for the temperature, which defaults to the evaluation's.
+ * simulator's, with their defaults, but for the temperature, which defaults to the evaluation's, and
+ * the worker's limits: its calls run on the simulator's task queue, within `simulator`'s limits.
  */
-export const heldOutSimulatorSchema = simulatorEndpointSchema.extend({
+export const heldOutSimulatorSchema = simulatorEndpointSchema.omit(WORKER_LIMITS).extend({
   name: z
     .string()
     .regex(HELD_OUT_NAME, 'lower-case letters, digits and "-", at most 32, starting with a letter or digit')
@@ -291,7 +295,7 @@ export const configSchema = z
         simulators: heldOutSimulatorsSchema
           .default([])
           .describe(
-            'Held-out simulators, each a simulator endpoint with a `name`: every dialogue is played again with each (same policy settings and seeds, after the training simulator `simulator`), and the report gives each simulator\'s Sentient score with its interval and its gap to the training simulator. Empty: the training simulator only. On the command line: `--set \'evaluation.simulators=[{"name":"alt","baseURL":"http://127.0.0.1:8000/v1","model":"m"}]\'`.',
+            'Held-out simulators, each a simulator endpoint with a `name` (its calls share the simulator task queue and its limits): every dialogue is played again with each (same policy settings and seeds, after the training simulator `simulator`), and the report gives each simulator\'s Sentient score with its interval and its gap to the training simulator. Empty: the training simulator only. On the command line: `--set \'evaluation.simulators=[{"name":"alt","baseURL":"http://127.0.0.1:8000/v1","model":"m"}]\'`.',
           ),
       })
       .prefault({})
