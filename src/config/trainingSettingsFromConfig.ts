@@ -40,13 +40,14 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
   );
   const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom, ...spread, ...weightVersion } };
   let evalScenarios: TrainingSettings['evalScenarios'] = [];
-  let evalSettings: TrainingSettings['evalSettings'];
+  let evalSettings: TrainingSettings['evalSettings'], evalSimulators: TrainingSettings['evalSimulators'];
   if (t.evalEvery > 0) {
     const evalInput = buildEvaluationInput(
       { ...config, trainer: { ...config.trainer, policyBaseURL } },
       { split: 'eval', policy: sampledModel, ...(t.evalScenarios ? { only: t.evalScenarios } : {}) },
     );
     evalScenarios = evalInput.scenarios;
+    evalSimulators = evalInput.simulators;
     evalSettings = {
       ...evalInput.settings,
       think: t.think,
@@ -91,6 +92,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     evalScenarioDir: resolve(config.scenarios.eval),
     evalScenarios,
     ...(evalSettings ? { evalSettings } : {}),
+    ...(evalSimulators ? { evalSimulators } : {}),
     evalConcurrency: config.evaluation.concurrency,
     ...(tracking ? { tracking } : {}),
   });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { buildEvaluationInput } from '../../src/config/evaluationInputFromConfig.js';
 import { loadConfig } from '../../src/config/load.js';
+import { trainingSettingsFromConfig } from '../../src/config/trainingSettingsFromConfig.js';
 import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
 
 const BASE = [`scenarios.eval=${FIXTURE_SCENARIOS}`, 'simulator.baseURL=http://127.0.0.1:9001/v1'];
@@ -61,6 +62,17 @@ describe('evaluation.simulators', () => {
       const input = buildEvaluationInput(loadConfig({ env: {}, set }), { split: 'eval', evalId: 'e' });
       assert.equal('simulators' in input, false, set.join(' '));
     }
+  });
+
+  it("a run's evaluations (training.evalEvery) carry the held-out simulators; none without them", () => {
+    const set = [...BASE, `scenarios.train=${FIXTURE_SCENARIOS}`, 'training.evalEvery=1'];
+    const alt = 'evaluation.simulators=[{"name":"alt","baseURL":"http://127.0.0.1:9002/v1","model":"m"}]';
+    const settings = trainingSettingsFromConfig(loadConfig({ env: {}, set: [...set, alt] }), 'r');
+    assert.deepEqual(
+      settings.evalSimulators?.map((s) => [s.name, s.simulator.baseURL, s.simulator.model]),
+      [['alt', 'http://127.0.0.1:9002/v1', 'm']],
+    );
+    assert.equal('evalSimulators' in trainingSettingsFromConfig(loadConfig({ env: {}, set }), 'r'), false);
   });
 
   it('refuses a name twice, the name "training", a name unfit for a workflow id, and an unknown field', () => {
