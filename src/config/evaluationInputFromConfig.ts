@@ -50,10 +50,27 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
   const withPolicy: AttuneConfig = request.policy
     ? { ...config, policy: { ...config.policy, baseURL: policyBaseUrlForVersions(config), model: request.policy } }
     : config;
+  const dialogue = { ...e.dialogue, think: e.dialogue.think ?? config.rollout.dialogue.think };
   const settings = rolloutSettingsFromConfig(
     { ...withPolicy, simulator: { ...withPolicy.simulator, temperature: e.simulatorTemperature } },
-    { ...e.dialogue, think: e.dialogue.think ?? config.rollout.dialogue.think },
+    dialogue,
   );
+  // A held-out simulator's call is built as the training simulator's is, from its own endpoint.
+  const simulators = e.simulators.map(({ name, ...endpoint }) => ({
+    name,
+    simulator: rolloutSettingsFromConfig(
+      {
+        ...withPolicy,
+        // Its calls run on the simulator's queue, within the simulator's worker limits.
+        simulator: {
+          ...endpoint,
+          maxConcurrency: withPolicy.simulator.maxConcurrency,
+          temperature: endpoint.temperature ?? e.simulatorTemperature,
+        },
+      },
+      dialogue,
+    ).simulator,
+  }));
   const evalId = request.evalId ?? `eval-${new Date().toISOString().replace(/[:.]/g, '-').replace(/Z$/, '')}`;
   return {
     evalId,
@@ -66,5 +83,6 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
     concurrency: e.concurrency,
     runName: request.runName ?? null,
     step: request.step ?? null,
+    ...(simulators.length > 0 ? { simulators } : {}),
   };
 }

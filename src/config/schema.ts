@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_EVALUATION_REPEATS } from '../core/evaluationPlan.js';
+import { TRAINING_SIMULATOR } from '../core/simulatorScores.js';
 import { MAX_COMPLETION_TOKENS } from '../core/analysisTokenBudget.js';
 import { SAGE_INITIAL_EMOTION } from '../core/emotion.js';
 import {
@@ -144,6 +145,38 @@ export const simulatorEndpointSchema = z.strictObject({
   ...simulatorOptionsSchema.shape,
 });
 
+/** An endpoint's limits that its workers apply, on its task queue, rather than each call. */
+const WORKER_LIMITS = { maxConcurrency: true, requestsPerSecond: true, tokensPerMinute: true } as const;
+
+/** Names of held-out simulators: short, lower case (they end their dialogues' workflow ids). */
+const HELD_OUT_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
+
+/**
+ * A held-out simulator of evaluations: a simulator endpoint with a name. Its fields are the
+ * simulator's, with their defaults, but for the temperature, which defaults to the evaluation's, and
+ * the worker's limits: its calls run on the simulator's task queue, within `simulator`'s limits.
+ */
+export const heldOutSimulatorSchema = simulatorEndpointSchema.omit(WORKER_LIMITS).extend({
+  name: z
+    .string()
+    .regex(HELD_OUT_NAME, 'lower-case letters, digits and "-", at most 32, starting with a letter or digit')
+    .refine((name) => name !== TRAINING_SIMULATOR, `"${TRAINING_SIMULATOR}" names the training simulator`)
+    .describe("Short name: in the report, and at the end of its dialogues' ids (`--simulator=NAME`)."),
+  temperature: simulatorEndpointSchema.shape.temperature
+    .unwrap()
+    .optional()
+    .describe("The simulator's temperature; default: evaluation.simulatorTemperature."),
+});
+
+const heldOutSimulatorsSchema = z
+  .array(heldOutSimulatorSchema)
+  .max(8, 'at most 8: each plays every dialogue of an evaluation again')
+  .superRefine((list, ctx) => {
+    for (const [i, s] of list.entries())
+      if (list.findIndex((other) => other.name === s.name) !== i)
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `simulator "${s.name}" is listed twice` });
+  });
+
 export const configSchema = z
   .strictObject({
     temporal: z
@@ -269,6 +302,11 @@ export const configSchema = z
           .max(MAX_EVALUATION_REPEATS, `at most ${MAX_EVALUATION_REPEATS}: each dialogue is a child workflow`)
           .default(1)
           .describe('Dialogues per scenario, each with its own simulator seed (`attune eval --repeats`).'),
+        simulators: heldOutSimulatorsSchema
+          .default([])
+          .describe(
+            'Held-out simulators, each a simulator endpoint with a `name` (its calls share the simulator task queue and its limits): every dialogue is played again with each (same policy settings and seeds, after the training simulator `simulator`), and the report gives each simulator\'s Sentient score with its interval and its gap to the training simulator. Empty: the training simulator only. On the command line: `--set \'evaluation.simulators=[{"name":"alt","baseURL":"http://127.0.0.1:8000/v1","model":"m"}]\'`.',
+          ),
       })
       .prefault({})
       .describe(
@@ -386,3 +424,4 @@ export const configSchema = z
 export type AttuneConfig = z.infer<typeof configSchema>;
 export type PolicyEndpointConfig = AttuneConfig['policy'];
 export type SimulatorEndpointConfig = AttuneConfig['simulator'];
+export type HeldOutSimulatorConfig = AttuneConfig['evaluation']['simulators'][number];

@@ -38,20 +38,11 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     t.dialogue,
   );
   const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom, ...spread, ...weightVersion } };
-  let evalScenarios: TrainingSettings['evalScenarios'] = [];
-  let evalSettings: TrainingSettings['evalSettings'];
-  if (t.evalEvery > 0) {
-    const evalInput = buildEvaluationInput(
-      { ...config, trainer: { ...config.trainer, policyBaseURL } },
-      { split: 'eval', policy: sampledModel, ...(t.evalScenarios ? { only: t.evalScenarios } : {}) },
-    );
-    evalScenarios = evalInput.scenarios;
-    evalSettings = {
-      ...evalInput.settings,
-      think: t.dialogue.think,
-      policy: { ...evalInput.settings.policy, ...reloadFrom, ...spread, ...weightVersion },
-    };
-  }
+  const { evalScenarios, evalSettings, evalSimulators } = runEvaluations(config, policyBaseURL, sampledModel, {
+    ...reloadFrom,
+    ...spread,
+    ...weightVersion,
+  });
   const tracking = trackingSettingsFromConfig(config);
   return trainingSettingsSchema.parse({
     runName,
@@ -91,9 +82,34 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     evalScenarioDir: resolve(config.scenarios.eval),
     evalScenarios,
     ...(evalSettings ? { evalSettings } : {}),
+    ...(evalSimulators ? { evalSimulators } : {}),
     evalConcurrency: config.evaluation.concurrency,
     ...(tracking ? { tracking } : {}),
   });
+}
+
+/** The run's own evaluations (`training.evalEvery`): their scenarios, settings and held-out simulators; none when off. */
+function runEvaluations(
+  config: AttuneConfig,
+  policyBaseURL: string,
+  sampledModel: string,
+  policyExtras: Partial<TrainingSettings['rollout']['policy']>,
+): Pick<TrainingSettings, 'evalScenarios' | 'evalSettings' | 'evalSimulators'> {
+  const t = config.training;
+  if (t.evalEvery === 0) return { evalScenarios: [] };
+  const evalInput = buildEvaluationInput(
+    { ...config, trainer: { ...config.trainer, policyBaseURL } },
+    { split: 'eval', policy: sampledModel, ...(t.evalScenarios ? { only: t.evalScenarios } : {}) },
+  );
+  return {
+    evalScenarios: evalInput.scenarios,
+    evalSimulators: evalInput.simulators,
+    evalSettings: {
+      ...evalInput.settings,
+      think: t.dialogue.think,
+      policy: { ...evalInput.settings.policy, ...policyExtras },
+    },
+  };
 }
 
 /** The replicas a run publishes to (`policy.replicas`), each with its publish queue; undefined without them. */

@@ -1,10 +1,17 @@
-import type { RolloutSettings } from './rolloutSettingsSchema.js';
+import type { RolloutSettings, SimulatorCall } from './rolloutSettingsSchema.js';
 import type { GoalType, Personality } from './scenario.js';
 
 export interface EvaluationScenario {
   id: string;
   goalType: GoalType;
   personality: Personality;
+}
+
+/** A simulator that scores the evaluation's dialogues again, besides the training simulator (`settings.simulator`). */
+export interface HeldOutSimulator {
+  /** Short name: in the report and in its dialogues' ids. */
+  name: string;
+  simulator: SimulatorCall;
 }
 
 export interface EvaluationInput {
@@ -22,4 +29,9 @@ export interface EvaluationInput {
   concurrency: number;
   runName?: string | null;
   step?: number | null;
+  /**
+   * Held-out simulators: each plays every dialogue again with the same policy settings and seeds,
+   * after the training simulator; absent or empty = the training simulator only.
+   */
+  simulators?: HeldOutSimulator[];
 }

@@ -24,6 +24,14 @@ export function evaluationDialogueId(evalId: string, scenarioId: string, repeat:
   return repeat === 0 ? base : `${base}--repeat=${repeat + 1}`;
 }
 
+/**
+ * The rollout id of a dialogue scored by a held-out simulator: the training simulator's id plus
+ * `--simulator=NAME`, so each simulator's dialogues are children of their own, named after it.
+ */
+export function heldOutDialogueId(dialogueId: string, simulator: string): string {
+  return `${dialogueId}--simulator=${simulator}`;
+}
+
 export interface PlannedDialogue<S> {
   scenario: S;
   repeat: number;

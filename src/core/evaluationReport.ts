@@ -1,6 +1,7 @@
 import type { EvaluationManifest } from './evaluationManifest.js';
 import { evaluationIntervals, type EvaluationIntervals, type Interval } from './evaluationStatistics.js';
 import type { GoalType, Personality } from './scenario.js';
+import type { SimulatorScore } from './simulatorScores.js';
 import type { Outcome } from './termination.js';
 import { emptyTotals, type RolloutSummary, type TokenTotals } from './transcript.js';
 
@@ -81,6 +82,12 @@ export interface EvaluationReport {
   intervals: EvaluationIntervals;
   /** Protocol, endpoints, prompt hash, seeds and version; null in reports written before manifests. */
   manifest: EvaluationManifest | null;
+  /**
+   * Each simulator's score, the training simulator's first, where held-out simulators were
+   * configured (`evaluation.simulators`); absent otherwise. The report's own numbers are the
+   * training simulator's.
+   */
+  simulators?: SimulatorScore[];
 }
 
 export const SUCCESS_EMOTION = 100;
@@ -200,13 +207,26 @@ export function evaluationStatistics(results: EvaluationEntry[]): Pick<Evaluatio
 export type StoredEvaluationReport = Omit<EvaluationReport, 'repeats' | 'ci' | 'intervals' | 'manifest'> &
   Partial<Pick<EvaluationReport, 'repeats' | 'ci' | 'intervals' | 'manifest'>>;
 
-/** Fills in what an older report lacks: its intervals from its results, one repeat, no manifest. */
+/**
+ * Fills in what an older report lacks: its intervals from its results, one repeat, no manifest; and
+ * each simulator's interval (the training simulator's is the report's).
+ */
 export function completeEvaluationReport(stored: StoredEvaluationReport): EvaluationReport {
-  const statistics = stored.ci && stored.intervals ? { ci: stored.ci, intervals: stored.intervals } : null;
+  const statistics =
+    stored.ci && stored.intervals
+      ? { ci: stored.ci, intervals: stored.intervals }
+      : evaluationStatistics(stored.results);
   return {
     ...stored,
-    ...(statistics ?? evaluationStatistics(stored.results)),
+    ...statistics,
     repeats: stored.repeats ?? 1,
     manifest: stored.manifest ?? null,
+    ...(stored.simulators
+      ? {
+          simulators: stored.simulators.map((s) =>
+            s.ci ? s : { ...s, ci: s.training ? statistics.ci : evaluationStatistics(s.results ?? []).ci },
+          ),
+        }
+      : {}),
   };
 }

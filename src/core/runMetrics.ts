@@ -88,8 +88,18 @@ export interface StepMetricsRecord {
    * reward means something only beside it. Absent in records written before it was recorded.
    */
   environment?: RewardEnvironment;
-  /** Present on steps that ran an evaluation. */
-  eval?: { evalId: string; score: number; success: number; failure: number; count: number };
+  /**
+   * Present on steps that ran an evaluation. `simulators`: each simulator's score and its gap to the
+   * training simulator's, the training simulator first, where held-out simulators are configured.
+   */
+  eval?: {
+    evalId: string;
+    score: number;
+    success: number;
+    failure: number;
+    count: number;
+    simulators?: { name: string; score: number; count: number; gap: number }[];
+  };
 }
 
 /**

@@ -296,6 +296,7 @@ async function evaluateStep(
           concurrency: settings.evalConcurrency,
           runName: settings.runName,
           step,
+          ...(settings.evalSimulators ? { simulators: settings.evalSimulators } : {}),
         },
       ],
     });

@@ -71,6 +71,24 @@ describe("a step's metrics record", () => {
     assert.deepEqual(record.eval, evalSummary);
   });
 
+  it("carries each simulator's score and gap on steps whose evaluation had held-out simulators", () => {
+    const summary = {
+      score: 61,
+      success: 1,
+      failure: 0,
+      count: 2,
+      simulators: [
+        { name: 'training', score: 61, count: 2, failed: 0, gap: 0 },
+        { name: 'alt', score: 52.5, count: 2, failed: 0, gap: 8.5 },
+      ],
+    };
+    assert.deepEqual(stepEvalSummary('run-eval-s2', summary).simulators, [
+      { name: 'training', score: 61, count: 2, gap: 0 },
+      { name: 'alt', score: 52.5, count: 2, gap: 8.5 },
+    ]);
+    assert.equal('simulators' in stepEvalSummary('e', { score: 1, success: 0, failure: 0, count: 1 }), false);
+  });
+
   it("adds up the kept dialogues' rate-limit waits per endpoint, and leaves the key out when none waited", () => {
     const base = {
       runName: 'run',

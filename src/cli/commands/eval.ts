@@ -58,6 +58,10 @@ group) come with 95 % bootstrap confidence intervals (scenarios resampled with t
 \`ci\`, \`intervals\` in --json), and the report stores a manifest: simulator endpoint and model,
 prompt hash, protocol settings, seeds, Attune version. While it runs, a progress bar of the
 dialogues (finished, failed, running, ETA) on a terminal, a log line per change otherwise.
+Held-out simulators (evaluation.simulators, e.g. --set 'evaluation.simulators=[{"name":"alt",
+"baseURL":"http://127.0.0.1:8000/v1","model":"m"}]') play every dialogue again, same seeds: the
+report's numbers stay the training simulator's, and \`simulators\` gives each simulator's score,
+interval, environment and gap (training score minus its own).
 
 ${flagHelp(EVAL_FLAGS)}
 

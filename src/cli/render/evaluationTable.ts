@@ -163,6 +163,49 @@ function scoreLines(report: EvaluationReport, p: Painter): string[] {
   return lines;
 }
 
+/**
+ * One row per simulator after a blank line, the training simulator's first: its score with the
+ * interval, and the gap (training score minus its own); nothing without held-out simulators.
+ */
+function simulatorTable(report: EvaluationReport, p: Painter): string[] {
+  const simulators = report.simulators ?? [];
+  if (simulators.length === 0) return [];
+  const rows = simulators.map((s) => [
+    s.training ? `${s.name} (training)` : s.name,
+    s.environment.simulator.model,
+    num(s.score),
+    s.ci ? `${num(s.ci.low)}-${num(s.ci.high)}` : '-',
+    s.training ? '-' : num(s.gap),
+    String(s.count),
+    String(s.failed),
+    String(s.success),
+    String(s.failure),
+  ]);
+  return [
+    '',
+    ...layout(
+      [
+        { title: 'SIMULATOR', align: 'left' },
+        { title: 'MODEL', align: 'left' },
+        { title: 'SCORE', align: 'right' },
+        { title: '95% CI', align: 'right' },
+        { title: 'GAP', align: 'right' },
+        { title: 'N', align: 'right' },
+        { title: 'FAILED', align: 'right' },
+        { title: 'SUCCESS', align: 'right' },
+        { title: 'FAILURE', align: 'right' },
+      ],
+      rows,
+      (r, c, cell) => {
+        const s = simulators[r];
+        return c === 2 && s && s.count > 0 ? p.byState(s.score, cell) : cell;
+      },
+      p.dim,
+    ),
+    p.dim("GAP: the training simulator's score minus this one's"),
+  ];
+}
+
 /** One row per group (goal type, personality) after a blank line; nothing when there are no groups. */
 function groupTable(title: string, groups: Record<string, ScoreGroup>, p: Painter): string[] {
   const entries = Object.entries(groups);
@@ -249,6 +292,7 @@ export function renderEvaluationTable(report: EvaluationReport, options: Evaluat
     ...headingLines(report, p),
     '',
     ...scoreLines(report, p),
+    ...simulatorTable(report, p),
     ...groupTable('GOAL TYPE', report.byGoalType, p),
     ...groupTable('PERSONALITY', report.byPersonality, p),
     ...intervalLines(report, p),

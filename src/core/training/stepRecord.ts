@@ -79,9 +79,24 @@ export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
 /** The evaluation's headline numbers as the step records them. */
 export function stepEvalSummary(
   evalId: string,
-  summary: { score: number; success: number; failure: number; count: number },
+  summary: {
+    score: number;
+    success: number;
+    failure: number;
+    count: number;
+    simulators?: NonNullable<StepEvalSummary['simulators']>;
+  },
 ): StepEvalSummary {
-  return { evalId, score: summary.score, success: summary.success, failure: summary.failure, count: summary.count };
+  return {
+    evalId,
+    score: summary.score,
+    success: summary.success,
+    failure: summary.failure,
+    count: summary.count,
+    ...(summary.simulators
+      ? { simulators: summary.simulators.map(({ name, score, count, gap }) => ({ name, score, count, gap })) }
+      : {}),
+  };
 }
 
 /**

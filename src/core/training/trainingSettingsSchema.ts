@@ -128,6 +128,11 @@ export const trainingSettingsSchema = z.strictObject({
   evalScenarioDir: z.string().min(1),
   evalScenarios: z.array(z.strictObject({ id: z.string(), goalType: goalTypeSchema, personality: personalitySchema })),
   evalSettings: rolloutSettingsSchema.optional(),
+  /** Held-out simulators each evaluation also scores with (`evaluation.simulators`); absent: none. */
+  evalSimulators: z
+    .array(z.strictObject({ name: z.string().min(1), simulator: rolloutSettingsSchema.shape.simulator }))
+    .min(1)
+    .optional(),
   evalConcurrency: z.number().int().min(1),
   /** Experiment trackers (absent: none, as in runs started before trackers existed). */
   tracking: trackingSettingsSchema.optional(),
