@@ -8,6 +8,7 @@ import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluati
 import { evaluationProgressQuery, type EvaluationProgress } from '../../src/workflows/evaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, type RolloutRig } from '../support/rolloutRig.js';
 import { localActivityTypes } from '../support/historyMarkers.js';
+import { answered } from '../support/eventually.js';
 
 describe('evaluation workflow', function () {
   let rig: RolloutRig | undefined;
@@ -85,7 +86,12 @@ describe('evaluation workflow', function () {
     const handle = await startEvaluation(rig.env.client, rig.config, input);
     await rig.fake.modelListAsked;
     // `attune eval` follows an evaluation from its start: the query must be answered from the first workflow task.
-    assert.deepEqual(await handle.query(evaluationProgressQuery), { total: 2, done: 0, failed: 0, inFlight: 0 });
+    assert.deepEqual(await answered(() => handle.query(evaluationProgressQuery)), {
+      total: 2,
+      done: 0,
+      failed: 0,
+      inFlight: 0,
+    });
     rig.fake.holdModelList = false;
     rig.fake.release();
     assert.equal((await handle.result()).count, 2);
@@ -120,14 +126,19 @@ describe('evaluation workflow', function () {
       seen.find((p) => p.failed === 1),
       midway,
     );
-    assert.deepEqual(await handle.query(evaluationProgressQuery), midway);
+    assert.deepEqual(await answered(() => handle.query(evaluationProgressQuery)), midway);
     rig.fake.release();
     const summary = await followed.result;
     await watching;
     assert.equal(summary.count, 1);
     assert.equal(summary.failed, 1);
     // An ended evaluation still answers (its history is replayed): every dialogue accounted for.
-    assert.deepEqual(await handle.query(evaluationProgressQuery), { total: 2, done: 1, failed: 1, inFlight: 0 });
+    assert.deepEqual(await answered(() => handle.query(evaluationProgressQuery)), {
+      total: 2,
+      done: 1,
+      failed: 1,
+      inFlight: 0,
+    });
     for (const p of seen) assert.ok(p.done + p.failed + p.inFlight <= p.total && p.total === 2, JSON.stringify(p));
   });
 });

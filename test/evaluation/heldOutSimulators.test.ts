@@ -11,6 +11,7 @@ import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, testConfigSet, type RolloutRig } from '../support/rolloutRig.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
 import { attune } from '../cli/attuneProcess.js';
+import { answered } from '../support/eventually.js';
 
 // Three turns from emotion 40: the training simulator's +5 a turn ends at 55, the held-out one's +2 at 46.
 const TURNS = 3;
@@ -66,7 +67,12 @@ describe('held-out simulators (evaluation.simulators)', function () {
       { name: 'training', score: TRAINING_END, count: 2, failed: 0, gap: 0 },
       { name: 'alt', score: HELD_OUT_END, count: 2, failed: 0, gap: TRAINING_END - HELD_OUT_END },
     ]);
-    assert.deepEqual(await handle.query(evaluationProgressQuery), { total: 4, done: 4, failed: 0, inFlight: 0 });
+    assert.deepEqual(await answered(() => handle.query(evaluationProgressQuery)), {
+      total: 4,
+      done: 4,
+      failed: 0,
+      inFlight: 0,
+    });
 
     const report = await rig.store.getJson<EvaluationReport>(evaluationKey(input.evalId));
     const before = await rig.store.getJson<EvaluationReport>(evaluationKey(plain.evalId));
@@ -130,7 +136,10 @@ describe('held-out simulators (evaluation.simulators)', function () {
     const training = await FakeOpenAIServer.start({ analysis: () => ({ emotionChange: 5 }) });
     heldOut = await FakeOpenAIServer.start({ analysis: () => ({ emotionChange: 2 }) });
     try {
-      const set = testConfigSet(training.url, [`scenarios.eval=${FIXTURE_SCENARIOS}`, `evaluation.dialogue.maxTurns=${TURNS}`]);
+      const set = testConfigSet(training.url, [
+        `scenarios.eval=${FIXTURE_SCENARIOS}`,
+        `evaluation.dialogue.maxTurns=${TURNS}`,
+      ]);
       const result = await attune(
         [
           'eval',

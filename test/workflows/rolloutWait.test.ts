@@ -10,6 +10,7 @@ import { createRolloutRig, FIXTURE_SCENARIOS, fixtureScenario, type RolloutRig }
 import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluations.js';
 import { listWaitingRollouts } from '../../src/client/waitingRollouts.js';
 import { evaluationProgressQuery } from '../../src/workflows/evaluation.js';
+import { answered } from '../support/eventually.js';
 
 const SCENARIO = 'test-venting-negative-baker';
 const RETRIES = ['simulator.retry.maximumAttempts=2', 'policy.retry.maximumAttempts=2'];
@@ -163,7 +164,7 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
     const input = buildEvaluationInput(rig.config, { scenarios: FIXTURE_SCENARIOS, evalId: `eval-wait-${Date.now()}` });
     const handle = await startEvaluation(rig.env.client, rig.config, input);
     const deadline = Date.now() + 60_000;
-    while ((await handle.query(evaluationProgressQuery)).waiting !== undisturbed.count) {
+    while ((await answered(() => handle.query(evaluationProgressQuery))).waiting !== undisturbed.count) {
       if (Date.now() > deadline) throw new Error('the evaluation never counted its dialogues waiting');
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -179,6 +180,6 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
     assert.equal(summary.failed, 0);
     assert.equal(summary.count, undisturbed.count);
     assert.equal(summary.score, undisturbed.score);
-    assert.equal((await handle.query(evaluationProgressQuery)).waiting, 0);
+    assert.equal((await answered(() => handle.query(evaluationProgressQuery))).waiting, 0);
   });
 });
