@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The suite against a real vLLM (test/vllm/): installs the CPU build of vLLM when it is not cached
 # (scripts/vllm/setup.sh, ~/.cache/attune), starts it with scripts/vllm/start.sh on a free port
-# (SmolLM2-135M-Instruct, runtime LoRA, --max-lora-rank 16) and a second one in full-weight mode
-# (start.sh --full-weights: dev mode, for full fine-tuning), runs the suite and stops both.
+# (SmolLM2-135M-Instruct, runtime LoRA, --max-lora-rank 16), runs the suite and stops it. The
+# full-weight tests (test/vllm/fullWeights.test.ts) start their own vLLM with start.sh --full-weights,
+# since one of them kills and restarts it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -17,36 +18,18 @@ log=test-output/vllm-server.log
 bash scripts/vllm/start.sh --port "$port" --state-dir "$state_dir" --max-lora-rank 16 --max-loras 4 \
   --max-model-len 1024 >"$log" 2>&1 &
 server=$!
-full_server=
-trap 'kill -TERM $server $full_server 2>/dev/null; wait $server $full_server 2>/dev/null' EXIT
+trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 deadline=$(($(date +%s) + 900))
-# Waits until the server's log says it answers; its log and exit 1 when it died or took too long.
-ready() {
-  until grep -q '^vLLM ready' "$2"; do
-    if ! kill -0 "$1" 2>/dev/null || [ "$(date +%s)" -gt "$deadline" ]; then
-      echo "vLLM did not start; its log:"; tail -50 "$2"; exit 1
-    fi
-    sleep 1
-  done
-}
-# The full-weight server starts once the first has the converted model (it logs that it is starting).
-until grep -q 'starting vLLM' "$log"; do
+until grep -q '^vLLM ready' "$log"; do
   if ! kill -0 "$server" 2>/dev/null || [ "$(date +%s)" -gt "$deadline" ]; then
     echo "vLLM did not start; its log:"; tail -50 "$log"; exit 1
   fi
   sleep 1
 done
-full_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-full_log=test-output/vllm-full-server.log
-bash scripts/vllm/start.sh --full-weights --port "$full_port" --state-dir "$state_dir" --max-model-len 1024 \
-  >"$full_log" 2>&1 &
-full_server=$!
-ready "$server" "$log"
-ready "$full_server" "$full_log"
-echo "== vLLM up on ports $port (LoRA) and $full_port (full weights) in $(($(date +%s) - start)) s"
+echo "== vLLM up on port $port in $(($(date +%s) - start)) s"
 export ATTUNE_TEST_VLLM_URL="http://127.0.0.1:$port/v1"
-export ATTUNE_TEST_VLLM_FULL_URL="http://127.0.0.1:$full_port/v1"
 export ATTUNE_TEST_VLLM_MODEL=smollm2-135m-instruct
+export ATTUNE_TEST_VLLM_STATE_DIR="$state_dir"
 export ATTUNE_TEST_VLLM_MODEL_DIR="$state_dir/models/smollm2-135m"
 export PYTHONPATH="$PWD/trainer/src${PYTHONPATH:+:$PYTHONPATH}"
 # test/vllm/ is left out of the plain suite's mocha config (it needs vLLM): its own config.

@@ -38,20 +38,33 @@ function routeProblem(server: FullWeightsServer, route: string, status: number, 
 }
 
 /**
+ * `fetch` of one of vLLM's routes. A server that does not answer at all (down, restarting) fails as
+ * any policy endpoint out of reach does (`LlmUnreachable`, retried): a rollout's call then waits for
+ * it as for its chat completions, and the next replica is tried.
+ */
+async function reach(server: FullWeightsServer, route: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(`${serverRoot(server.base)}${route}`, withOwnDeadline({ ...init, headers: server.headers }));
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
+    throw ApplicationFailure.retryable(
+      `vLLM ${serverRoot(server.base)}${route.replace(/\?.*$/, '')}: unreachable: ${cause}`,
+      'LlmUnreachable',
+    );
+  }
+}
+
+/**
  * One call to an RL route. A 4xx (no such route: not in dev mode; a refused key; a bad request)
  * or a 500 (the worker raised: no weights at the path, shapes that do not fit) fails for good
  * (`PublishRefused`); 408, 429 and other 5xx are retried (`PublishFailed`).
  */
 async function post(server: FullWeightsServer, route: string, body: unknown, what: string): Promise<string> {
-  const response = await fetch(
-    `${serverRoot(server.base)}${route}`,
-    withOwnDeadline({
-      method: 'POST',
-      headers: server.headers,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(600_000),
-    }),
-  );
+  const response = await reach(server, route, {
+    method: 'POST',
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(600_000),
+  });
   const text = await response.text();
   if (response.ok) return text;
   const problem = `${what}: ${routeProblem(server, route.replace(/\?.*$/, ''), response.status, text)}`;
@@ -69,10 +82,7 @@ async function post(server: FullWeightsServer, route: string, body: unknown, wha
 /** The weight version vLLM serves now (`GET /weight_info`). */
 export async function servedWeightVersion(server: FullWeightsServer): Promise<string | null> {
   const route = '/weight_info';
-  const response = await fetch(`${serverRoot(server.base)}${route}`, {
-    headers: server.headers,
-    signal: AbortSignal.timeout(60_000),
-  });
+  const response = await reach(server, route, { signal: AbortSignal.timeout(60_000) });
   const text = await response.text();
   if (!response.ok) {
     const problem = routeProblem(server, route, response.status, text);

@@ -147,6 +147,21 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
       assert.equal(fake.fullWeights.version, 'run@0');
     });
 
+    it('a vLLM that does not answer (killed, not yet restarted) fails the call as an endpoint out of reach: LlmUnreachable, retried, which a rollout waits at', async () => {
+      const url = fake.url;
+      const endpoint = endpointAt('run@1');
+      await fake.close();
+      await assert.rejects(
+        generatePolicyTurn({ endpoint, messages: [{ role: 'user', content: 'hi' }], think: false, seed: 1 }),
+        (error: unknown) =>
+          error instanceof ApplicationFailure &&
+          error.type === 'LlmUnreachable' &&
+          !error.nonRetryable &&
+          error.message.startsWith(`vLLM ${url.replace(/\/v1$/, '')}/weight_info: unreachable: `),
+      );
+      fake = await FakeOpenAIServer.start();
+    });
+
     it('weights changed while the call ran: the call fails to be asked again, recording nothing', async () => {
       fake.fullWeights.version = 'run@1';
       fake.inject('policy', 1, 'hold');

