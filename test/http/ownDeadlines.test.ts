@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, getGlobalDispatcher, setGlobalDispatcher, type Dispatcher } from 'undici';
-import { chatCompletion } from '../../src/activities/chatCompletion.js';
+import { chatCompletion, type ChatRequest } from '../../src/activities/chatCompletion.js';
 import { trainerRequest } from '../../src/trainer/trainerClient.js';
 
 /** Answers every request after `holdMs`, as a trainer in a long step or a busy LLM server does. */
@@ -23,6 +23,24 @@ function slowServer(holdMs: number, body: unknown): Promise<{ server: Server; ur
 }
 
 const RETRY = { initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 10_000, maximumAttempts: 1 };
+
+/** A policy call to the server at `url` that may take `timeoutMs`. */
+function policyCall(url: string, timeoutMs: number): ChatRequest {
+  return {
+    endpoint: {
+      baseURL: `${url}/v1`,
+      model: 'm',
+      apiKeyEnv: 'ATTUNE_TEST_NO_KEY',
+      timeoutMs,
+      temperature: 0,
+      maxTokens: 8,
+      taskQueue: 'q',
+      retry: RETRY,
+    },
+    role: 'policy',
+    messages: [{ role: 'user', content: 'hi' }],
+  };
+}
 
 const COMPLETION = {
   id: 'c1',
@@ -63,41 +81,12 @@ describe("Attune's HTTP calls keep their own deadline, not the fetch dispatcher'
 
   it('an LLM call answered after the cut-off, within its timeoutMs, succeeds', async () => {
     slow = await slowServer(2000, COMPLETION);
-    const response = await chatCompletion({
-      endpoint: {
-        baseURL: `${slow.url}/v1`,
-        model: 'm',
-        apiKeyEnv: 'ATTUNE_TEST_NO_KEY',
-        timeoutMs: 30_000,
-        temperature: 0,
-        maxTokens: 8,
-        taskQueue: 'q',
-        retry: RETRY,
-      },
-      role: 'policy',
-      messages: [{ role: 'user', content: 'hi' }],
-    });
+    const response = await chatCompletion(policyCall(slow.url, 30_000));
     assert.equal(response.content, 'hello');
   });
 
   it('its own deadline still ends a call: timeoutMs 500 against a 2 s answer is a timeout naming 500 ms', async () => {
     slow = await slowServer(2000, COMPLETION);
-    await assert.rejects(
-      chatCompletion({
-        endpoint: {
-          baseURL: `${slow.url}/v1`,
-          model: 'm',
-          apiKeyEnv: 'ATTUNE_TEST_NO_KEY',
-          timeoutMs: 500,
-          temperature: 0,
-          maxTokens: 8,
-          taskQueue: 'q',
-          retry: RETRY,
-        },
-        role: 'policy',
-        messages: [{ role: 'user', content: 'hi' }],
-      }),
-      /policy endpoint .* timed out after 500 ms/,
-    );
+    await assert.rejects(chatCompletion(policyCall(slow.url, 500)), /policy endpoint .* timed out after 500 ms/);
   });
 });
