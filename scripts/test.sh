@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
 mkdir -p test-output
-rm -f test-output/*.log test-output/mocha.status
+rm -f test-output/*.log test-output/*.status
 
 status=0
 echo "== typecheck"; npx tsc --noEmit -p . || status=1
@@ -24,9 +24,17 @@ count() { grep -Eo "$1" "$2" 2>/dev/null | grep -Eo '[0-9]+' | tail -1; }
 
 # Track A. The mocha suites include the S3 artifact store's against a real MinIO server: their before
 # hooks build it from the Go module proxy once (scripts/s3/build-server.sh, cached in ~/.cache/attune).
-echo "== mocha (in the background, its log in test-output/mocha.log)"
+# After mocha, the same track runs every benchmark's smallest form (the chaos soak's included): the
+# second track is the longer one.
+echo "== mocha, then test:bench (in the background, logs in test-output/mocha.log and bench.log)"
 mocha_start=$(date +%s)
-( npx mocha "test/**/*.test.ts" > test-output/mocha.log 2>&1; echo $? > test-output/mocha.status ) &
+(
+  npx mocha "test/**/*.test.ts" > test-output/mocha.log 2>&1
+  echo $? > test-output/mocha.status
+  echo "== mocha took $(($(date +%s) - mocha_start)) s" >> test-output/mocha.log
+  npx mocha --config test/bench/smoke/mocharc.json 'test/bench/smoke/*.test.ts' > test-output/bench.log 2>&1
+  echo $? > test-output/bench.status
+) &
 mocha_pid=$!
 
 # Track B, each suite in turn, at a lower priority: mocha's suites time what they stage (a worker taken
@@ -49,16 +57,15 @@ suite test:vllm vllm.log bash scripts/test-vllm.sh
 suite test:postgres postgres.log bash scripts/test-postgres.sh
 # Attune's hosts as network namespaces (root only): a run across them through host and link faults.
 suite test:multihost multihost.log bash scripts/test-multihost.sh
-# Every benchmark's smallest form (the chaos soak's included): minutes of child processes, off mocha's path.
-suite test:bench bench.log npx mocha --config test/bench/smoke/mocharc.json 'test/bench/smoke/*.test.ts'
 # Attune's images and compose stack on a Docker engine of the suite's own: it installs docker.io and
 # debootstrap when missing and caches its images in ~/.cache/attune.
 suite test:stack stack.log bash scripts/test-stack.sh
 
 wait "$mocha_pid"
-echo "== mocha (ended after $(($(date +%s) - mocha_start)) s)"
-cat test-output/mocha.log
+echo "== mocha and test:bench (ended after $(($(date +%s) - mocha_start)) s)"
+cat test-output/mocha.log test-output/bench.log
 [ "$(cat test-output/mocha.status 2>/dev/null)" = 0 ] || status=1
+[ "$(cat test-output/bench.status 2>/dev/null)" = 0 ] || status=1
 
 # Each suite's counts from its log (pytest says "passed", mocha "passing"), and the titles of what failed;
 # a suite that ran no test (a file mocha could not load, a collection error) fails the run.

@@ -10,7 +10,7 @@ import { REPO_ROOT } from '../../../src/paths.js';
  * results written to a temporary file: a benchmark that no longer runs, or whose results lose a
  * field, fails here instead of rotting unseen. The Python ones (bench/trainer, bench/gpu and the TRL
  * peer of bench:learning) have theirs in trainer/tests/test_bench_*.py.
- * They run as their own suite (`npm run test:bench`), beside mocha's rather than inside it.
+ * They run as their own suite (`npm run test:bench`), after mocha rather than inside it.
  */
 
 interface Smoke {
