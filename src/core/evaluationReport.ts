@@ -1,7 +1,6 @@
-import type { EvaluationManifest } from './evaluationManifest.js';
+import type { EvaluationManifest, RewardEnvironment } from './evaluationManifest.js';
 import { evaluationIntervals, type EvaluationIntervals, type Interval } from './evaluationStatistics.js';
 import type { GoalType, Personality } from './scenario.js';
-import type { SimulatorScore } from './simulatorScores.js';
 import type { Outcome } from './termination.js';
 import { emptyTotals, type RolloutSummary, type TokenTotals } from './transcript.js';
 
@@ -229,4 +228,24 @@ export function completeEvaluationReport(stored: StoredEvaluationReport): Evalua
         }
       : {}),
   };
+}
+
+/**
+ * One simulator's Sentient score of an evaluation's dialogues. A policy that learned its training
+ * simulator's quirks scores well there and worse with a held-out one: `gap` shows it.
+ */
+export interface SimulatorScore extends ScoreGroup {
+  name: string;
+  /** Whether this is the training simulator; its dialogues are the report's own `results`. */
+  training: boolean;
+  /** What this simulator's scores were measured in: endpoint, model (as served), prompts, protocol. */
+  environment: RewardEnvironment;
+  /** Dialogues that failed to run: reported, excluded from the score. */
+  failed: number;
+  /** The training simulator's score minus this one's: 0 for the training simulator itself. */
+  gap: number;
+  /** 95 % bootstrap interval of the score; added where the report is stored. */
+  ci?: Interval;
+  /** A held-out simulator's dialogues (the training simulator's are the report's `results`). */
+  results?: EvaluationEntry[];
 }
