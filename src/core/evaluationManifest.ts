@@ -63,6 +63,12 @@ export function rewardEnvironment(settings: RolloutSettings): RewardEnvironment 
   };
 }
 
+/** The reward environment with what the simulator's endpoint said it serves, where it said. */
+export function servedRewardEnvironment(settings: RolloutSettings, served?: ServedModel): RewardEnvironment {
+  const environment = rewardEnvironment(settings);
+  return served ? { ...environment, simulator: { ...environment.simulator, served } } : environment;
+}
+
 export function evaluationManifest(
   settings: RolloutSettings,
   seeds: { base: number; repeats: number; dialogues: { scenarioId: string; seed: number }[] },
@@ -71,10 +77,10 @@ export function evaluationManifest(
 ): EvaluationManifest {
   const dialogues: Record<string, number[]> = {};
   for (const d of seeds.dialogues) dialogues[d.scenarioId] = [...(dialogues[d.scenarioId] ?? []), d.seed];
-  const { simulator, promptHash, protocol } = rewardEnvironment(settings);
+  const { simulator, promptHash, protocol } = servedRewardEnvironment(settings, served);
   return {
     attuneVersion: ATTUNE_VERSION,
-    simulator: served ? { ...simulator, served } : simulator,
+    simulator,
     policy: { baseURL: settings.policy.baseURL, model: settings.policy.model },
     promptHash,
     protocol,

@@ -14,7 +14,7 @@ import {
   type EvaluationEntry,
   type EvaluationReport,
 } from '../core/evaluationReport.js';
-import { evaluationManifest, rewardEnvironment } from '../core/evaluationManifest.js';
+import { evaluationManifest, servedRewardEnvironment } from '../core/evaluationManifest.js';
 import { heldOutDialogueId, planEvaluationDialogues, type PlannedDialogue as Planned } from '../core/evaluationPlan.js';
 import type { EvaluationInput, EvaluationScenario } from '../core/evaluationInput.js';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
@@ -81,19 +81,6 @@ function evaluationReportOf(
   heldOut: readonly HeldOutPass[],
 ): ReturnType<typeof evaluationReportCounts> {
   const repeats = input.repeats ?? 1;
-  const manifest = evaluationManifest(
-    input.settings,
-    {
-      base: input.seed,
-      repeats,
-      dialogues: dialogues.map((d) => ({ scenarioId: d.scenario.id, seed: d.seed })),
-    },
-    Object.fromEntries(
-      results.flatMap((r) => (r.status === 'ok' && r.scenarioHash ? [[r.scenarioId, r.scenarioHash]] : [])),
-    ),
-    served,
-  );
-  const { simulator, promptHash, protocol } = manifest;
   return evaluationReportCounts({
     evalId: input.evalId,
     createdAt: new Date().toISOString(),
@@ -110,14 +97,25 @@ function evaluationReportOf(
     runName: input.runName ?? null,
     step: input.step ?? null,
     repeats,
-    manifest,
+    manifest: evaluationManifest(
+      input.settings,
+      {
+        base: input.seed,
+        repeats,
+        dialogues: dialogues.map((d) => ({ scenarioId: d.scenario.id, seed: d.seed })),
+      },
+      Object.fromEntries(
+        results.flatMap((r) => (r.status === 'ok' && r.scenarioHash ? [[r.scenarioId, r.scenarioHash]] : [])),
+      ),
+      served,
+    ),
     ...(heldOut.length > 0
       ? {
           simulators: simulatorScores(
-            { name: TRAINING_SIMULATOR, environment: { simulator, promptHash, protocol }, results },
+            { name: TRAINING_SIMULATOR, environment: servedRewardEnvironment(input.settings, served), results },
             heldOut.map((pass) => ({
               name: pass.name,
-              environment: environmentOf(pass.settings, pass.served),
+              environment: servedRewardEnvironment(pass.settings, pass.served),
               results: pass.results,
             })),
           ),
@@ -132,11 +130,6 @@ interface HeldOutPass {
   settings: RolloutSettings;
   served: ServedModel | undefined;
   results: EvaluationEntry[];
-}
-
-function environmentOf(settings: RolloutSettings, served: ServedModel | undefined) {
-  const environment = rewardEnvironment(settings);
-  return served ? { ...environment, simulator: { ...environment.simulator, served } } : environment;
 }
 
 /**
