@@ -82,7 +82,7 @@ for suite_log in mocha:mocha pytest:pytest test:vllm:vllm test:postgres:postgres
   failed=$((failed + ${suite_failed:-0}))
   echo "$name: ${suite_passed:-0} passed, ${suite_failed:-0} failed"
   if [ "${suite_failed:-0}" -gt 0 ]; then # CI shows the end of the output: name what failed here
-    if [ "$name" = pytest ]; then grep -E '^(FAILED|ERROR) ' "$log"; else sed -n '/^ *[0-9]\+ failing/,$p' "$log" | grep -E '^  [0-9]+\) ' -A1; fi
+    if [ "$name" = pytest ]; then grep -E '^(FAILED|ERROR) ' "$log"; else sed -n '/^ *[0-9]\+ failing/,$p' "$log" | grep -vE '^ +at |^ *$' | cut -c1-300 | head -60; fi
   fi
   if [ "${suite_passed:-0}" -eq 0 ]; then echo "$name ran no test"; status=1; fi
 done

