@@ -108,24 +108,23 @@ export const trainingConfigSchema = z
       .prefault({})
       .describe("The trainer's hyperparameters, by the trainer's names."),
     publish: publishConfigSchema,
-    stepTimeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .default(6 * 3600 * 1000)
-      .describe('How long one optimizer step may take.'),
-    heartbeatTimeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .default(20_000)
-      .describe("Heartbeat timeout of the optimizer activity: a dead worker's step moves on after it."),
-    sameErrorAttempts: trainingBounds.trainer.shape.sameErrorAttempts
-      .unwrap()
-      .default(DEFAULT_SAME_ERROR_ATTEMPTS)
-      .describe(
-        'Attempts at one optimizer step that the trainer answers with the same server error, in a row, before the run waits for the operator with that error; a different error starts the count again.',
-      ),
+    trainer: z
+      .strictObject({
+        stepTimeoutMs: trainingBounds.trainer.shape.stepTimeoutMs
+          .default(6 * 3600 * 1000)
+          .describe('How long one optimizer step may take.'),
+        heartbeatTimeoutMs: trainingBounds.trainer.shape.heartbeatTimeoutMs
+          .default(20_000)
+          .describe("Heartbeat timeout of the optimizer activity: a dead worker's step moves on after it."),
+        sameErrorAttempts: trainingBounds.trainer.shape.sameErrorAttempts
+          .unwrap()
+          .default(DEFAULT_SAME_ERROR_ATTEMPTS)
+          .describe(
+            'Attempts at one optimizer step that the trainer answers with the same server error, in a row, before the run waits for the operator with that error; a different error starts the count again.',
+          ),
+      })
+      .prefault({})
+      .describe("The optimizer call's limits: the workflow input's `trainer` fields of the same names."),
     optimizerRetry: z
       .strictObject({
         initialIntervalMs: optimizerRetrySchema.shape.initialIntervalMs
@@ -140,7 +139,7 @@ export const trainingConfigSchema = z
       })
       .prefault({})
       .describe(
-        'Waits between attempts at one optimizer step (no attempt limit: the trainer may be restarting; see sameErrorAttempts).',
+        'Waits between attempts at one optimizer step (no attempt limit: the trainer may be restarting; see trainer.sameErrorAttempts).',
       ),
   })
   .prefault({})

@@ -65,9 +65,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       lora: t.lora,
       hyperparameters: t.hyperparameters,
       optimizerTaskQueue: queues.optimizer,
-      stepTimeoutMs: t.stepTimeoutMs,
-      heartbeatTimeoutMs: t.heartbeatTimeoutMs,
-      sameErrorAttempts: t.sameErrorAttempts,
+      ...t.trainer,
       retry: t.optimizerRetry,
     },
     publish: {

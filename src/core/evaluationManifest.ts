@@ -14,6 +14,12 @@ export interface RewardEnvironment {
   simulator: { baseURL: string; model: string; served?: ServedModel };
   /** Fingerprint of the simulated user's prompt templates (prompts/simulatorPromptHash.ts). */
   promptHash: string;
+  /**
+   * Its dialogue settings are listed by hand, not spread from DIALOGUE_KEYS: a key added here is
+   * `absent` in every older manifest, and `eval compare` refuses such pairs. Adding a dialogue
+   * setting to the protocol is a decision (with a rule for the manifests that lack it); a test
+   * fails until it is made.
+   */
   protocol: {
     initialEmotion: number;
     maxTurns: number;

@@ -1,7 +1,9 @@
+import type { DialogueKey } from './dialogueKeys.js';
 import type { EvaluationManifest, RewardEnvironment } from './evaluationManifest.js';
 import { evaluationIntervals, type EvaluationIntervals, type Interval } from './evaluationStatistics.js';
 import type { GoalType, Personality } from './scenario.js';
 import type { Outcome } from './termination.js';
+import type { RolloutSettings } from './rolloutSettingsSchema.js';
 import { emptyTotals, type RolloutSummary, type TokenTotals } from './transcript.js';
 
 /** Which of a scenario's dialogues an entry is: repeat 0 (absent in older reports) and its seed. */
@@ -39,12 +41,8 @@ export interface ScoreGroup {
   meanTurns: number;
 }
 
-export interface EvaluationSettingsSummary {
-  initialEmotion: number;
-  maxTurns: number;
-  think: boolean;
-  simulatorTemperature: number;
-}
+/** The dialogue settings (every one dialogueFields declares) and the simulator's temperature. */
+export type EvaluationSettingsSummary = Pick<RolloutSettings, DialogueKey> & { simulatorTemperature: number };
 
 export interface EvaluationReport {
   kind: 'attune.evaluation';

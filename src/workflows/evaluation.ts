@@ -14,6 +14,7 @@ import {
   type EvaluationEntry,
   type EvaluationReport,
 } from '../core/evaluationReport.js';
+import { dialogueSettingsOf } from '../core/dialogueKeys.js';
 import { evaluationManifest, servedRewardEnvironment } from '../core/evaluationManifest.js';
 import { heldOutDialogueId, planEvaluationDialogues, type PlannedDialogue as Planned } from '../core/evaluationPlan.js';
 import type { EvaluationInput, EvaluationScenario } from '../core/evaluationInput.js';
@@ -88,9 +89,7 @@ function evaluationReportOf(
     simulatorModel: input.settings.simulator.model,
     scenarios: input.source,
     settings: {
-      initialEmotion: input.settings.initialEmotion,
-      maxTurns: input.settings.maxTurns,
-      think: input.settings.think,
+      ...dialogueSettingsOf(input.settings),
       simulatorTemperature: input.settings.simulator.temperature,
     },
     results,

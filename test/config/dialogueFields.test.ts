@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { DIALOGUE_KEYS } from '../../src/core/dialogueKeys.js';
+import { rewardEnvironment } from '../../src/core/evaluationManifest.js';
 import { dialogueFields } from '../../src/core/rolloutSettingsSchema.js';
+import { trackedParams } from '../../src/core/tracking/trackedValues.js';
 import { buildEvaluationInput } from '../../src/config/evaluationInputFromConfig.js';
 import { loadConfig } from '../../src/config/load.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
@@ -46,5 +49,31 @@ describe('config: the dialogue settings, declared once, reach the dialogues of e
       maxTurns: 5,
       think: false,
     });
+  });
+
+  it("DIALOGUE_KEYS, the workflows' zod-free list, names exactly the fields dialogueFields declares, in its order", () => {
+    assert.deepEqual([...DIALOGUE_KEYS], Object.keys(dialogueFields({ initialEmotion: 0, maxTurns: 1 })));
+  });
+
+  it("every dialogue setting reaches a run's tracked params and the evaluation manifest's protocol", () => {
+    const training = trainingSettingsFromConfig(
+      loadConfig({
+        env: {},
+        set: [
+          ...SCENARIOS,
+          'training.dialogue.initialEmotion=25',
+          'training.dialogue.maxTurns=4',
+          'training.dialogue.think=true',
+        ],
+      }),
+      'r',
+    );
+    const params = trackedParams(training);
+    const protocol: Record<string, unknown> = rewardEnvironment(training.rollout).protocol;
+    for (const key of Object.keys(dialogueKeysOf(training.rollout))) {
+      const value = (training.rollout as Record<string, unknown>)[key];
+      assert.equal(params[`rollout.${key}`], JSON.stringify(value), `tracked param rollout.${key}`);
+      assert.equal(protocol[key], value, `manifest protocol.${key}`);
+    }
   });
 });

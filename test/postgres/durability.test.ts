@@ -4,7 +4,7 @@ import { restartClusterService, type ClusterService } from '../support/temporalC
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 
 // A short heartbeat timeout, so an activity whose completion a dead service lost is retried soon.
-const SET = [...TINY_TRAINING('grpo'), 'training.heartbeatTimeoutMs=3000'];
+const SET = [...TINY_TRAINING('grpo'), 'training.trainer.heartbeatTimeoutMs=3000'];
 // Simulator answers depend only on the request, so every run of the same seed sees the same dialogues.
 const BEHAVIOUR = { analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }) };
 

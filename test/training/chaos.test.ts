@@ -8,7 +8,7 @@ import { assertSameEssentials, essentials } from '../support/runEssentials.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { WorkerProcess } from '../support/workerProcess.js';
 
-const CHAOS_SET = [...TINY_TRAINING('grpo'), 'training.heartbeatTimeoutMs=3000'];
+const CHAOS_SET = [...TINY_TRAINING('grpo'), 'training.trainer.heartbeatTimeoutMs=3000'];
 // Simulator answers depend only on the request, so every run of the same seed sees the same dialogues.
 const BEHAVIOUR = { analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }) };
 // Slows each optimizer step (before its commit) so a crash can land inside it.

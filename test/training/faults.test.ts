@@ -181,7 +181,12 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     const bound = 3;
     proxy = await OutageProxy.start();
     rig = await createTrainingRig({
-      set: [...SAMPLED, ...QUICK_OPTIMIZER_RETRY, `trainer.url=${proxy.url}`, `training.sameErrorAttempts=${bound}`],
+      set: [
+        ...SAMPLED,
+        ...QUICK_OPTIMIZER_RETRY,
+        `trainer.url=${proxy.url}`,
+        `training.trainer.sameErrorAttempts=${bound}`,
+      ],
       behaviour: BEHAVIOUR,
     });
     proxy.target = rig.trainer.url;

@@ -9,7 +9,11 @@ import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/t
 import { WorkerProcess } from '../support/workerProcess.js';
 
 const STEPS = 4;
-const PIPELINED = [...TINY_TRAINING('grpo', STEPS), 'training.maxStaleness=1', 'training.heartbeatTimeoutMs=3000'];
+const PIPELINED = [
+  ...TINY_TRAINING('grpo', STEPS),
+  'training.maxStaleness=1',
+  'training.trainer.heartbeatTimeoutMs=3000',
+];
 // Simulator answers depend only on the request, so every run of the same seed sees the same dialogues.
 const BEHAVIOUR = { analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }) };
 /** 2 scenarios x 2 samples x 2 turns: the analysis calls of one step. */

@@ -1,5 +1,6 @@
 import type { StepMetricsRecord } from '../runMetrics.js';
 import type { TrainingSettings } from '../training/trainingSettingsSchema.js';
+import { dialogueSettingsOf } from '../dialogueKeys.js';
 import { rewardEnvironment } from '../evaluationManifest.js';
 
 /** A step's scalar metrics under the names every tracker gets (`reward/mean`, `trainer/loss`, `eval/score`). */
@@ -71,9 +72,7 @@ export function trackedParams(settings: TrainingSettings): Record<string, string
     },
     publish: { mode: settings.publish.mode, baseVersion: settings.publish.baseVersion },
     rollout: {
-      initialEmotion: rollout.initialEmotion,
-      maxTurns: rollout.maxTurns,
-      think: rollout.think,
+      ...dialogueSettingsOf(rollout),
       llmCalls: rollout.llmCalls,
       activityPer: rollout.activityPer,
       policy: {
