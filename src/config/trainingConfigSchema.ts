@@ -80,7 +80,7 @@ export const trainingConfigSchema = z
       .unwrap()
       .default(DEFAULT_GUARDRAILS)
       .describe(
-        "Rules over each step's signals (reply length, empty share, repetition, distinct bigrams, malformed share, reward, eval change): `warn` shows in status, the report and the trackers, `pause` waits for the operator (`attune resume` goes on). [] turns them off.",
+        "Rules over each step's signals (reply length, empty share, repetition, distinct bigrams, malformed share, reward, eval change, the held-out simulators' scores): `warn` shows in status, the report and the trackers, `pause` waits for the operator (`attune resume` goes on). [] turns them off.",
       ),
     dialogue: dialogueGroup(
       { initialEmotion: RLVER_TRAINING_INITIAL_EMOTION, maxTurns: 8 },

@@ -4,6 +4,7 @@ import { latestPublishedVersion, type StepMetricsRecord } from '../core/runMetri
 import { formatInt, formatNumber, formatPercent, formatTime, html, type SafeHtml } from './html.js';
 import { renderPage } from './page.js';
 import { rateFigure, rewardFigure, runChartData, scoreFigure, trainerFigures } from './runCharts.js';
+import { simulatorGapFigure } from './simulatorGapFigure.js';
 import { environmentCard } from './runEnvironment.js';
 import { runEvalPoints, type RunEvalPoint } from './runEvalPoints.js';
 import { evaluationsCard, stepTable } from './runTables.js';
@@ -63,6 +64,7 @@ ${notes.length > 0 ? html`<div class="notes"><b>Notes</b><ul>${notes.map((n) => 
 ${runStats(steps, plotted)}
 ${rewardFigure(charts)}
 ${scoreFigure(charts)}
+${simulatorGapFigure(charts)}
 ${rateFigure(charts)}
 ${trainerFigures(charts)}
 <section class="card" id="steps">

@@ -69,6 +69,64 @@ describe('guardrails', () => {
     assert.equal(checkRule(rule, [pts[0]!, pts[1]!, point(3, { reward: 0.38, evalChange: -1 })]), null);
   });
 
+  describe('held-out gap widens', () => {
+    const rule: Guardrail = {
+      kind: 'heldOutGapWidens',
+      name: 'gap',
+      action: 'pause',
+      evaluations: 3,
+      rise: 5,
+      fall: 5,
+    };
+    const evalAt = (step: number, training: number, ...heldOut: number[]): GuardPoint => ({
+      step,
+      signals: {},
+      simulators: [{ name: 'train', score: training }, ...heldOut.map((score, i) => ({ name: `held${i}`, score }))],
+    });
+    const quiet = (step: number) => point(step, { reward: 0.3 });
+
+    it('trips when the training simulator rises while a held-out one falls', () => {
+      const pts = [evalAt(2, 50, 50, 50), quiet(3), evalAt(4, 54, 49, 48), quiet(5), evalAt(6, 57, 51, 43)];
+      const trip = checkRule(rule, pts);
+      assert.ok(trip);
+      assert.equal(trip.step, 6);
+      assert.equal(trip.figures.trainingRise, 7);
+      assert.equal(trip.figures.heldOutFall, 7);
+      assert.match(trip.message, /held1 fell 7/);
+      // Only on the evaluation's own step.
+      assert.equal(checkRule(rule, [...pts, quiet(7)]), null);
+    });
+
+    it('does not trip when both rise, both fall, without held-out simulators, or with too few evaluations', () => {
+      assert.equal(checkRule(rule, [evalAt(2, 50, 50), evalAt(4, 54, 53), evalAt(6, 57, 58)]), null);
+      assert.equal(checkRule(rule, [evalAt(2, 50, 50), evalAt(4, 46, 47), evalAt(6, 40, 41)]), null);
+      assert.equal(checkRule(rule, [evalAt(2, 50), evalAt(4, 54), evalAt(6, 57)]), null);
+      assert.equal(checkRule(rule, [point(2, { evalChange: 5 }), point(4, { evalChange: 5 })]), null);
+      assert.equal(checkRule(rule, [evalAt(4, 50, 50), evalAt(6, 60, 40)]), null);
+      // A rise or a fall below its limit.
+      assert.equal(checkRule(rule, [evalAt(2, 50, 50), evalAt(4, 52, 48), evalAt(6, 54, 40)]), null);
+      assert.equal(checkRule(rule, [evalAt(2, 50, 50), evalAt(4, 52, 48), evalAt(6, 60, 46)]), null);
+    });
+
+    it('the step record supplies the scores only with held-out simulators', () => {
+      const base = { step: 6, reward: { mean: 0.4 }, malformedRate: 0 };
+      const sims = [
+        { name: 'train', score: 57, count: 8, gap: 0 },
+        { name: 'other', score: 43, count: 8, gap: 14 },
+      ];
+      const withSims = {
+        ...base,
+        eval: { evalId: 'e', score: 57, success: 1, failure: 0, count: 8, simulators: sims },
+      };
+      assert.deepEqual(guardPointOf(withSims as unknown as StepMetricsRecord).simulators, [
+        { name: 'train', score: 57 },
+        { name: 'other', score: 43 },
+      ]);
+      const alone = { ...withSims, eval: { ...withSims.eval, simulators: sims.slice(0, 1) } };
+      assert.equal(guardPointOf(alone as unknown as StepMetricsRecord).simulators, undefined);
+    });
+  });
+
   it('a pausing rule pauses once; resumed past, it warns until a clear step, then pauses again', () => {
     let state = emptyGuardState();
     let checked = guardStep(state, [EMPTY], point(1, { emptyShare: 0.5 }));

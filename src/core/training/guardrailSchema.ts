@@ -38,5 +38,18 @@ export const guardrailSchema = z.discriminatedUnion('kind', [
     steps: z.number().int().min(1),
     rise: z.number(),
   }),
+  /**
+   * Over the last `evaluations` evaluations the training simulator's score rose by at least `rise`
+   * while a held-out simulator's fell by at least `fall` (Sentient points): the policy learnt the
+   * training simulator, not empathy. Trips nothing without held-out simulators.
+   */
+  z.strictObject({
+    kind: z.literal('heldOutGapWidens'),
+    name,
+    action,
+    evaluations: z.number().int().min(2),
+    rise: z.number().min(0),
+    fall: z.number().min(0),
+  }),
 ]);
 export type Guardrail = z.infer<typeof guardrailSchema>;

@@ -11,6 +11,8 @@ import type { Guardrail, GuardSignal } from './guardrailSchema.js';
 export interface GuardPoint {
   step: number;
   signals: Partial<Record<GuardSignal, number>>;
+  /** On a step that evaluated with held-out simulators: each one's score, the training simulator's first. */
+  simulators?: { name: string; score: number }[];
 }
 
 /** A rule that tripped: its name, action and the figures that tripped it. */
@@ -59,6 +61,9 @@ export function guardPointOf(record: StepMetricsRecord): GuardPoint {
         : {}),
       ...(s?.evalChange !== undefined ? { evalChange: s.evalChange } : {}),
     },
+    ...(record.eval?.simulators && record.eval.simulators.length > 1
+      ? { simulators: record.eval.simulators.map(({ name, score }) => ({ name, score })) }
+      : {}),
   };
 }
 
@@ -79,6 +84,37 @@ function trip(rule: Guardrail, step: number, figures: Record<string, number>, wh
   };
 }
 
+/**
+ * The training simulator's score rose by at least `rise` over the last `evaluations` evaluations
+ * with held-out simulators while a held-out simulator's fell by at least `fall`; checked on the
+ * step of the newest such evaluation only, so it trips once per evaluation.
+ */
+function checkHeldOutGap(
+  rule: Extract<Guardrail, { kind: 'heldOutGapWidens' }>,
+  points: readonly GuardPoint[],
+): GuardTrip | null {
+  const now = points[points.length - 1];
+  if (!now?.simulators) return null;
+  const evals = points.flatMap((p) => (p.simulators ? [p.simulators] : [])).slice(-rule.evaluations);
+  const [first, last] = [evals[0], evals[evals.length - 1]];
+  if (evals.length < rule.evaluations || !first || !last || !first[0] || !last[0]) return null;
+  if (first[0].name !== last[0].name) return null;
+  const trainingRise = last[0].score - first[0].score;
+  if (trainingRise < rule.rise) return null;
+  const falls = last.slice(1).flatMap((sim) => {
+    const before = first.find((b) => b.name === sim.name);
+    return before ? [{ name: sim.name, fall: before.score - sim.score }] : [];
+  });
+  const worst = falls.sort((a, b) => b.fall - a.fall)[0];
+  if (!worst || worst.fall < rule.fall) return null;
+  return trip(
+    rule,
+    now.step,
+    { trainingRise, rise: rule.rise, heldOutFall: worst.fall, fall: rule.fall, evaluations: evals.length },
+    `over the last ${evals.length} evaluations the training simulator (${last[0].name}) rose ${fmt(trainingRise)} (limit ${fmt(rule.rise)}) while held-out ${worst.name} fell ${fmt(worst.fall)} (limit ${fmt(rule.fall)})`,
+  );
+}
+
 /** Whether `rule` trips on the newest of `points` (oldest first). */
 export function checkRule(rule: Guardrail, points: readonly GuardPoint[]): GuardTrip | null {
   const now = points[points.length - 1];
@@ -96,6 +132,7 @@ export function checkRule(rule: Guardrail, points: readonly GuardPoint[]): Guard
         )
       : null;
   }
+  if (rule.kind === 'heldOutGapWidens') return checkHeldOutGap(rule, points);
   if (rule.kind === 'growth') {
     const then = points[points.length - 1 - rule.steps]?.signals[rule.signal];
     const v = now.signals[rule.signal];
@@ -160,4 +197,16 @@ export const DEFAULT_GUARDRAILS: Guardrail[] = [
   { kind: 'above', name: 'empty-replies', action: 'pause', signal: 'emptyShare', value: 0.2 },
   { kind: 'growth', name: 'reply-length-doubled', action: 'warn', signal: 'replyLengthMean', steps: 5, factor: 2 },
   { kind: 'rewardUpEvalDown', name: 'reward-up-eval-down', action: 'pause', steps: 5, rise: 0.1 },
+  // Sentient scores are 0-100 means over the evaluation's dialogues; with tens of dialogues one
+  // score's noise is a few points, so a 5-point rise on the training simulator together with a
+  // 5-point fall on a held-out one, across three evaluations, is rarely chance. Without held-out
+  // simulators (`evaluation.simulators`) the rule sees no scores and never trips.
+  {
+    kind: 'heldOutGapWidens',
+    name: 'held-out-gap-widens',
+    action: 'pause',
+    evaluations: 3,
+    rise: 5,
+    fall: 5,
+  },
 ];
