@@ -23,3 +23,11 @@ export function turnDifferentiatedEmotionChange(
   if (reply.trim() === '') return -10;
   return turn <= rule.heardAfterTurn ? ruleBasedEmotionChange(reply, rule) : 0;
 }
+
+/**
+ * The turn an analysis prompt scores: the assistant's earlier replies in its dialogue block (one
+ * line each, see prompts/profile.ts) plus the latest one.
+ */
+export function turnOfAnalysis(analysisPrompt: string): number {
+  return analysisPrompt.split('\n').filter((line) => /^(Assistant|AI助手): "/.test(line)).length + 1;
+}
