@@ -14,6 +14,14 @@ import {
   ruleBasedUserMessage,
   type RuleBasedUserSettings,
 } from '../core/ruleBasedUser.js';
+import {
+  DEFAULT_TURN_DIFFERENTIATED_RULE,
+  turnDifferentiatedEmotionChange,
+  turnOfAnalysis,
+} from '../core/turnDifferentiatedUser.js';
+
+/** Which rule scores a reply: brevity in every turn, or brevity only before the user feels heard. */
+export type RuleBasedTask = 'brevity' | 'turn-differentiated';
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
@@ -54,12 +62,22 @@ async function readBody(req: IncomingMessage): Promise<string | null> {
 }
 
 /** The answer to one request: an analysis as JSON, the user's next message, or the opening. */
-function answer(messages: { role: string; content: string }[], rule: RuleBasedUserSettings): string {
+function answer(
+  messages: { role: string; content: string }[],
+  rule: RuleBasedUserSettings,
+  task: RuleBasedTask,
+): string {
   const system = messages.find((m) => m.role === 'system')?.content ?? '';
   const last = messages[messages.length - 1]?.content ?? '';
   if (system.startsWith(SIMULATOR_TAGS.analysis)) {
     const reply = latestReplyOf(last) ?? '';
-    const emotionChange = ruleBasedEmotionChange(reply, rule);
+    const emotionChange =
+      task === 'brevity'
+        ? ruleBasedEmotionChange(reply, rule)
+        : turnDifferentiatedEmotionChange(reply, turnOfAnalysis(last), {
+            ...rule,
+            heardAfterTurn: DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn,
+          });
     return JSON.stringify({
       assistantIntent: 'a reply',
       goalFit: `${[...reply].length} characters`,
@@ -74,9 +92,10 @@ function answer(messages: { role: string; content: string }[], rule: RuleBasedUs
 
 /** Starts the server on 127.0.0.1 (port 0: a free one). */
 export async function startRuleBasedUser(
-  options: { port?: number; rule?: RuleBasedUserSettings } = {},
+  options: { port?: number; rule?: RuleBasedUserSettings; task?: RuleBasedTask } = {},
 ): Promise<RuleBasedUserServer> {
   const rule = options.rule ?? DEFAULT_RULE;
+  const task = options.task ?? 'brevity';
   let analyses = 0;
   const server = createServer((req, res) => {
     void (async () => {
@@ -101,7 +120,7 @@ export async function startRuleBasedUser(
         const issue = parsed.error.issues[0]!;
         return fail(res, 400, `${issue.path.join('.') || 'body'}: ${issue.message}`, issue.path.join('.') || null);
       }
-      const content = answer(parsed.data.messages, rule);
+      const content = answer(parsed.data.messages, rule, task);
       if (parsed.data.messages[0]?.content.startsWith(SIMULATOR_TAGS.analysis)) analyses++;
       const promptChars = parsed.data.messages.reduce((n, m) => n + m.content.length, 0);
       send(res, 200, {
