@@ -65,7 +65,7 @@ function soakSet(steps: number, seed: number): string[] {
     'training.hyperparameters.ppo_epochs=2',
     // Any failed dialogue stops the step for the operator instead of training on fewer.
     'training.maxFailedShare=0',
-    'training.heartbeatTimeoutMs=3000',
+    'training.trainer.heartbeatTimeoutMs=3000',
     'policy.retry.maximumAttempts=3',
     'simulator.retry.maximumAttempts=3',
   ];

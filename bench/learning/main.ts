@@ -23,6 +23,8 @@ import { teardownSharedTestEnv } from '../../test/support/temporalEnv.js';
 import { CREDIT_MODES, type CreditMode } from '../../src/core/training/credit.js';
 import { ruleTaskCeiling, stepReaching } from './riseFigures.js';
 import { DEFAULT_SEED, DEFAULT_TURNS, learningResultsFile } from './resultsName.js';
+import { RULE_BASED_TASKS, type RuleBasedTask } from '../../src/ruleuser/server.js';
+import { DEFAULT_TURN_DIFFERENTIATED_RULE } from '../../src/core/turnDifferentiatedUser.js';
 import { parityLine, sideBySide } from './stalenessTable.js';
 
 const HELP = `Learning benchmark: the mean reward per step of training runs through Attune's whole pipeline.
@@ -39,6 +41,9 @@ Usage: npm run bench:learning [-- options]
   --turns N          training.dialogue.maxTurns: assistant turns a dialogue (default 2; 1 is the peer's single-turn task)
   --credit LIST      training.credit.mode values, comma-separated (final, turn, mixed; default final): every run
                      once per value, with the first step reaching 90% of the rise and the last three steps' mean
+  --task RULE        the rule-based user's rule: brevity (default; a short reply raises the emotion in
+                     every turn) or turn-differentiated (brevity pays or costs only before the user
+                     feels heard, in turn 1; later turns are neutral), on which per-turn credit should win
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
                      with more than one, the curves side by side and the parity of the last three steps
   --out FILE         results (default: a file of this mode's own, bench/results/learning-quick.json for
@@ -60,6 +65,7 @@ const { values } = parseArgs({
     turns: { type: 'string' },
     staleness: { type: 'string', default: '0' },
     credit: { type: 'string', default: 'final' },
+    task: { type: 'string', default: 'brevity' },
     out: { type: 'string' },
     reports: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning-reports') },
     help: { type: 'boolean', default: false },
@@ -100,6 +106,11 @@ if (
   );
   process.exit(2);
 }
+if (!(RULE_BASED_TASKS as readonly string[]).includes(values.task)) {
+  process.stderr.write(`bench:learning: --task must be one of ${RULE_BASED_TASKS.join(', ')}, got ${values.task}\n`);
+  process.exit(2);
+}
+const task = values.task as RuleBasedTask;
 const credits = values.credit.split(',').map((c) => c.trim());
 if (credits.some((c) => !(CREDIT_MODES as readonly string[]).includes(c)) || new Set(credits).size !== credits.length) {
   process.stderr.write(
@@ -192,7 +203,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
   const started = Date.now();
   try {
     const metrics: StepMetricsRecord[] = await learningRun(plan.algorithm, steps, plan.name, {
-      ...(local ? { simulatorURL: local.url } : {}),
+      ...(local ? { simulatorURL: local.url } : { task }),
       // A pretrained model wants a far smaller step than the random tiny one: at 0.02 SmolLM2 collapsed
       // to empty replies (malformed, reward 0) within five steps.
       extra: [
@@ -204,7 +215,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
           ? [
               'simulator.maxTokens=320',
               'simulator.timeoutMs=600000',
-              'training.heartbeatTimeoutMs=300000',
+              'training.trainer.heartbeatTimeoutMs=300000',
               // The schema's bound on the analysis fields that the embedded server gets by default:
               // this server is on a port of its own, which the default does not recognise.
               `simulator.analysisMaxChars=${LOCAL_ANALYSIS_MAX_CHARS}`,
@@ -244,7 +255,13 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
       step90: stepReaching(
         metrics,
         0.9,
-        plan.simulator === 'rule-based user' ? ruleTaskCeiling(LEARNING_INITIAL_EMOTION, turns ?? DEFAULT_TURNS) : 1,
+        plan.simulator === 'rule-based user'
+          ? ruleTaskCeiling(
+              LEARNING_INITIAL_EMOTION,
+              turns ?? DEFAULT_TURNS,
+              task === 'turn-differentiated' ? DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn : undefined,
+            )
+          : 1,
       ),
     };
   } finally {
@@ -283,6 +300,7 @@ async function main(): Promise<void> {
         stalenesses,
         credits,
         seed,
+        task,
       }),
   );
   mkdirSync(dirname(outFile), { recursive: true });
@@ -294,6 +312,7 @@ async function main(): Promise<void> {
     turns: turns ?? DEFAULT_TURNS,
     stalenesses,
     credits,
+    task,
     cpus: cpus().length,
     rows: results.flatMap((r) => r.rows),
     runs: results,

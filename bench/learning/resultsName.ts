@@ -1,3 +1,4 @@
+import type { RuleBasedTask } from '../../src/ruleuser/server.js';
 import { defaultResultsFile } from '../resultsFile.js';
 
 /** training.seed and training.dialogue.maxTurns of the benchmark's runs when --seed and --turns are not given. */
@@ -17,6 +18,8 @@ export interface LearningMode {
   credits: readonly string[];
   /** --seed when given. */
   seed: number | null;
+  /** --task when given: the rule-based user's rule (default brevity). */
+  task?: RuleBasedTask;
 }
 
 /**
@@ -33,6 +36,7 @@ export function learningResultsFile(mode: LearningMode): string {
   if (mode.stalenesses.length !== 1 || mode.stalenesses[0] !== 0)
     parts.push('staleness', ...mode.stalenesses.map(String));
   if (mode.credits.length !== 1 || mode.credits[0] !== 'final') parts.push('credit', ...mode.credits);
+  if (mode.task !== undefined && mode.task !== 'brevity') parts.push(mode.task);
   if (mode.seed !== null && mode.seed !== DEFAULT_SEED) parts.push('seed', String(mode.seed));
   const [bench, ...rest] = parts;
   return defaultResultsFile(bench!, rest.join('-'));

@@ -15,7 +15,11 @@ export function stepReaching(
   return rows.find((r) => r.reward.mean >= target)?.step ?? null;
 }
 
-/** The rule-based user's best reward: every turn raises the emotion by its maximum, 10. */
-export function ruleTaskCeiling(initialEmotion: number, turns: number): number {
-  return Math.min(100, initialEmotion + 10 * turns) / 100;
+/**
+ * The rule-based user's best reward: every rewarded turn raises the emotion by its maximum, 10
+ * (every turn for the brevity rule; the turn-differentiated rule scores only the turns before the
+ * user feels heard).
+ */
+export function ruleTaskCeiling(initialEmotion: number, turns: number, rewardedTurns = turns): number {
+  return Math.min(100, initialEmotion + 10 * Math.min(turns, rewardedTurns)) / 100;
 }

@@ -21,7 +21,8 @@ import {
 } from '../core/turnDifferentiatedUser.js';
 
 /** Which rule scores a reply: brevity in every turn, or brevity only before the user feels heard. */
-export type RuleBasedTask = 'brevity' | 'turn-differentiated';
+export const RULE_BASED_TASKS = ['brevity', 'turn-differentiated'] as const;
+export type RuleBasedTask = (typeof RULE_BASED_TASKS)[number];
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 

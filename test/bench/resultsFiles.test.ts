@@ -17,6 +17,11 @@ describe("the benchmarks' default results files: one per benchmark and mode", ()
     assert.equal(learning({ quick: false, simulator: 'local' }), 'learning-smollm2-local.json');
     assert.equal(learning({ quick: false, simulator: 'rule' }), 'learning-smollm2-rule.json');
     assert.equal(learning({ only: 'grpo', turns: 1, seed: 3 }), 'learning-quick-grpo-turns-1-seed-3.json');
+    assert.equal(
+      learning({ only: 'grpo', credits: ['final', 'turn', 'mixed'], task: 'turn-differentiated', seed: 1 }),
+      'learning-quick-grpo-credit-final-turn-mixed-turn-differentiated-seed-1.json',
+    );
+    assert.equal(learning({ task: 'brevity' }), 'learning-quick.json');
     // the defaults spelt out are the same mode
     assert.equal(learning({ turns: 2, seed: 7 }), 'learning-quick.json');
   });

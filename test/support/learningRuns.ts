@@ -1,5 +1,5 @@
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
-import { startRuleBasedUser } from '../../src/ruleuser/server.js';
+import { startRuleBasedUser, type RuleBasedTask } from '../../src/ruleuser/server.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from './trainingRig.js';
 
 /** The learnable task's initial emotion: the rule-based user's best reward is 0.7 in two turns. */
@@ -27,15 +27,20 @@ export function rewardRise(metrics: StepMetricsRecord[], k = 3): { first: number
 
 /**
  * One run of the learnable task through Temporal and the trainer; its step metrics. `simulatorURL`
- * replaces the rule-based user (e.g. with a local model server); `extra` settings go last.
+ * replaces the rule-based user (e.g. with a local model server), `task` picks its rule; `extra` settings go last.
  */
 export async function learningRun(
   algorithm: 'grpo' | 'ppo',
   steps: number,
   runName: string,
-  options: { simulatorURL?: string; extra?: string[]; finished?: (rig: TrainingRig) => Promise<void> } = {},
+  options: {
+    simulatorURL?: string;
+    task?: RuleBasedTask;
+    extra?: string[];
+    finished?: (rig: TrainingRig) => Promise<void>;
+  } = {},
 ): Promise<StepMetricsRecord[]> {
-  const user = options.simulatorURL ? null : await startRuleBasedUser();
+  const user = options.simulatorURL ? null : await startRuleBasedUser(options.task ? { task: options.task } : {});
   const simulator = options.simulatorURL ?? user!.url;
   const rig = await createTrainingRig({
     set: [...learningSet(algorithm, steps), `simulator.baseURL=${simulator}`, ...(options.extra ?? [])],
