@@ -3,7 +3,8 @@
  * published versions the next step samples from) raise the reward? The policy is trained by the
  * trainer on CPU against the rule-based user, which rewards shorter replies. A benchmark: it prints
  * and writes its figures and asserts nothing, except that --quick exits non-zero when a run fails
- * to rise by 0.1 (the contract the README states).
+ * to rise by 0.1 (the contract the README states; on the turn-differentiated task, half of it, as half
+ * the turns are scored).
  *
  *   npm run bench:learning [-- --quick] [-- --staleness 0,1]
  */
@@ -33,7 +34,8 @@ Usage: npm run bench:learning [-- options]
 
   --quick            the tiny random model, GRPO and PPO, 16 steps each, against the rule-based user
                      (a few minutes); exits 1 if a run's last three steps do not beat its first three by 0.1
-                     (checked with at least 6 steps, where the first three and the last three differ)
+                     (0.05 with --task turn-differentiated, which scores one turn of two; checked with at
+                     least 6 steps, where the first three and the last three differ)
   --steps N          steps per run (default 16 with --quick, 10 otherwise)
   --seed N           training.seed: the tiny model's weights and the sampling seeds (default 7)
   --only ALGORITHM   only the grpo or only the ppo runs
@@ -111,6 +113,14 @@ if (!(RULE_BASED_TASKS as readonly string[]).includes(values.task)) {
   process.exit(2);
 }
 const task = values.task as RuleBasedTask;
+const dialogueTurns = turns ?? DEFAULT_TURNS;
+/** The turns the rule-based user scores: all for brevity, those before it feels heard otherwise. */
+const rewardedTurns =
+  task === 'turn-differentiated'
+    ? Math.min(dialogueTurns, DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn)
+    : dialogueTurns;
+/** --quick's rise to reach: MIN_RISE for the brevity task, in proportion where fewer turns are scored. */
+const minRise = (MIN_RISE * rewardedTurns) / dialogueTurns;
 const credits = values.credit.split(',').map((c) => c.trim());
 if (credits.some((c) => !(CREDIT_MODES as readonly string[]).includes(c)) || new Set(credits).size !== credits.length) {
   process.stderr.write(
@@ -256,11 +266,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
         metrics,
         0.9,
         plan.simulator === 'rule-based user'
-          ? ruleTaskCeiling(
-              LEARNING_INITIAL_EMOTION,
-              turns ?? DEFAULT_TURNS,
-              task === 'turn-differentiated' ? DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn : undefined,
-            )
+          ? ruleTaskCeiling(LEARNING_INITIAL_EMOTION, dialogueTurns, rewardedTurns)
           : 1,
       ),
     };
@@ -319,9 +325,9 @@ async function main(): Promise<void> {
   };
   writeFileSync(outFile, `${JSON.stringify(out, null, 2)}\n`);
   process.stdout.write(`results: ${outFile}\n`);
-  const flat = results.filter((r) => r.last3 < r.first3 + MIN_RISE);
+  const flat = results.filter((r) => r.last3 < r.first3 + minRise);
   if (quick && steps >= MIN_STEPS_FOR_RISE && flat.length > 0) {
-    process.stderr.write(`bench:learning: no rise of ${MIN_RISE} in ${flat.map((r) => r.name).join(', ')}\n`);
+    process.stderr.write(`bench:learning: no rise of ${minRise} in ${flat.map((r) => r.name).join(', ')}\n`);
     process.exitCode = 1;
   }
 }
