@@ -122,8 +122,7 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
     /**
      * Records the step's line once: a retried activity finds it there and writes nothing. The next
      * step's line is appended (on S3 a conditional write: an attempt that outlived its timeout loses
-     * no other step's line, at worst it adds its own step again, and the last record of a step wins
-     * on reading). A log with a torn or bad line (a crash mid-write), or a step recorded out of order,
+     * no other step's line, and one racing another attempt of its step adds nothing). A log with a torn or bad line (a crash mid-write), or a step recorded out of order,
      * is replaced atomically instead, with the bad lines dropped.
      */
     async recordStepMetrics(record: StepMetricsRecord): Promise<void> {
@@ -133,7 +132,9 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
       if (recorded.notes.length === 0 && recorded.steps.some((r) => r.step === record.step)) return;
       const whole = recorded.notes.length === 0 && (text === '' || text.endsWith('\n'));
       if (whole && (recorded.steps.at(-1)?.step ?? -Infinity) < record.step)
-        await store.appendLine(key, JSON.stringify(record));
+        // The step names the append: an attempt racing another of the same step (both read the log
+        // before either wrote) finds the other's line there and adds none.
+        await store.appendLine(key, JSON.stringify(record), `step-${record.step}`);
       else await store.putText(key, withStepRecord(text, record));
     },
   };

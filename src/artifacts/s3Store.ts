@@ -169,12 +169,13 @@ export class S3ArtifactStore implements ArtifactStore {
     return (await this.read(key))?.text ?? null;
   }
 
-  async appendLine(key: string, line: string): Promise<void> {
+  async appendLine(key: string, line: string, appendId?: string): Promise<void> {
     const added = line.endsWith('\n') ? line : `${line}\n`;
-    const id = randomBytes(8).toString('hex');
+    const id = appendId ?? randomBytes(8).toString('hex');
     for (let round = 1; ; round++) {
       const current = await this.read(key);
-      // A write of ours landed although its answer was lost (the SDK's retry of it then met 412).
+      // A write of ours landed although its answer was lost (the SDK's retry of it then met 412), or
+      // another attempt at the same append (the same id) came first.
       if (current?.appendIds.includes(id)) return;
       const condition = current ? { IfMatch: current.etag } : { IfNoneMatch: '*' };
       const appendIds = [...(current?.appendIds ?? []), id].slice(-APPEND_IDS_KEPT).join(' ');

@@ -19,8 +19,11 @@ export interface ArtifactStore {
   /**
    * Adds one newline-terminated line at the end. Appends from several instances at once keep every
    * line; one append adds its line once, even when a client retries a write whose answer was lost.
+   * `id` names the append (ASCII, no spaces): appends with the same id add the line once, so two
+   * attempts of one activity that race add it once (the object store checks it; a local file's
+   * append is one write, and its callers check what they append).
    */
-  appendLine(key: string, line: string): Promise<void>;
+  appendLine(key: string, line: string, id?: string): Promise<void>;
   list(prefix: string): Promise<string[]>;
   /** Removes a key, or every key under a prefix; nothing there is not an error (activities may run twice). */
   remove(prefix: string): Promise<void>;

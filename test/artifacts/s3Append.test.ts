@@ -74,6 +74,34 @@ describe('S3 appendLine when the answer to its conditional write is lost (real M
     );
   });
 
+  it("two attempts at one step's metrics that both read before either writes (a timed-out attempt racing its retry) record the step once", async () => {
+    // A barrier in the store's reads: each attempt reads the log, then waits until the other has read it too.
+    let reads = 0;
+    let bothRead!: () => void;
+    const barrier = new Promise<void>((resolve) => (bothRead = resolve));
+    const racing = new Proxy(store, {
+      get(target, name) {
+        if (name !== 'getText') return Reflect.get(target, name, target) as unknown;
+        return async (key: string) => {
+          const text = await target.getText(key);
+          if (++reads === 2) bothRead();
+          await barrier;
+          return text;
+        };
+      },
+    });
+    const activities = createRunBookkeepingActivities(racing);
+    const record = { ...stepRecord(1), run: 'racing-run' };
+    const key = runMetricsKey('racing-run');
+    await Promise.all([activities.recordStepMetrics(record), activities.recordStepMetrics(record)]);
+    const lines = (await store.getText(key))!.trimEnd().split('\n');
+    assert.deepEqual(
+      lines.map((line) => (JSON.parse(line) as { step: number }).step),
+      [1],
+      `${where(key)}: one line for the step`,
+    );
+  });
+
   it('a put after appends replaces the object whole, and appends after it start from the put', async () => {
     const key = 'runs/r/after-put.jsonl';
     await store.appendLine(key, 'a');
