@@ -12,6 +12,7 @@ export const DEPRECATED_KEYS: readonly { from: string; to: string }[] = [
   { from: 'training.stepTimeoutMs', to: 'training.trainer.stepTimeoutMs' },
   { from: 'training.heartbeatTimeoutMs', to: 'training.trainer.heartbeatTimeoutMs' },
   { from: 'training.sameErrorAttempts', to: 'training.trainer.sameErrorAttempts' },
+  { from: 'training.optimizerRetry', to: 'training.trainer.retry' },
   { from: 'rollout.initialEmotion', to: 'rollout.dialogue.initialEmotion' },
   { from: 'rollout.maxTurns', to: 'rollout.dialogue.maxTurns' },
   { from: 'rollout.think', to: 'rollout.dialogue.think' },
@@ -35,6 +36,18 @@ export function renamedKey(key: string, value: unknown): string | null {
   const move = DEPRECATED_KEYS.find((d) => d.from === key);
   if (move === undefined) return null;
   return move.to.startsWith(`${move.from}.`) && isMapping(value) ? null : move.to;
+}
+
+/**
+ * The key a `--set` key now is, and the old key it was written under; null when it is current. Besides the
+ * keys `renamedKey` knows, a key inside a group that moved whole is renamed by its prefix
+ * (`training.optimizerRetry.initialIntervalMs` -> `training.trainer.retry.initialIntervalMs`).
+ */
+export function renamedSetKey(key: string, value: unknown): { key: string; from: string } | null {
+  const exact = renamedKey(key, value);
+  if (exact !== null) return { key: exact, from: key };
+  const move = DEPRECATED_KEYS.find((d) => key.startsWith(`${d.from}.`) && !d.to.startsWith(`${d.from}.`));
+  return move === undefined ? null : { key: move.to + key.slice(move.from.length), from: move.from };
 }
 
 export function deprecationWarning(from: string): string {

@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { describeIssues } from '../core/scenario.js';
-import { DEPRECATED_KEYS_IN_ORDER, deprecationWarning, renamedKey } from './deprecatedKeys.js';
+import { DEPRECATED_KEYS_IN_ORDER, deprecationWarning, renamedKey, renamedSetKey } from './deprecatedKeys.js';
 import { LOCAL_LLM_TOKEN_ENV } from './localLlmEndpoint.js';
 import { configSchema, type AttuneConfig } from './schema.js';
 
@@ -259,8 +259,9 @@ export function loadConfig(options: LoadConfigOptions = {}): AttuneConfig {
     setPath(tree, 'localLlm.tokenEnv', LOCAL_LLM_TOKEN_ENV);
   for (const option of options.set ?? []) {
     const [written, value] = parseSetOption(option);
-    const key = renamedKey(written, value) ?? written;
-    if (key !== written) deprecated.add(written);
+    const renamed = renamedSetKey(written, value);
+    const key = renamed?.key ?? written;
+    if (renamed !== null) deprecated.add(renamed.from);
     setPath(tree, key, value);
     origins.set(key, NOT_A_FILE);
   }

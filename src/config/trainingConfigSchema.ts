@@ -122,25 +122,25 @@ export const trainingConfigSchema = z
           .describe(
             'Attempts at one optimizer step that the trainer answers with the same server error, in a row, before the run waits for the operator with that error; a different error starts the count again.',
           ),
+        retry: z
+          .strictObject({
+            initialIntervalMs: optimizerRetrySchema.shape.initialIntervalMs
+              .default(OPTIMIZER_RETRY.initialIntervalMs)
+              .describe('Wait before the second attempt at an optimizer step, in ms.'),
+            maximumIntervalMs: optimizerRetrySchema.shape.maximumIntervalMs
+              .default(OPTIMIZER_RETRY.maximumIntervalMs)
+              .describe('Longest wait between attempts at an optimizer step, in ms (each wait doubles up to it).'),
+          })
+          .refine((r) => r.initialIntervalMs <= r.maximumIntervalMs, {
+            message: 'initialIntervalMs must not exceed maximumIntervalMs',
+          })
+          .prefault({})
+          .describe(
+            'Waits between attempts at one optimizer step (no attempt limit: the trainer may be restarting; see sameErrorAttempts).',
+          ),
       })
       .prefault({})
       .describe("The optimizer call's limits: the workflow input's `trainer` fields of the same names."),
-    optimizerRetry: z
-      .strictObject({
-        initialIntervalMs: optimizerRetrySchema.shape.initialIntervalMs
-          .default(OPTIMIZER_RETRY.initialIntervalMs)
-          .describe('Wait before the second attempt at an optimizer step, in ms.'),
-        maximumIntervalMs: optimizerRetrySchema.shape.maximumIntervalMs
-          .default(OPTIMIZER_RETRY.maximumIntervalMs)
-          .describe('Longest wait between attempts at an optimizer step, in ms (each wait doubles up to it).'),
-      })
-      .refine((r) => r.initialIntervalMs <= r.maximumIntervalMs, {
-        message: 'initialIntervalMs must not exceed maximumIntervalMs',
-      })
-      .prefault({})
-      .describe(
-        'Waits between attempts at one optimizer step (no attempt limit: the trainer may be restarting; see trainer.sameErrorAttempts).',
-      ),
   })
   .prefault({})
   .describe('An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml.');

@@ -66,7 +66,6 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       hyperparameters: t.hyperparameters,
       optimizerTaskQueue: queues.optimizer,
       ...t.trainer,
-      retry: t.optimizerRetry,
     },
     publish: {
       mode: t.publish.mode,

@@ -91,23 +91,25 @@ describe('config: the flat keys of earlier releases still load, with a warning n
     assert.deepEqual(nested.warnings, []);
   });
 
-  it('flat training.stepTimeoutMs, heartbeatTimeoutMs and sameErrorAttempts give the same workflow input as training.trainer { ... }, warning once per key', () => {
+  it('flat training.stepTimeoutMs, heartbeatTimeoutMs, sameErrorAttempts and the optimizerRetry group give the same workflow input as training.trainer { ..., retry }, warning once per key', () => {
     const trainer = { stepTimeoutMs: 3_600_000, heartbeatTimeoutMs: 30_000, sameErrorAttempts: 7 };
+    const retry = { initialIntervalMs: 1000, maximumIntervalMs: 4000 };
     const files = configFolder({
-      'flat.yaml': yamlOf({ training: trainer }),
-      'nested.yaml': yamlOf({ training: { trainer } }),
+      'flat.yaml': yamlOf({ training: { ...trainer, optimizerRetry: retry } }),
+      'nested.yaml': yamlOf({ training: { trainer: { ...trainer, retry } } }),
     });
     const flat = load(join(files, 'flat.yaml'), ['training.stepTimeoutMs=7200000']);
     const nested = load(join(files, 'nested.yaml'), ['training.trainer.stepTimeoutMs=7200000']);
-    assert.deepEqual(flat.config.training.trainer, { ...trainer, stepTimeoutMs: 7_200_000 });
+    assert.deepEqual(flat.config.training.trainer, { ...trainer, stepTimeoutMs: 7_200_000, retry });
     assert.deepEqual(flat.config, nested.config);
     const settings = trainingSettingsFromConfig(flat.config, 'r');
     assert.deepEqual(settings, trainingSettingsFromConfig(nested.config, 'r'));
     assert.equal(settings.trainer.sameErrorAttempts, 7, 'the workflow input takes the group as it is');
-    assert.deepEqual(
-      flat.warnings,
-      Object.keys(trainer).map((key) => `training.${key} is deprecated: write training.trainer.${key}`),
-    );
+    assert.deepEqual(settings.trainer.retry, retry);
+    assert.deepEqual(flat.warnings, [
+      ...Object.keys(trainer).map((key) => `training.${key} is deprecated: write training.trainer.${key}`),
+      'training.optimizerRetry is deprecated: write training.trainer.retry',
+    ]);
     assert.deepEqual(nested.warnings, []);
   });
 

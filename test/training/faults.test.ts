@@ -40,8 +40,8 @@ const VLLM = [...SAMPLED, 'training.publish.mode=vllm', 'training.lora.r=8'];
  * a test that fails a step seven times counts its attempts; it does not time them.
  */
 const QUICK_OPTIMIZER_RETRY = [
-  'training.optimizerRetry.initialIntervalMs=1000',
-  'training.optimizerRetry.maximumIntervalMs=4000',
+  'training.trainer.retry.initialIntervalMs=1000',
+  'training.trainer.retry.maximumIntervalMs=4000',
 ];
 /** statfs(2)'s f_type of a tmpfs (linux/magic.h). */
 const TMPFS_MAGIC = 0x01021994;
