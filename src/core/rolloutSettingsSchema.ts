@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { DialogueKey } from './dialogueKeys.js';
+import type { DialogueKey, DialogueValues } from './dialogueKeys.js';
 import { SAGE_INITIAL_EMOTION } from './emotion.js';
 import { DEFAULT_MAX_WAIT_MINUTES } from './outageWait.js';
 
@@ -127,8 +127,8 @@ export const dialogueThink = z.boolean();
  * The settings of one dialogue, declared once with their help text: the rollout workflow's input
  * takes them, and so does the `dialogue` group of each config section that runs dialogues
  * (`rollout`, `training`, `evaluation`: src/config/dialogueGroup.ts), with its own defaults (SAGE's
- * protocol, RLVER's training simulator). A new dialogue setting is one field here, and its name in
- * DIALOGUE_KEYS (dialogueKeys.ts: the zod-free list the workflows read; tsc holds the two together).
+ * protocol, RLVER's training simulator). A new dialogue setting is one field here, and its name, type and
+ * words in dialogueKeys.ts (zod-free, for the workflows and the renderers; tsc holds the two together).
  */
 export function dialogueFields(defaults: { initialEmotion: number; maxTurns: number }) {
   return {
@@ -145,7 +145,7 @@ export function dialogueFields(defaults: { initialEmotion: number; maxTurns: num
       .describe(
         'Think-then-say: the policy writes `<think>…</think>` then its reply; the simulator sees the reply only.',
       ),
-  } satisfies Record<DialogueKey, z.ZodType>;
+  } satisfies { [K in DialogueKey]: z.ZodType<DialogueValues[K], unknown> };
 }
 
 export const maxWaitMinutesSchema = z

@@ -1,6 +1,7 @@
 import type { RewardEnvironment } from '../core/evaluationManifest.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
 import { formatNumber, html, type SafeHtml } from './html.js';
+import { dialogueRows } from '../core/dialogueKeys.js';
 
 /** The evaluation's manifest as a card: what produced the numbers, so two reports can be told comparable. */
 export function manifestCard(report: EvaluationReport): SafeHtml {
@@ -34,9 +35,7 @@ export function environmentRows(env: RewardEnvironment): [string, string][] {
     ['Simulator', `${env.simulator.model} at ${env.simulator.baseURL}`],
     ...listed,
     ['Simulator prompt hash', env.promptHash],
-    ['Initial emotion', String(p.initialEmotion)],
-    ['Turns', `at most ${p.maxTurns}`],
-    ['Think-then-say', String(p.think)],
+    ...dialogueRows(p),
     ['Temperatures', `simulator ${p.simulatorTemperature} · policy ${p.policyTemperature}`],
     ['Max tokens', `simulator ${p.simulatorMaxTokens} · policy ${p.policyMaxTokens}`],
     ['Simulator output', p.structuredOutput],

@@ -1,5 +1,6 @@
 import type { EvaluationReport } from '../../core/evaluationReport.js';
 import type { GroupIntervals, Interval } from '../../core/evaluationStatistics.js';
+import { dialoguePhrases } from '../../core/dialogueKeys.js';
 
 const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : '-');
 
@@ -42,6 +43,6 @@ export function manifestLines(report: EvaluationReport): string[] {
   const p = m.protocol;
   return [
     `manifest: attune ${m.attuneVersion} · simulator ${m.simulator.model} at ${m.simulator.baseURL} · prompt hash ${m.promptHash} · seed ${m.seeds.base} x ${m.seeds.repeats} repeat(s)`,
-    `protocol: emotion ${p.initialEmotion} · ${p.maxTurns} turns · think ${p.think} · temperatures simulator ${p.simulatorTemperature}, policy ${p.policyTemperature} · max tokens simulator ${p.simulatorMaxTokens}, policy ${p.policyMaxTokens} · output ${p.structuredOutput} · policy prompt ${p.policySystemPrompt}`,
+    `protocol: ${dialoguePhrases(p).join(' · ')} · temperatures simulator ${p.simulatorTemperature}, policy ${p.policyTemperature} · max tokens simulator ${p.simulatorMaxTokens}, policy ${p.policyMaxTokens} · output ${p.structuredOutput} · policy prompt ${p.policySystemPrompt}`,
   ];
 }

@@ -1,6 +1,7 @@
 import { emotionState, type EmotionState } from '../../core/emotion.js';
 import type { EvaluationReport, ScoreGroup } from '../../core/evaluationReport.js';
 import { intervalSummary, intervalTable, manifestLines } from './evaluationIntervals.js';
+import { dialoguePhrases } from '../../core/dialogueKeys.js';
 
 export interface EvaluationTableOptions {
   /** ANSI colours; default: only when stdout is a TTY and NO_COLOR is unset. */
@@ -119,7 +120,9 @@ function headingLines(report: EvaluationReport, p: Painter): string[] {
     `${p.bold(`Evaluation ${report.evalId}`)}${source}`,
     p.dim(`policy ${report.policyModel} · simulator ${report.simulatorModel} · scenarios ${report.scenarios}`),
     p.dim(
-      `initial emotion ${report.settings.initialEmotion} · at most ${report.settings.maxTurns} turns · ${report.settings.think ? 'think-then-say' : 'direct replies'} · simulator temperature ${report.settings.simulatorTemperature}`,
+      [...dialoguePhrases(report.settings), `simulator temperature ${report.settings.simulatorTemperature}`].join(
+        ' · ',
+      ),
     ),
     ...manifestLines(report).map(p.dim),
   ];

@@ -1,4 +1,5 @@
 import type { RolloutSummary, Transcript } from '../../core/transcript.js';
+import { dialoguePhrases } from '../../core/dialogueKeys.js';
 
 function indent(text: string, prefix: string): string {
   return text
@@ -14,7 +15,8 @@ export function renderTranscript(t: Transcript): string {
   lines.push(
     `Scenario ${t.scenario.id} (${t.scenario.goalType}, ${t.scenario.personality}) · policy ${t.policyModel} · simulator ${t.simulatorModel}`,
   );
-  lines.push(`Emotion starts at ${t.initialEmotion}; at most ${t.maxTurns} turns${t.think ? '; think-then-say' : ''}`);
+  const settings = dialoguePhrases(t).join('; ');
+  lines.push(`${settings.charAt(0).toUpperCase()}${settings.slice(1)}`);
   lines.push('');
   lines.push(indent(t.opening.text, `[${name}] `));
   for (const turn of t.turns) {
