@@ -85,9 +85,13 @@ def _merge(base: dict, over: dict) -> dict:
 
 
 def _read(path: Path) -> dict:
+    """A config file with the files it `extends` (one, or a list merged in order) under it."""
     data = yaml.safe_load(path.read_text())
-    base = data.pop("extends", None)
-    return data if base is None else _merge(_read(path.parent / base), data)
+    bases = data.pop("extends", None)
+    merged: dict = {}
+    for base in [bases] if isinstance(bases, str) else bases or []:
+        merged = _merge(merged, _read(path.parent / base))
+    return _merge(merged, data)
 
 
 def paper_shape(name: str) -> dict:

@@ -141,7 +141,7 @@ export async function renderConfigReference(root: string): Promise<string> {
     '',
     '<!-- Generated from the zod declarations by `npm run generate:config-docs`: do not edit. -->',
     '',
-    'Every key of an Attune config file (`--config FILE`, which may `extends:` another), also settable with',
+    'Every key of an Attune config file (`--config FILE`, which may `extends:` another, or a list of others merged in order), also settable with',
     '`--set key=value` or, where a variable is named, from the environment. Generated from the declarations',
     "(`src/config/schema.ts` and the schemas it composes; the trainer settings from the trainer's own models",
     "through `npm run generate:settings`): a help text is written once, on its key's declaration, and",

@@ -189,9 +189,19 @@ interface ConfigFileTree {
   origins: Map<string, string>;
 }
 
+/** The files an `extends` value names: one file, or a list merged in order (a later file over an earlier one). */
+function extendedFiles(file: string, ref: unknown): string[] {
+  if (ref === undefined) return [];
+  const refs = Array.isArray(ref) ? (ref as unknown[]) : [ref];
+  if (refs.length === 0 || refs.some((r) => typeof r !== 'string' || r === ''))
+    throw new ConfigError(`${file}: ${EXTENDS_KEY} must be the name of a config file, or a list of them`);
+  return refs as string[];
+}
+
 /**
- * Reads a config file and, through `extends: FILE` (relative to the file), the files it builds on,
- * merged base first. A missing base file or a cycle is an error naming the file that refers to it.
+ * Reads a config file and, through `extends: FILE` or `extends: [FILE, ...]` (relative to the file), the
+ * files it builds on, merged base first and in the order listed. A missing base file or a cycle is an
+ * error naming the file that refers to it.
  */
 export function readConfigFile(
   file: string,
@@ -201,15 +211,15 @@ export function readConfigFile(
   const { [EXTENDS_KEY]: ref, ...rest } = readYamlFile(file);
   moveDeprecatedKeys(rest, file, deprecated);
   let base: ConfigFileTree = { tree: {}, origins: new Map() };
-  if (ref !== undefined) {
-    if (typeof ref !== 'string' || ref === '')
-      throw new ConfigError(`${file}: ${EXTENDS_KEY} must be the name of a config file`);
-    const baseFile = isAbsolute(ref) ? ref : join(dirname(file), ref);
-    const seen = [...chain, file];
+  const seen = [...chain, file];
+  for (const name of extendedFiles(file, ref)) {
+    const baseFile = isAbsolute(name) ? name : join(dirname(file), name);
     if (seen.some((f) => resolve(f) === resolve(baseFile)))
-      throw new ConfigError(`${file}: ${EXTENDS_KEY} ${ref}: a cycle (${[...seen, baseFile].join(' -> ')})`);
-    if (!existsSync(baseFile)) throw new ConfigError(`${file}: ${EXTENDS_KEY} ${ref}: no such config file ${baseFile}`);
-    base = readConfigFile(baseFile, seen, deprecated);
+      throw new ConfigError(`${file}: ${EXTENDS_KEY} ${name}: a cycle (${[...seen, baseFile].join(' -> ')})`);
+    if (!existsSync(baseFile))
+      throw new ConfigError(`${file}: ${EXTENDS_KEY} ${name}: no such config file ${baseFile}`);
+    const next = readConfigFile(baseFile, seen, deprecated);
+    base = { tree: mergeTrees(base.tree, next.tree), origins: new Map([...base.origins, ...next.origins]) };
   }
   noteOrigins(rest, file, base.origins);
   return { tree: mergeTrees(base.tree, rest), origins: base.origins };

@@ -26,7 +26,7 @@ function configErrorOf(run: () => unknown): ConfigError {
 }
 
 describe('config files that extend others', () => {
-  it('the paper presets load to exactly the configs of the self-contained files they replaced', () => {
+  it('the LoRA paper presets load to exactly the self-contained files they replaced, and the full presets differ from them only in the weights trained and the rate', () => {
     const before = JSON.parse(
       readFileSync(join(REPO_ROOT, 'test/fixtures/configs/paper-presets-before-extends.json'), 'utf8'),
     ) as Record<string, unknown>;
@@ -35,10 +35,41 @@ describe('config files that extend others', () => {
     const dir = configFolder(
       Object.fromEntries(Object.entries(before).map(([name, tree]) => [`${name}.yaml`, JSON.stringify(tree)])),
     );
+    const preset = (name: string) => loadConfig({ file: join(REPO_ROOT, 'configs', `${name}.yaml`), env: {} });
     for (const name of Object.keys(before)) {
-      const preset = loadConfig({ file: join(REPO_ROOT, 'configs', `${name}.yaml`), env: {} });
-      assert.deepEqual(preset, loadConfig({ file: join(dir, `${name}.yaml`), env: {}, onWarning: () => {} }), name);
+      const lora = preset(name.replace('paper-', 'paper-lora-'));
+      assert.deepEqual(lora, loadConfig({ file: join(dir, `${name}.yaml`), env: {}, onWarning: () => {} }), name);
+      const full = preset(name);
+      assert.equal(full.training.lora, null, name);
+      assert.equal(full.training.hyperparameters.learning_rate, 1e-6, name);
+      assert.deepEqual(
+        {
+          ...full,
+          policy: { ...full.policy, maxLoraRank: lora.policy.maxLoraRank },
+          training: {
+            ...full.training,
+            lora: lora.training.lora,
+            hyperparameters: { ...full.training.hyperparameters, learning_rate: 1e-5 },
+          },
+        },
+        lora,
+        name,
+      );
     }
+  });
+
+  it('extends a list of files in order, a later one over an earlier one', () => {
+    const dir = configFolder({
+      'a.yaml': 'policy:\n  model: from-a\n  maxTokens: 100\n',
+      'b.yaml': 'policy:\n  model: from-b\n',
+      'run.yaml': 'extends: [a.yaml, b.yaml]\ntraining:\n  steps: 3\n',
+      'loop.yaml': 'extends: [a.yaml, loop.yaml]\n',
+    });
+    const config = loadConfig({ file: join(dir, 'run.yaml'), env: {} });
+    assert.equal(config.policy.model, 'from-b');
+    assert.equal(config.policy.maxTokens, 100);
+    assert.equal(config.training.steps, 3);
+    assert.match(configErrorOf(() => loadConfig({ file: join(dir, 'loop.yaml'), env: {} })).message, /a cycle/);
   });
 
   it('merges mappings key by key, base first; lists and null replace', () => {
@@ -106,8 +137,8 @@ describe('config files that extend others', () => {
     );
   });
 
-  it('rejects an extends that is not a file name', () => {
-    for (const value of ['[a.yaml]', '3', "''", '{file: a.yaml}']) {
+  it('rejects an extends that is not a file name or a list of them', () => {
+    for (const value of ['[]', '[a.yaml, 3]', '3', "''", '{file: a.yaml}']) {
       const dir = configFolder({ 'run.yaml': `extends: ${value}\n` });
       const error = configErrorOf(() => loadConfig({ file: join(dir, 'run.yaml'), env: {} }));
       assert.match(error.message, /run\.yaml: extends must be the name of a config file/, value);

@@ -145,8 +145,18 @@ describe('optimizer samples', () => {
 describe('shipped config presets', () => {
   for (const file of readdirSync(join(REPO_ROOT, 'configs')).filter((f) => f.endsWith('.yaml'))) {
     it(`${file} is valid`, () => {
-      const config = loadConfig({ file: join(REPO_ROOT, 'configs', file), env: {} });
+      const warnings: string[] = [];
+      const config = loadConfig({
+        file: join(REPO_ROOT, 'configs', file),
+        env: {},
+        onWarning: (w) => warnings.push(w),
+      });
+      assert.deepEqual(warnings, [], 'a shipped preset uses no deprecated key');
       if (file.startsWith('paper-')) {
+        // the paper trains all weights at lr 1e-6, published into vLLM; paper-lora-* train an adapter instead
+        assert.equal(config.training.publish.mode, 'vllm');
+        assert.equal(config.training.lora?.r ?? null, file.startsWith('paper-lora-') ? 64 : null);
+        assert.equal(config.training.hyperparameters.learning_rate, file.startsWith('paper-lora-') ? 1e-5 : 1e-6);
         assert.equal(
           (config.training.samplesPerScenario ?? 1) * config.training.scenariosPerStep,
           32,
