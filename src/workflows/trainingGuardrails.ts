@@ -7,6 +7,8 @@ import type { TrainingControl } from './trainingControl.js';
 
 /** Marks histories whose runs check guardrails: older ones replay without the check. */
 const GUARDRAILS_PATCH = 'training-guardrails';
+/** Marks histories whose guardrails keep the last evaluations apart from the last 64 steps. */
+const GUARD_EVALUATIONS_PATCH = 'guard-evaluations-kept-apart';
 
 /**
  * Checks the run's guardrails on a step's record before it is written (pure: guardrails.ts): the
@@ -21,7 +23,9 @@ export function checkGuardrails(
   if (record.eval) state.guard = { ...previous, lastEvalScore: record.eval.score };
   const rules = settings.guardrails ?? [];
   if (rules.length === 0 || !patched(GUARDRAILS_PATCH)) return { record, pause: null };
-  const checked = guardStep(state.guard ?? previous, rules, guardPointOf(record));
+  const checked = guardStep(state.guard ?? previous, rules, guardPointOf(record), {
+    evaluationsApart: patched(GUARD_EVALUATIONS_PATCH),
+  });
   state.guard = checked.state;
   const trips = [...(checked.pause ? [checked.pause] : []), ...checked.alsoPausing, ...checked.warnings];
   return {

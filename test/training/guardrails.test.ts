@@ -108,6 +108,29 @@ describe('guardrails', () => {
       assert.equal(checkRule(rule, [evalAt(2, 50, 50), evalAt(4, 52, 48), evalAt(6, 60, 46)]), null);
     });
 
+    it('trips with evaluations further apart than the 64 steps the state keeps (evalEvery 40), and did not before they were kept apart', () => {
+      const scores: Record<number, [number, number]> = { 40: [50, 50], 80: [54, 48], 120: [57, 43] };
+      const run = (evaluationsApart: boolean) => {
+        let state = emptyGuardState();
+        let pause = null;
+        for (let step = 1; step <= 120; step++) {
+          const s = scores[step];
+          const p = s ? evalAt(step, s[0], s[1]) : quiet(step);
+          ({ state, pause } = guardStep(state, [rule], p, { evaluationsApart }));
+        }
+        return { state, pause };
+      };
+      const { state, pause } = run(true);
+      assert.equal(pause?.step, 120);
+      assert.equal(pause?.figures.evaluations, 3);
+      assert.deepEqual(
+        state.evaluations?.map((p) => p.step),
+        [40, 80, 120],
+      );
+      // As recorded histories ran: the step-40 evaluation had left the 64-point window.
+      assert.equal(run(false).pause, null);
+    });
+
     it('the step record supplies the scores only with held-out simulators', () => {
       const base = { step: 6, reward: { mean: 0.4 }, malformedRate: 0 };
       const sims = [
@@ -125,6 +148,20 @@ describe('guardrails', () => {
       const alone = { ...withSims, eval: { ...withSims.eval, simulators: sims.slice(0, 1) } };
       assert.equal(guardPointOf(alone as unknown as StepMetricsRecord).simulators, undefined);
     });
+  });
+
+  it('reward up while the last two evaluations fell, with evaluations 70 steps apart', () => {
+    const rule: Guardrail = { kind: 'rewardUpEvalDown', name: 'hack', action: 'pause', steps: 5, rise: 0.1 };
+    let state = emptyGuardState();
+    let pause = null;
+    for (let step = 1; step <= 120; step++) {
+      const evalChange = step === 50 ? -2 : step === 120 ? -3 : undefined;
+      const reward = step <= 115 ? 0.3 : 0.3 + (step - 115) * 0.05;
+      const p = point(step, { reward, ...(evalChange !== undefined ? { evalChange } : {}) });
+      ({ state, pause } = guardStep(state, [rule], p));
+    }
+    assert.equal(pause?.step, 120);
+    assert.deepEqual(pause?.figures.previousEvalChange, -2);
   });
 
   it('a pausing rule pauses once; resumed past, it warns until a clear step, then pauses again', () => {

@@ -33,9 +33,21 @@ export interface GuardState {
   pausedBy: GuardTrip | null;
   /** The last evaluation's score, for the next one's change. */
   lastEvalScore?: number;
+  /**
+   * The points of the last evaluations, kept apart from `points`: with evaluations further apart than
+   * `points` reaches, the rules over several evaluations would never see enough of them. Absent in
+   * states from before it was kept: taken from `points` then.
+   */
+  evaluations?: GuardPoint[];
 }
 
 const KEPT_POINTS = 64;
+const KEPT_EVALUATIONS = 16;
+
+/** Whether a point carries an evaluation the evaluation rules read. */
+function isEvaluation(point: GuardPoint): boolean {
+  return point.simulators !== undefined || point.signals.evalChange !== undefined;
+}
 const KEPT_WARNINGS = 10;
 
 export function emptyGuardState(): GuardState {
@@ -91,11 +103,11 @@ function trip(rule: Guardrail, step: number, figures: Record<string, number>, wh
  */
 function checkHeldOutGap(
   rule: Extract<Guardrail, { kind: 'heldOutGapWidens' }>,
-  points: readonly GuardPoint[],
+  now: GuardPoint,
+  evaluations: readonly GuardPoint[],
 ): GuardTrip | null {
-  const now = points[points.length - 1];
-  if (!now?.simulators) return null;
-  const evals = points.flatMap((p) => (p.simulators ? [p.simulators] : [])).slice(-rule.evaluations);
+  if (!now.simulators) return null;
+  const evals = evaluations.flatMap((p) => (p.simulators ? [p.simulators] : [])).slice(-rule.evaluations);
   const [first, last] = [evals[0], evals[evals.length - 1]];
   if (evals.length < rule.evaluations || !first || !last || !first[0] || !last[0]) return null;
   if (first[0].name !== last[0].name) return null;
@@ -115,8 +127,15 @@ function checkHeldOutGap(
   );
 }
 
-/** Whether `rule` trips on the newest of `points` (oldest first). */
-export function checkRule(rule: Guardrail, points: readonly GuardPoint[]): GuardTrip | null {
+/**
+ * Whether `rule` trips on the newest of `points` (oldest first); `evaluations`: the points that carry
+ * evaluations, the newest included when it does (by default, those among `points`).
+ */
+export function checkRule(
+  rule: Guardrail,
+  points: readonly GuardPoint[],
+  evaluations: readonly GuardPoint[] = points.filter(isEvaluation),
+): GuardTrip | null {
   const now = points[points.length - 1];
   if (!now) return null;
   if (rule.kind === 'above' || rule.kind === 'below') {
@@ -132,7 +151,7 @@ export function checkRule(rule: Guardrail, points: readonly GuardPoint[]): Guard
         )
       : null;
   }
-  if (rule.kind === 'heldOutGapWidens') return checkHeldOutGap(rule, points);
+  if (rule.kind === 'heldOutGapWidens') return checkHeldOutGap(rule, now, evaluations);
   if (rule.kind === 'growth') {
     const then = points[points.length - 1 - rule.steps]?.signals[rule.signal];
     const v = now.signals[rule.signal];
@@ -146,7 +165,7 @@ export function checkRule(rule: Guardrail, points: readonly GuardPoint[]): Guard
   }
   const before = points[points.length - 1 - rule.steps]?.signals.reward;
   const reward = now.signals.reward;
-  const changes = points.flatMap((p) => (p.signals.evalChange === undefined ? [] : [p.signals.evalChange]));
+  const changes = evaluations.flatMap((p) => (p.signals.evalChange === undefined ? [] : [p.signals.evalChange]));
   const [last2, last1] = changes.slice(-2);
   if (before === undefined || reward === undefined || last1 === undefined || last2 === undefined) return null;
   if (!(reward - before > rule.rise && last1 < 0 && last2 < 0)) return null;
@@ -168,9 +187,15 @@ export function guardStep(
   state: GuardState,
   rules: readonly Guardrail[],
   point: GuardPoint,
+  options: { evaluationsApart: boolean } = { evaluationsApart: true },
 ): { state: GuardState; pause: GuardTrip | null; alsoPausing: GuardTrip[]; warnings: GuardTrip[] } {
   const points = [...state.points, point].slice(-KEPT_POINTS);
-  const trips = rules.flatMap((r) => checkRule(r, points) ?? []);
+  const earlier = state.evaluations ?? state.points.filter(isEvaluation);
+  const evaluations = isEvaluation(point) ? [...earlier, point].slice(-KEPT_EVALUATIONS) : earlier;
+  // Runs recorded before evaluations were kept apart read them from `points`, as they did then.
+  const trips = rules.flatMap(
+    (r) => (options.evaluationsApart ? checkRule(r, points, evaluations) : checkRule(r, points)) ?? [],
+  );
   const tripped = new Set(trips.map((t) => t.rule));
   const acknowledged = state.acknowledged.filter((r) => tripped.has(r));
   const pausing = trips.filter((t) => t.action === 'pause' && !acknowledged.includes(t.rule));
@@ -180,7 +205,13 @@ export function guardStep(
       t.action === 'pause' ? { ...t, action: 'warn', message: `${t.message} (resumed past)` } : t,
     );
   return {
-    state: { ...state, points, acknowledged, warnings: [...state.warnings, ...warnings].slice(-KEPT_WARNINGS) },
+    state: {
+      ...state,
+      points,
+      ...(options.evaluationsApart ? { evaluations } : {}),
+      acknowledged,
+      warnings: [...state.warnings, ...warnings].slice(-KEPT_WARNINGS),
+    },
     pause: pausing[0] ?? null,
     alsoPausing: pausing.slice(1),
     warnings,
