@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SITE=${ATTUNE_BENCH_SITE:-/tmp/attune-bench-site}
 if [ -d .whl ] && compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" .whl/*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$SITE" .whl/*.whl
 fi
 export PYTHONPATH="$SITE:$PWD/trainer/src"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
