@@ -1,7 +1,8 @@
 /**
- * A checkpoint's LoRA adapter fetched from the trainer over HTTP (`GET /v1/runs/{run}/checkpoints/{step}/adapter`
- * and one route per file), checked against the trainer's digest and written to a local directory that
- * a vLLM on this host (or `attune export`) reads. Nothing here needs a filesystem shared with the trainer.
+ * A checkpoint's LoRA adapter (`GET /v1/runs/{run}/checkpoints/{step}/adapter`) or, for full fine-tuning,
+ * its model directory (`.../weights`), fetched from the trainer over HTTP with one route per file, checked
+ * against the trainer's digest and written to a local directory that a vLLM on this host (or
+ * `attune export`) reads. Nothing here needs a filesystem shared with the trainer.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,11 +16,18 @@ import { withOwnDeadline } from '../http/ownDeadlines.js';
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
-/** The trainer's manifest (trainer/src/attune_trainer/state/adapter_files.py). File names are plain names, never paths. */
+/** What a checkpoint's files are: a LoRA adapter, or the full weights' model directory. */
+export type CheckpointFilesKind = 'adapter' | 'weights';
+const FORMAT_OF: Record<CheckpointFilesKind, 'peft_lora' | 'hf_full'> = { adapter: 'peft_lora', weights: 'hf_full' };
+
+/**
+ * The trainer's manifest (trainer/src/attune_trainer/state/adapter_files.py, weights_files.py). File names
+ * are plain names, never paths.
+ */
 export const adapterManifestSchema = z.object({
   run_id: z.string(),
   step: z.number().int().min(0),
-  format: z.literal('peft_lora'),
+  format: z.enum(['peft_lora', 'hf_full']),
   files: z
     .array(
       z.object({
@@ -45,8 +53,12 @@ export function adapterDigest(files: readonly { name: string; sha256: string }[]
   return createHash('sha256').update(lines).digest('hex');
 }
 
-function adapterPath(runName: string, step: number): string {
-  return `/v1/runs/${encodeURIComponent(runName)}/checkpoints/${step}/adapter`;
+function filesPath(runName: string, step: number, kind: CheckpointFilesKind): string {
+  return `/v1/runs/${encodeURIComponent(runName)}/checkpoints/${step}/${kind}`;
+}
+
+function kindOf(manifest: AdapterManifest): CheckpointFilesKind {
+  return manifest.format === 'hf_full' ? 'weights' : 'adapter';
 }
 
 /** Trainer errors as the activities' failures: a missing adapter or a refused token never heals by itself. */
@@ -58,27 +70,30 @@ function asFailure(error: unknown, what: string): unknown {
   return ApplicationFailure.retryable(`${what}: ${error.message}`, 'TrainerError');
 }
 
+/** The manifest of a checkpoint's adapter (default) or full weights, checked: its format and its digest. */
 export async function fetchAdapterManifest(
   trainer: TrainerEndpoint,
   runName: string,
   step: number,
+  kind: CheckpointFilesKind = 'adapter',
 ): Promise<AdapterManifest> {
-  const what = `adapter of ${runName}@${step}`;
+  const what = `${kind} of ${runName}@${step}`;
+  const path = filesPath(runName, step, kind);
   let json: unknown;
   try {
-    ({ json } = await trainerRequest(trainer, 'GET', adapterPath(runName, step)));
+    ({ json } = await trainerRequest(trainer, 'GET', path));
   } catch (error) {
     throw asFailure(error, what);
   }
   const parsed = adapterManifestSchema.safeParse(json);
-  if (!parsed.success)
+  if (!parsed.success || parsed.data.format !== FORMAT_OF[kind])
     throw ApplicationFailure.nonRetryable(
-      `trainer GET ${adapterPath(runName, step)}: unexpected manifest: ${parsed.error.message}`,
+      `trainer GET ${path}: unexpected manifest: ${parsed.success ? `format ${parsed.data.format}` : parsed.error.message}`,
       'TrainerBadResponse',
     );
   if (adapterDigest(parsed.data.files) !== parsed.data.digest)
     throw ApplicationFailure.nonRetryable(
-      `trainer GET ${adapterPath(runName, step)}: the manifest's digest is not the one of its files`,
+      `trainer GET ${path}: the manifest's digest is not the one of its files`,
       'TrainerBadResponse',
     );
   return parsed.data;
@@ -91,7 +106,7 @@ async function downloadFile(
   file: AdapterManifest['files'][number],
   dest: string,
 ): Promise<void> {
-  const url = `${trainer.url.replace(/\/$/, '')}${adapterPath(manifest.run_id, manifest.step)}/${file.name}`;
+  const url = `${trainer.url.replace(/\/$/, '')}${filesPath(manifest.run_id, manifest.step, kindOf(manifest))}/${file.name}`;
   const token = process.env[trainer.tokenEnv];
   let response: Response;
   try {
@@ -107,7 +122,7 @@ async function downloadFile(
   }
   if (!response.ok || !response.body) {
     const text = await response.text();
-    throw asFailure(new TrainerHttpError(response.status, `trainer GET ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`, text), `adapter file ${file.name}`);
+    throw asFailure(new TrainerHttpError(response.status, `trainer GET ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`, text), `${kindOf(manifest)} file ${file.name}`);
   }
   const hash = createHash('sha256');
   let size = 0;
@@ -162,7 +177,10 @@ export async function downloadAdapter(
     for (const file of manifest.files) await downloadFile(trainer, manifest, file, join(tmp, file.name));
     const received = manifest.files.map((f) => ({ name: f.name, sha256: f.sha256 }));
     if (adapterDigest(received) !== manifest.digest)
-      throw ApplicationFailure.retryable(`adapter of ${manifest.run_id}@${manifest.step}: digest mismatch`, 'AdapterDigestMismatch');
+      throw ApplicationFailure.retryable(
+        `${kindOf(manifest)} of ${manifest.run_id}@${manifest.step}: digest mismatch`,
+        'AdapterDigestMismatch',
+      );
     const record = { version: `${manifest.run_id}@${manifest.step}`, digest: manifest.digest, files: manifest.files };
     writeFileSync(join(tmp, ADAPTER_RECORD), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o644 });
     for (const file of [...manifest.files.map((f) => f.name), ADAPTER_RECORD]) chmodSync(join(tmp, file), 0o644);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listEvaluations, listRuns } from '../../src/client/runListing.js';
@@ -9,6 +10,8 @@ import type { EvaluationRow, RunRow } from '../../src/core/runListing.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { attune } from './attuneProcess.js';
+
+const sha256Of = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 /** Visibility indexes a change a moment after it happens: poll until `ready`, up to a deadline. */
 async function eventually<T>(what: string, read: () => Promise<T>, ready: (value: T) => boolean): Promise<T> {
@@ -50,7 +53,7 @@ describe('finding runs and exporting a model from the command line', function ()
     const out = join(mkdtempSync(join(tmpdir(), 'attune-export-')), 'model');
     // The commands only read (or write their own directories): each in its own process, all at once,
     // since each spends its time loading the CLI's modules.
-    const [runs, evals, table, shown, human, unknown, exported, missing, malformed] = await Promise.all([
+    const [runs, evals, table, shown, human, unknown, exported, missing, malformed, overHttp] = await Promise.all([
       attune(['runs', 'list', '--json', ...set], env),
       attune(['evals', 'list', '--json', ...set], env),
       attune(['runs', 'list', ...set], env),
@@ -60,6 +63,7 @@ describe('finding runs and exporting a model from the command line', function ()
       attune(['export', 'listed@2', '--out', out, '--state-dir', rig.trainer.stateDir, '--json', ...set], env),
       attune(['export', 'listed@9', '--out', `${out}-9`, '--state-dir', rig.trainer.stateDir], env),
       attune(['export', 'listed', '--out', `${out}-x`], env),
+      attune(['export', 'listed@2', '--out', `${out}-http`, '--trainer-url', rig.trainer.url, '--json', ...set], env),
     ]);
 
     assert.equal(runs.code, 0, runs.stderr);
@@ -115,6 +119,16 @@ describe('finding runs and exporting a model from the command line', function ()
     );
     assert.equal(load.status, 0, load.stderr);
     assert.equal(load.stdout.trim(), 'True');
+
+    // A full fine-tuning run over the trainer's weights route: the checkpoint's weights, as the local export copies them.
+    assert.equal(overHttp.code, 0, overHttp.stderr);
+    const fetched = JSON.parse(overHttp.stdout) as { format: string; path: string; digest: string };
+    assert.equal(fetched.format, 'full');
+    assert.equal(fetched.path, `${out}-http`);
+    const weights = readdirSync(out).filter((name) => name.endsWith('.safetensors'));
+    assert.ok(weights.length > 0, 'the local export has safetensors');
+    for (const name of weights) assert.equal(sha256Of(join(`${out}-http`, name)), sha256Of(join(out, name)), name);
+    assert.ok(readdirSync(`${out}-http`).includes('config.json'));
 
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /run 'listed' has no checkpoint of step 9/);

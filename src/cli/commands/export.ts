@@ -19,7 +19,8 @@ export const EXPORT_FLAGS = {
     type: 'string',
     value: 'URL',
     help: [
-      'a trainer on another host: fetch the LoRA adapter over its adapter route with $TRAINER_TOKEN',
+      "a trainer on another host: fetch the LoRA adapter (or a full fine-tuning run's weights) over its",
+      'adapter (or weights) route with $TRAINER_TOKEN',
       "(trainer.tokenEnv), checking the trainer's digest. Default when there is no local state",
       "directory (no --state-dir, no <home>/trainer): the config's trainer.url",
     ].join('\n'),
@@ -36,9 +37,9 @@ transformers.AutoModelForCausalLM / AutoTokenizer.from_pretrained(DIR) load. A f
 gives full weights (step 0 is the base model); a LoRA run gives its adapter, loadable by peft and by
 vLLM (--enable-lora), unless --merge-lora merges it into full weights. Runs the trainer's
 \`python -m attune_trainer export\` on this machine's trainer state. A running trainer may keep
-serving while it reads. For a trainer on another host (--trainer-url), the LoRA adapter's files
-come over HTTP, checked against the trainer's digest: the same adapter files as a local export,
-without the tokenizer (full weights and --merge-lora: run the export on the trainer's host).
+serving while it reads. For a trainer on another host (--trainer-url), the LoRA adapter's files, or
+a full fine-tuning run's model directory, come over HTTP, checked against the trainer's digest: the
+checkpoint's own files (--merge-lora: run the export on the trainer's host).
 
 ${flagHelp(EXPORT_FLAGS)}`;
 
@@ -83,7 +84,7 @@ export async function exportCommand(argv: string[]): Promise<number> {
     process.stdout.write(
       values.json
         ? `${JSON.stringify(summary)}\n`
-        : `${run}@${step} (lora_adapter, digest ${summary.digest}) fetched from ${trainerUrl} to ${summary.path}\n`,
+        : `${run}@${step} (${summary.format}, digest ${summary.digest}) fetched from ${trainerUrl} to ${summary.path}\n`,
     );
     return 0;
   }

@@ -81,7 +81,8 @@ class AdapterFile(BaseModel):
 class AdapterManifest(BaseModel):
     run_id: str
     step: int
-    format: Literal["peft_lora"]
+    # peft_lora: a LoRA adapter (.../adapter); hf_full: a model directory of full weights (.../weights)
+    format: Literal["peft_lora", "hf_full"]
     files: list[AdapterFile]
     # sha256 of the lines `<sha256>  <name>\n` of the files in name order
     digest: str

@@ -39,6 +39,7 @@ from attune_trainer.service.responses import (
     documented,
 )
 from attune_trainer.state.adapter_files import adapter_file, adapter_manifest
+from attune_trainer.state.weights_files import weights_file, weights_manifest
 
 # status code and error type of each kind of domain error (most specific first)
 ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [
@@ -222,7 +223,7 @@ def _stored_step_result(engine: Engine, run_id: str, step: int) -> dict:
 
 
 def _add_checkpoint_routes(app: FastAPI, engine: Engine) -> None:
-    """A checkpoint's LoRA adapter: its manifest and its files."""
+    """A checkpoint's LoRA adapter or full weights: its manifest and its files."""
 
     @app.get(
         "/v1/runs/{run_id}/checkpoints/{step}/adapter",
@@ -245,6 +246,29 @@ def _add_checkpoint_routes(app: FastAPI, engine: Engine) -> None:
     def get_adapter_file(run_id: str, step: int, name: str):
         _check_run_id(run_id)
         path = adapter_file(engine.run_store(run_id), step, name)
+        return FileResponse(path, media_type="application/octet-stream", filename=name)
+
+    @app.get(
+        "/v1/runs/{run_id}/checkpoints/{step}/weights",
+        summary="a full fine-tuning checkpoint's model directory: its files (name, size, sha256) and the digest",
+        responses=documented(AdapterManifest),
+    )
+    def get_weights(run_id: str, step: int):
+        _check_run_id(run_id)
+        return weights_manifest(engine.run_store(run_id), step)
+
+    @app.get(
+        "/v1/runs/{run_id}/checkpoints/{step}/weights/{name}",
+        summary="one file of a full fine-tuning checkpoint's model directory, as the manifest names it",
+        response_class=FileResponse,
+        responses={
+            200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+            "default": documented(Health)["default"],
+        },
+    )
+    def get_weights_file(run_id: str, step: int, name: str):
+        _check_run_id(run_id)
+        path = weights_file(engine.run_store(run_id), step, name)
         return FileResponse(path, media_type="application/octet-stream", filename=name)
 
 

@@ -49,7 +49,7 @@ def adapter_dir(store: RunStore, step: int) -> Path:
     if info.get("format") != "peft_lora":
         raise NotFound(
             f"run {store.run_id!r} step {step} has no LoRA adapter: the run is full fine-tuning "
-            "(export its weights with `attune export` on the trainer's host)",
+            "(fetch its weights from .../weights)",
             field="step",
         )
     path = Path(info.get("path", ""))

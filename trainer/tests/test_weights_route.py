@@ -1,0 +1,92 @@
+"""GET /v1/runs/{run}/checkpoints/{step}/weights: a full fine-tuning checkpoint's model directory for another
+host (the publisher beside a vLLM replica downloads it, then asks vLLM to reload it in place): the manifest's
+sizes and sha256 are the files', its digest is recomputable from them, the files load as the step's model,
+only the manifest's names are served, and the route needs the token."""
+
+import hashlib
+
+import pytest
+import torch
+from conftest import fixed_samples, tiny_run
+from fastapi.testclient import TestClient
+
+from attune_trainer.state.adapter_files import adapter_digest
+
+TOKEN = "weights-route-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def api(engine):
+    from attune_trainer.service.server import create_app
+
+    engine.create_run(tiny_run("full"))
+    engine.apply_step("full", {"step": 1, "samples": fixed_samples(1)})
+    with TestClient(create_app(engine, token=TOKEN)) as c:
+        yield c
+
+
+def test_the_manifest_names_the_model_files_and_they_load_as_the_step_model(api, engine, tmp_path):
+    r = api.get("/v1/runs/full/checkpoints/1/weights", headers=AUTH)
+    assert r.status_code == 200, r.text
+    manifest = r.json()
+    assert manifest["run_id"] == "full" and manifest["step"] == 1 and manifest["format"] == "hf_full"
+    names = [f["name"] for f in manifest["files"]]
+    assert names == sorted(names) and "config.json" in names and any(n.endswith(".safetensors") for n in names)
+    for f in manifest["files"]:
+        body = api.get(f"/v1/runs/full/checkpoints/1/weights/{f['name']}", headers=AUTH)
+        assert body.status_code == 200 and body.headers["content-type"] == "application/octet-stream"
+        assert len(body.content) == f["size"] and hashlib.sha256(body.content).hexdigest() == f["sha256"]
+        (tmp_path / f["name"]).write_bytes(body.content)
+    assert manifest["digest"] == adapter_digest(manifest["files"])
+
+    # what was received is the step's model: the same logits as the trainer's live policy
+    from transformers import AutoModelForCausalLM
+
+    received = AutoModelForCausalLM.from_pretrained(tmp_path, torch_dtype=torch.float32).eval()
+    live = engine.compute.unwrap(engine.ensure_loaded("full").policy).eval()
+    ids = torch.tensor([[3, 4, 5, 6]])
+    with torch.no_grad():
+        assert torch.equal(received(input_ids=ids).logits, live(input_ids=ids).logits)
+
+
+def test_each_step_has_its_own_weights_and_step_0_is_the_base_model(api, engine):
+    engine.apply_step("full", {"step": 2, "samples": fixed_samples(2)})
+    digests = [api.get(f"/v1/runs/full/checkpoints/{s}/weights", headers=AUTH).json()["digest"] for s in (0, 1, 2)]
+    assert len(set(digests)) == 3
+
+
+@pytest.mark.parametrize(
+    ("path", "says"),
+    [
+        ("/v1/runs/nope/checkpoints/1/weights", "run 'nope' not found"),
+        ("/v1/runs/full/checkpoints/7/weights", "run 'full' has no checkpoint of step 7"),
+        ("/v1/runs/full/checkpoints/1/weights/optimizer.pt", "the weights have no file 'optimizer.pt'"),
+    ],
+)
+def test_a_missing_run_step_or_file_is_a_404_that_says_which(api, path, says):
+    r = api.get(path, headers=AUTH)
+    assert r.status_code == 404, r.text
+    assert says in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("name", ["..", "%2E%2E%2Fstate.json", "%2E%2E%2F%2E%2E%2Frun.json", ".hidden"])
+def test_a_path_out_of_the_model_directory_serves_nothing(api, name):
+    r = api.get(f"/v1/runs/full/checkpoints/1/weights/{name}", headers=AUTH)
+    assert r.status_code == 404 and r.headers["content-type"].startswith("application/json"), r.text
+
+
+def test_a_lora_run_has_no_full_weights(api, engine):
+    engine.create_run(tiny_run("lo", lora={"r": 4}))
+    r = api.get("/v1/runs/lo/checkpoints/0/weights", headers=AUTH)
+    assert r.status_code == 404
+    assert "has no full weights: the run trains a LoRA adapter" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("suffix", ["", "/config.json"])
+def test_the_route_refuses_without_the_token(api, suffix):
+    path = f"/v1/runs/full/checkpoints/1/weights{suffix}"
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        r = api.get(path, headers=headers)
+        assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
+    assert api.get(path, headers=AUTH).status_code == 200
