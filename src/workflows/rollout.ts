@@ -26,7 +26,7 @@ import { summarisedCall } from './summarisedCall.js';
 import { endpointName, finishedCallsOf, outageWaitEnabled } from './outageWait.js';
 import { artifactActivities, llmCallActivities, turnActivities, type ActivityProxy } from './rolloutActivities.js';
 import { scenarioHash } from '../core/scenarioHash.js';
-import { RolloutView, sayWhen, type Say } from './rolloutView.js';
+import { answerProgressWhileLoading, RolloutView, sayWhen, type Say } from './rolloutView.js';
 
 export { LOCAL_ARTIFACT_ACTIVITIES_PATCH } from './rolloutActivities.js';
 export { rolloutProgressQuery, type RolloutProgress } from './rolloutView.js';
@@ -84,6 +84,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
   const { policy, simulator } = llmCallActivities(settings, local);
   const turnActivity = settings.activityPer === 'turn' ? turnActivities(settings, local) : null;
   const artifacts = artifactActivities(settings, local);
+  answerProgressWhileLoading(settings);
   const scenario = await scenarioOf(input, artifacts, sayWhen(summaries));
 
   const dialogue = new Dialogue({ settings, scenario, seed: input.seed });

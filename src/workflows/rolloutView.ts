@@ -11,11 +11,29 @@ export interface RolloutProgress {
   emotion: number;
   emotions: number[];
   outcome: Outcome | null;
-  /** `turn`: a turn activity is playing the whole turn (`activityPer: turn`). */
-  phase: 'opening' | TurnPhase | 'turn' | 'saving' | 'done';
+  /**
+   * `scenario`: the scenario is loading (before the dialogue exists); `turn`: a turn activity is playing
+   * the whole turn (`activityPer: turn`).
+   */
+  phase: 'scenario' | 'opening' | TurnPhase | 'turn' | 'saving' | 'done';
 }
 
 export const rolloutProgressQuery = defineQuery<RolloutProgress>('rolloutProgress');
+
+/**
+ * Answers the progress query from the rollout's first workflow task, while its scenario loads: a
+ * query asked before the handler exists fails (the view, which answers it afterwards, needs the scenario).
+ */
+export function answerProgressWhileLoading(settings: RolloutSettings): void {
+  const loading: RolloutProgress = {
+    turn: 0,
+    emotion: settings.initialEmotion,
+    emotions: [],
+    outcome: null,
+    phase: 'scenario',
+  };
+  setHandler(rolloutProgressQuery, () => loading);
+}
 
 /** A summary only when the rollout gives summaries (see ACTIVITY_SUMMARIES_PATCH). */
 export type Say = (text: () => string) => () => string | undefined;
