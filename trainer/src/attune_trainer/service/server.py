@@ -224,51 +224,38 @@ def _stored_step_result(engine: Engine, run_id: str, step: int) -> dict:
 
 def _add_checkpoint_routes(app: FastAPI, engine: Engine) -> None:
     """A checkpoint's LoRA adapter or full weights: its manifest and its files."""
-
-    @app.get(
-        "/v1/runs/{run_id}/checkpoints/{step}/adapter",
-        summary="a checkpoint's LoRA adapter: its files (name, size, sha256) and the digest over them",
-        responses=documented(AdapterManifest),
+    _add_files_routes(app, engine, "adapter", "a checkpoint's LoRA adapter", adapter_manifest, adapter_file)
+    _add_files_routes(
+        app, engine, "weights", "a full fine-tuning checkpoint's model directory", weights_manifest, weights_file
     )
-    def get_adapter(run_id: str, step: int):
-        _check_run_id(run_id)
-        return adapter_manifest(engine.run_store(run_id), step)
+
+
+def _add_files_routes(app: FastAPI, engine: Engine, kind: str, what: str, manifest_of, file_of) -> None:
+    """`.../{kind}`: the files' manifest (name, size, sha256, digest); `.../{kind}/{name}`: one of them."""
 
     @app.get(
-        "/v1/runs/{run_id}/checkpoints/{step}/adapter/{name}",
-        summary="one file of a checkpoint's LoRA adapter, as the manifest names it",
+        f"/v1/runs/{{run_id}}/checkpoints/{{step}}/{kind}",
+        summary=f"{what}: its files (name, size, sha256) and the digest over them",
+        responses=documented(AdapterManifest),
+        name=f"get_{kind}",
+    )
+    def get_manifest(run_id: str, step: int):
+        _check_run_id(run_id)
+        return manifest_of(engine.run_store(run_id), step)
+
+    @app.get(
+        f"/v1/runs/{{run_id}}/checkpoints/{{step}}/{kind}/{{name}}",
+        summary=f"one file of {what}, as the manifest names it",
         response_class=FileResponse,
         responses={
             200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
             "default": documented(Health)["default"],
         },
+        name=f"get_{kind}_file",
     )
-    def get_adapter_file(run_id: str, step: int, name: str):
+    def get_file(run_id: str, step: int, name: str):
         _check_run_id(run_id)
-        path = adapter_file(engine.run_store(run_id), step, name)
-        return FileResponse(path, media_type="application/octet-stream", filename=name)
-
-    @app.get(
-        "/v1/runs/{run_id}/checkpoints/{step}/weights",
-        summary="a full fine-tuning checkpoint's model directory: its files (name, size, sha256) and the digest",
-        responses=documented(AdapterManifest),
-    )
-    def get_weights(run_id: str, step: int):
-        _check_run_id(run_id)
-        return weights_manifest(engine.run_store(run_id), step)
-
-    @app.get(
-        "/v1/runs/{run_id}/checkpoints/{step}/weights/{name}",
-        summary="one file of a full fine-tuning checkpoint's model directory, as the manifest names it",
-        response_class=FileResponse,
-        responses={
-            200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
-            "default": documented(Health)["default"],
-        },
-    )
-    def get_weights_file(run_id: str, step: int, name: str):
-        _check_run_id(run_id)
-        path = weights_file(engine.run_store(run_id), step, name)
+        path = file_of(engine.run_store(run_id), step, name)
         return FileResponse(path, media_type="application/octet-stream", filename=name)
 
 

@@ -34,8 +34,8 @@ def adapter_digest(files: list[dict]) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-def adapter_dir(store: RunStore, step: int) -> Path:
-    """The adapter directory of `step`, or NotFound naming what is missing (run, step, or a LoRA adapter)."""
+def committed_export(store: RunStore, step: int) -> dict:
+    """The export record of a committed step, or NotFound naming what is missing (the run or the step)."""
     if not store.exists():
         raise RunNotFound(store.run_id)
     steps = store.committed_steps()
@@ -45,7 +45,12 @@ def adapter_dir(store: RunStore, step: int) -> Path:
             f"(committed: {', '.join(map(str, steps)) or 'none'}; older ones are pruned after keep_checkpoints)",
             field="step",
         )
-    info = store.export_info(step) or {}
+    return store.export_info(step) or {}
+
+
+def adapter_dir(store: RunStore, step: int) -> Path:
+    """The adapter directory of `step`, or NotFound naming what is missing (run, step, or a LoRA adapter)."""
+    info = committed_export(store, step)
     if info.get("format") != "peft_lora":
         raise NotFound(
             f"run {store.run_id!r} step {step} has no LoRA adapter: the run is full fine-tuning "

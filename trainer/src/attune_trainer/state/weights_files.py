@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from attune_trainer.contract.errors import NotFound, RunNotFound
-from attune_trainer.state.adapter_files import adapter_digest, file_sha256
+from attune_trainer.contract.errors import NotFound
+from attune_trainer.state.adapter_files import adapter_digest, committed_export, file_sha256
 from attune_trainer.state.store import RunStore
 
 # A file name the manifest may carry: what the TypeScript side accepts too (src/trainer/adapterFiles.ts)
@@ -22,16 +22,7 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 def weights_dir(store: RunStore, step: int) -> Path:
     """The model directory of `step`, or NotFound naming what is missing (run, step, or full weights)."""
-    if not store.exists():
-        raise RunNotFound(store.run_id)
-    steps = store.committed_steps()
-    if step not in steps:
-        raise NotFound(
-            f"run {store.run_id!r} has no checkpoint of step {step} "
-            f"(committed: {', '.join(map(str, steps)) or 'none'}; older ones are pruned after keep_checkpoints)",
-            field="step",
-        )
-    info = store.export_info(step) or {}
+    info = committed_export(store, step)
     if info.get("format") != "hf_full":
         raise NotFound(
             f"run {store.run_id!r} step {step} has no full weights: the run trains a LoRA adapter "
