@@ -44,8 +44,9 @@ Usage: npm run bench:learning [-- options]
   --credit LIST      training.credit.mode values, comma-separated (final, turn, mixed; default final): every run
                      once per value, with the first step reaching 90% of the rise and the last three steps' mean
   --task RULE        the rule-based user's rule: brevity (default; a short reply raises the emotion in
-                     every turn) or turn-differentiated (brevity pays or costs only before the user
-                     feels heard, in turn 1; later turns are neutral), on which per-turn credit should win
+                     every turn), turn-differentiated (brevity pays or costs only before the user
+                     feels heard, in turn 1; later turns are neutral), or turn-opposed (brevity pays in
+                     turn 1, length in later turns: final-only credit sums opposite signals)
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
                      with more than one, the curves side by side and the parity of the last three steps
   --out FILE         results (default: a file of this mode's own, bench/results/learning-quick.json for
@@ -114,7 +115,7 @@ if (!(RULE_BASED_TASKS as readonly string[]).includes(values.task)) {
 }
 const task = values.task as RuleBasedTask;
 const dialogueTurns = turns ?? DEFAULT_TURNS;
-/** The turns the rule-based user scores: all for brevity, those before it feels heard otherwise. */
+/** The turns the rule-based user scores: all but the turn-differentiated task's, which scores those before it feels heard. */
 const rewardedTurns =
   task === 'turn-differentiated'
     ? Math.min(dialogueTurns, DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn)

@@ -25,6 +25,23 @@ export function turnDifferentiatedEmotionChange(
 }
 
 /**
+ * The same user whose later turns reward the opposite: once heard (after `heardAfterTurn`), a longer
+ * reply pays and a shorter one costs, as much as brevity paid before (the brevity rule's score, negated).
+ * Final-only credit then sums opposite signals over one dialogue's turns: a reply that earned turn 1 its
+ * best costs turn 2 its best, and the dialogue's one reward cannot say which.
+ */
+export function turnOpposedEmotionChange(
+  reply: string,
+  turn: number,
+  rule: TurnDifferentiatedSettings = DEFAULT_TURN_DIFFERENTIATED_RULE,
+): number {
+  if (reply.trim() === '') return -10;
+  const brevity = ruleBasedEmotionChange(reply, rule);
+  // (+ 0 writes -0 as 0.)
+  return (turn <= rule.heardAfterTurn ? brevity : -brevity) + 0;
+}
+
+/**
  * The turn an analysis prompt scores: the assistant's earlier replies in its dialogue block (one
  * line each, see prompts/profile.ts) plus the latest one.
  */

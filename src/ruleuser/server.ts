@@ -17,11 +17,12 @@ import {
 import {
   DEFAULT_TURN_DIFFERENTIATED_RULE,
   turnDifferentiatedEmotionChange,
+  turnOpposedEmotionChange,
   turnOfAnalysis,
 } from '../core/turnDifferentiatedUser.js';
 
 /** Which rule scores a reply: brevity in every turn, or brevity only before the user feels heard. */
-export const RULE_BASED_TASKS = ['brevity', 'turn-differentiated'] as const;
+export const RULE_BASED_TASKS = ['brevity', 'turn-differentiated', 'turn-opposed'] as const;
 export type RuleBasedTask = (typeof RULE_BASED_TASKS)[number];
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -72,13 +73,13 @@ function answer(
   const last = messages[messages.length - 1]?.content ?? '';
   if (system.startsWith(SIMULATOR_TAGS.analysis)) {
     const reply = latestReplyOf(last) ?? '';
+    const turnRule = { ...rule, heardAfterTurn: DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn };
     const emotionChange =
       task === 'brevity'
         ? ruleBasedEmotionChange(reply, rule)
-        : turnDifferentiatedEmotionChange(reply, turnOfAnalysis(last), {
-            ...rule,
-            heardAfterTurn: DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn,
-          });
+        : task === 'turn-opposed'
+          ? turnOpposedEmotionChange(reply, turnOfAnalysis(last), turnRule)
+          : turnDifferentiatedEmotionChange(reply, turnOfAnalysis(last), turnRule);
     return JSON.stringify({
       assistantIntent: 'a reply',
       goalFit: `${[...reply].length} characters`,
