@@ -114,9 +114,10 @@ class PolicyUpdate:
         return pad_batch([self.encoded[i] for i in indices], self.pad_id, self.compute.device)
 
     def _logits(self, model, ids, attention):
-        """Logits of the positions that predict the next token."""
+        """Logits of every position; position t predicts token t+1. The last one, past the input, stays: the
+        log-probs ignore it, and slicing it off would cost a logits-sized zero gradient in backward."""
         with self.compute.acc.autocast():
-            return model(input_ids=ids, attention_mask=attention, use_cache=False).logits[:, :-1]
+            return model(input_ids=ids, attention_mask=attention, use_cache=False).logits
 
     def _logprobs(self, model, ids, attention, temperature: float | None = None):
         return token_logprobs(
