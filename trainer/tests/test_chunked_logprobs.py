@@ -168,3 +168,18 @@ def test_a_step_with_small_slices_gives_the_unchunked_step_bit_for_bit(
     assert sliced_weights.keys() == whole_weights.keys()
     for name, value in whole_weights.items():
         assert torch.equal(sliced_weights[name], value), name
+
+
+def test_backward_writes_the_gradient_over_the_logits_and_another_saver_of_them_fails_loudly():
+    model, ids = _model(), _ids()
+    logits = model(input_ids=ids, use_cache=False).logits
+    logp, _ = token_logprobs(logits, ids[:, 1:], 1.0, 5)
+    grad = torch.autograd.grad(logp.sum(), logits, retain_graph=True)[0]
+    same = grad.untyped_storage().data_ptr() == logits.untyped_storage().data_ptr()
+    assert same, "the logits' gradient is a new logits-sized tensor"
+    # logits saved by another operation before the log-probs are read by its backward after the overwrite
+    logits = model(input_ids=ids, use_cache=False).logits
+    squares = (logits**2).sum()
+    logp, _ = token_logprobs(logits, ids[:, 1:], 1.0, 5)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        (logp.sum() + squares).backward()

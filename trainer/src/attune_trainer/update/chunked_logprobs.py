@@ -5,8 +5,8 @@
 each at B=4, T=3072, V=49152 (7.5 GB at a 152k vocabulary). Here forward computes one slice of
 positions at a time without a graph and keeps only the logits; backward recomputes each slice's
 fp32 maths, differentiates it with autograd (the same kernels as on the whole tensor) and writes the
-slice's gradient into one logits-sized gradient. Besides the logits and their gradient (both in the
-model's dtype), the memory is a few fp32 tensors of one slice, bounded by `CHUNK_BYTES`.
+slice's gradient over the slice's logits, which are not needed again. Besides the logits (then their
+gradient, in the model's dtype), the memory is a few fp32 tensors of one slice, bounded by `CHUNK_BYTES`.
 
 Every position goes through the same per-row kernels as on the whole tensor, so log-probs, entropies
 and gradients are bit-identical to the unchunked computation (tests check it).
@@ -18,10 +18,12 @@ import torch
 
 from attune_trainer.update.losses import token_logprobs as dense_token_logprobs
 
-# One fp32 (B, chunk, V) tensor of a slice is at most this big (at least one position per slice):
-# 341 positions at B=4 and V=49152, 110 at Qwen's 152k vocabulary. Small next to the logits themselves,
-# large enough that the per-slice overhead (a few kernel launches) is negligible next to its maths.
-CHUNK_BYTES = 256 * 2**20
+# One fp32 (B, chunk, V) tensor of a slice is at most this big (at least one position per slice): 85
+# positions at B=4 and V=49152, 27 at Qwen's 152k vocabulary. A slice's backward holds about five such
+# tensors at once, so this bounds the extra memory near 320 MiB; larger slices buy little (the per-slice
+# cost is a few kernel launches, next to 64 MiB of memory traffic per op), and at 256 MiB the slices'
+# temporaries outweighed a logits copy at moderate sequence lengths (bench/trainer/logit_memory.py).
+CHUNK_BYTES = 64 * 2**20
 
 
 def positions_per_chunk(batch: int, vocab: int) -> int:
@@ -45,7 +47,9 @@ class _ChunkedLogprobs(torch.autograd.Function):
     def backward(ctx, grad_logp, grad_entropy):
         logits, targets = ctx.saved_tensors
         n = targets.shape[1]
-        grad = torch.empty_like(logits)
+        # A slice's logits are not read again once its gradient is known: that gradient takes their place,
+        # saving a logits-sized tensor (a leaf keeps its values: its gradient is user-visible).
+        grad = logits.detach() if logits.grad_fn is not None else torch.empty_like(logits)
         grad[:, n:] = 0  # positions past the last target (the model's prediction after the input)
         for part in _slices(n, ctx.chunk):
             piece = logits[:, part].detach().requires_grad_()
@@ -76,7 +80,10 @@ def token_logprobs(
 
     `logits` may have more positions than `targets` (the model's own output, whose last position predicts
     past the input): the extra trailing ones are ignored and get a zero gradient. Passing them rather
-    than slicing them off saves a logits-sized zero gradient that slicing's backward would allocate."""
+    than slicing them off saves a logits-sized zero gradient that slicing's backward would allocate.
+
+    Backward overwrites computed (non-leaf) `logits` with their gradient: read them before it, not after.
+    Anything else that saved them for backward would fail loudly there (autograd's version check)."""
     B, T = targets.shape
     if logits.shape[:1] != (B,) or logits.shape[1] < T:
         raise ValueError(f"logits {tuple(logits.shape)} do not cover targets {tuple(targets.shape)}")
