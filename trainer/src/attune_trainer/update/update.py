@@ -25,6 +25,7 @@ from attune_trainer.state.reference import ensure_reference
 from attune_trainer.update import losses
 from attune_trainer.update.advantages import AdvantageInputs, Advantages, estimator_for
 from attune_trainer.update.algorithms import policy_loss_for
+from attune_trainer.update.chunked_logprobs import token_logprobs
 from attune_trainer.update.off_policy import staleness, weight_report
 from attune_trainer.update.old_outputs import OldOutputs, needs_raw_logprobs, old_logprobs_from_training
 from attune_trainer.update.sampler_gap import gap_report
@@ -113,12 +114,13 @@ class PolicyUpdate:
         return pad_batch([self.encoded[i] for i in indices], self.pad_id, self.compute.device)
 
     def _logits(self, model, ids, attention):
-        """Logits of the positions that predict the next token."""
+        """Logits of every position; position t predicts token t+1. The last one, past the input, stays: the
+        log-probs ignore it, and slicing it off would cost a logits-sized zero gradient in backward."""
         with self.compute.acc.autocast():
-            return model(input_ids=ids, attention_mask=attention, use_cache=False).logits[:, :-1]
+            return model(input_ids=ids, attention_mask=attention, use_cache=False).logits
 
     def _logprobs(self, model, ids, attention, temperature: float | None = None):
-        return losses.token_logprobs(
+        return token_logprobs(
             self._logits(model, ids, attention), ids[:, 1:], self.hp.temperature if temperature is None else temperature
         )
 
@@ -128,12 +130,12 @@ class PolicyUpdate:
         the ratio's gradient) and the temperature-1 ones from the same logits."""
         logits = self._logits(self.run.policy, ids, attention)
         targets = ids[:, 1:]
-        logp, entropy = losses.token_logprobs(logits, targets, self.hp.temperature)
+        logp, entropy = token_logprobs(logits, targets, self.hp.temperature)
         if self.old_from_training and real:
             with torch.no_grad():
                 raw_logp = logp
                 if needs_raw_logprobs(self.hp, self.samples, indices):
-                    raw_logp, _ = losses.token_logprobs(logits, targets, 1.0)
+                    raw_logp, _ = token_logprobs(logits, targets, 1.0)
             old.record_policy(self.samples, indices, mask, logp, raw_logp, self.hp.is_truncation, self.compute.device)
         return logp, entropy
 
