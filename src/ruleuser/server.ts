@@ -19,9 +19,13 @@ import {
   turnDifferentiatedEmotionChange,
   turnOfAnalysis,
 } from '../core/turnDifferentiatedUser.js';
+import { hackableEmotionChange } from '../core/hackableUser.js';
 
-/** Which rule scores a reply: brevity in every turn, or brevity only before the user feels heard. */
-export const RULE_BASED_TASKS = ['brevity', 'turn-differentiated'] as const;
+/**
+ * Which rule scores a reply: brevity in every turn, brevity only before the user feels heard, or
+ * brevity where the near-empty reply pays best (a reward to hack, for measuring the guardrails).
+ */
+export const RULE_BASED_TASKS = ['brevity', 'turn-differentiated', 'hackable'] as const;
 export type RuleBasedTask = (typeof RULE_BASED_TASKS)[number];
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -75,10 +79,12 @@ function answer(
     const emotionChange =
       task === 'brevity'
         ? ruleBasedEmotionChange(reply, rule)
-        : turnDifferentiatedEmotionChange(reply, turnOfAnalysis(last), {
-            ...rule,
-            heardAfterTurn: DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn,
-          });
+        : task === 'hackable'
+          ? hackableEmotionChange(reply, rule)
+          : turnDifferentiatedEmotionChange(reply, turnOfAnalysis(last), {
+              ...rule,
+              heardAfterTurn: DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn,
+            });
     return JSON.stringify({
       assistantIntent: 'a reply',
       goalFit: `${[...reply].length} characters`,
