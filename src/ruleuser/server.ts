@@ -80,7 +80,7 @@ function answer(
       task === 'brevity'
         ? ruleBasedEmotionChange(reply, rule)
         : task === 'hackable'
-          ? hackableEmotionChange(reply, rule)
+          ? hackableEmotionChange(reply)
           : turnDifferentiatedEmotionChange(reply, turnOfAnalysis(last), {
               ...rule,
               heardAfterTurn: DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn,
