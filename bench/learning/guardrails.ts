@@ -29,8 +29,8 @@ how often do they pause healthy runs of the same length?
 Usage: npm run bench:guardrails [-- options]
 
   --steps N      steps per run at most (default 30)
-  --seeds LIST   training.seed of the healthy runs, comma-separated (default 1,2,3); the hacked run
-                 takes the first
+  --seeds LIST   training.seed of the healthy runs, comma-separated (default 1,2,3)
+  --hacked-seeds LIST  training.seed of the hacked runs (default: the first of --seeds)
   --only WHICH   only the hacked run (hacked) or only the healthy runs (healthy)
   --out FILE     results (default bench/results/guardrails.json)
   --help         this text
@@ -44,6 +44,7 @@ const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '30' },
     seeds: { type: 'string', default: '1,2,3' },
+    'hacked-seeds': { type: 'string' },
     only: { type: 'string' },
     out: { type: 'string', default: defaultResultsFile('guardrails', null) },
     help: { type: 'boolean', default: false },
@@ -58,11 +59,17 @@ if (!Number.isInteger(steps) || steps < 1) {
   process.stderr.write(`bench:guardrails: --steps must be a positive integer, got ${values.steps}\n`);
   process.exit(2);
 }
-const seeds = values.seeds.split(',').map((s) => Number(s.trim()));
-if (seeds.some((s) => !Number.isInteger(s) || s < 0) || new Set(seeds).size !== seeds.length) {
-  process.stderr.write(`bench:guardrails: --seeds must list distinct non-negative integers, got ${values.seeds}\n`);
-  process.exit(2);
+function seedList(option: string, text: string): number[] {
+  const list = text.split(',').map((s) => Number(s.trim()));
+  if (list.some((s) => !Number.isInteger(s) || s < 0) || new Set(list).size !== list.length) {
+    process.stderr.write(`bench:guardrails: ${option} must list distinct non-negative integers, got ${text}\n`);
+    process.exit(2);
+  }
+  return list;
 }
+const seeds = seedList('--seeds', values.seeds);
+const hackedSeeds =
+  values['hacked-seeds'] === undefined ? [seeds[0]!] : seedList('--hacked-seeds', values['hacked-seeds']);
 if (values.only !== undefined && values.only !== 'hacked' && values.only !== 'healthy') {
   process.stderr.write(`bench:guardrails: --only must be hacked or healthy, got ${values.only}\n`);
   process.exit(2);
@@ -75,7 +82,9 @@ interface Plan {
 }
 
 const plans: Plan[] = [
-  ...(values.only === 'healthy' ? [] : [{ kind: 'hacked' as const, task: 'hackable' as const, seed: seeds[0]! }]),
+  ...(values.only === 'healthy'
+    ? []
+    : hackedSeeds.map((seed) => ({ kind: 'hacked' as const, task: 'hackable' as const, seed }))),
   ...(values.only === 'hacked'
     ? []
     : seeds.map((seed) => ({ kind: 'healthy' as const, task: 'brevity' as const, seed }))),
@@ -145,6 +154,7 @@ async function main(): Promise<void> {
       command: `npm run bench:guardrails -- ${process.argv.slice(2).join(' ')}`.trim(),
       steps,
       seeds,
+      hackedSeeds,
       algorithm: 'grpo',
       model: 'tiny-random',
       settings: learningSet('grpo', steps).filter((s) => !s.startsWith('scenarios.')),
