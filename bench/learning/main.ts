@@ -45,8 +45,9 @@ Usage: npm run bench:learning [-- options]
                      once per value, with the first step reaching 90% of the rise and the last three steps' mean
   --task RULE        the rule-based user's rule: brevity (default; a short reply raises the emotion in
                      every turn), turn-differentiated (brevity pays or costs only before the user
-                     feels heard, in turn 1; later turns are neutral), or turn-opposed (brevity pays in
-                     turn 1, length in later turns: final-only credit sums opposite signals)
+                     feels heard, in turn 1; later turns are neutral), turn-opposed (brevity pays in
+                     turn 1, length in later turns: final-only credit sums opposite signals), or hackable
+                     (the near-empty reply pays best: npm run bench:guardrails uses it)
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
                      with more than one, the curves side by side and the parity of the last three steps
   --out FILE         results (default: a file of this mode's own, bench/results/learning-quick.json for

@@ -20,9 +20,14 @@ import {
   turnOpposedEmotionChange,
   turnOfAnalysis,
 } from '../core/turnDifferentiatedUser.js';
+import { hackableEmotionChange } from '../core/hackableUser.js';
 
-/** Which rule scores a reply: brevity in every turn, or brevity only before the user feels heard. */
-export const RULE_BASED_TASKS = ['brevity', 'turn-differentiated', 'turn-opposed'] as const;
+/**
+ * Which rule scores a reply: brevity in every turn; brevity only before the user feels heard
+ * (turn-differentiated), or then its opposite (turn-opposed); or brevity where the near-empty reply pays
+ * best (hackable: a reward to hack, for measuring the guardrails).
+ */
+export const RULE_BASED_TASKS = ['brevity', 'turn-differentiated', 'turn-opposed', 'hackable'] as const;
 export type RuleBasedTask = (typeof RULE_BASED_TASKS)[number];
 
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -63,6 +68,21 @@ async function readBody(req: IncomingMessage): Promise<string | null> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** The emotion change `task`'s rule gives `reply` in `turn`. */
+function emotionChangeFor(task: RuleBasedTask, reply: string, turn: number, rule: RuleBasedUserSettings): number {
+  const turnRule = { ...rule, heardAfterTurn: DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn };
+  switch (task) {
+    case 'brevity':
+      return ruleBasedEmotionChange(reply, rule);
+    case 'turn-differentiated':
+      return turnDifferentiatedEmotionChange(reply, turn, turnRule);
+    case 'turn-opposed':
+      return turnOpposedEmotionChange(reply, turn, turnRule);
+    case 'hackable':
+      return hackableEmotionChange(reply);
+  }
+}
+
 /** The answer to one request: an analysis as JSON, the user's next message, or the opening. */
 function answer(
   messages: { role: string; content: string }[],
@@ -73,13 +93,7 @@ function answer(
   const last = messages[messages.length - 1]?.content ?? '';
   if (system.startsWith(SIMULATOR_TAGS.analysis)) {
     const reply = latestReplyOf(last) ?? '';
-    const turnRule = { ...rule, heardAfterTurn: DEFAULT_TURN_DIFFERENTIATED_RULE.heardAfterTurn };
-    const emotionChange =
-      task === 'brevity'
-        ? ruleBasedEmotionChange(reply, rule)
-        : task === 'turn-opposed'
-          ? turnOpposedEmotionChange(reply, turnOfAnalysis(last), turnRule)
-          : turnDifferentiatedEmotionChange(reply, turnOfAnalysis(last), turnRule);
+    const emotionChange = emotionChangeFor(task, reply, turnOfAnalysis(last), rule);
     return JSON.stringify({
       assistantIntent: 'a reply',
       goalFit: `${[...reply].length} characters`,

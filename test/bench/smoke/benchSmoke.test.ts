@@ -133,6 +133,24 @@ const SMOKES: Record<string, Smoke> = {
       assert.equal(runs.length, 1);
     },
   },
+  'bench:guardrails': {
+    script: 'bench/learning/guardrails.ts',
+    args: (out) => ['--only', 'hacked', '--steps', '2', '--out', out],
+    check: (results) => {
+      const { runs, guardrails } = results as { runs: Json[]; guardrails: Json[] };
+      assert.deepEqual(
+        guardrails.map((g) => g.name),
+        ['empty-replies', 'reply-length-doubled', 'reward-up-eval-down', 'held-out-gap-widens'],
+        'the runs had the default guardrails',
+      );
+      assert.deepEqual(
+        runs.map((r) => [r.kind, r.task]),
+        [['hacked', 'hackable']],
+      );
+      positive(runs[0]!.stepsRun, 'stepsRun');
+      assert.ok('pause' in runs[0]!, 'the run names its pause or null');
+    },
+  },
   chaos: {
     script: 'bench/chaos/main.ts',
     args: (out) => ['--steps', '2', '--faults', '1', '--kinds', 'kill-llm-worker', '--timeout', '840', '--out', out],
