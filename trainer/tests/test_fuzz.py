@@ -23,6 +23,8 @@ ROUTES = [
     ("GET", "/v1/runs/{run_id}/steps/{step}"),
     ("GET", "/v1/runs/{run_id}/checkpoints/{step}/adapter"),
     ("GET", "/v1/runs/{run_id}/checkpoints/{step}/adapter/{name}"),
+    ("GET", "/v1/runs/{run_id}/checkpoints/{step}/weights"),
+    ("GET", "/v1/runs/{run_id}/checkpoints/{step}/weights/{name}"),
     ("POST", "/v1/chat/completions"),
     ("GET", "/v1/models"),
 ]
