@@ -43,12 +43,12 @@ export interface GuardState {
 
 const KEPT_POINTS = 64;
 const KEPT_EVALUATIONS = 16;
+const KEPT_WARNINGS = 10;
 
 /** Whether a point carries an evaluation the evaluation rules read. */
 function isEvaluation(point: GuardPoint): boolean {
   return point.simulators !== undefined || point.signals.evalChange !== undefined;
 }
-const KEPT_WARNINGS = 10;
 
 export function emptyGuardState(): GuardState {
   return { points: [], acknowledged: [], warnings: [], pausedBy: null };
@@ -193,9 +193,8 @@ export function guardStep(
   const earlier = state.evaluations ?? state.points.filter(isEvaluation);
   const evaluations = isEvaluation(point) ? [...earlier, point].slice(-KEPT_EVALUATIONS) : earlier;
   // Runs recorded before evaluations were kept apart read them from `points`, as they did then.
-  const trips = rules.flatMap(
-    (r) => (options.evaluationsApart ? checkRule(r, points, evaluations) : checkRule(r, points)) ?? [],
-  );
+  const seen = options.evaluationsApart ? evaluations : points.filter(isEvaluation);
+  const trips = rules.flatMap((r) => checkRule(r, points, seen) ?? []);
   const tripped = new Set(trips.map((t) => t.rule));
   const acknowledged = state.acknowledged.filter((r) => tripped.has(r));
   const pausing = trips.filter((t) => t.action === 'pause' && !acknowledged.includes(t.rule));
