@@ -42,12 +42,17 @@ export async function exportOverHttp(
   }
 }
 
-/** The adapter's manifest, or, when the trainer answers that the run trains full weights, theirs. */
+/**
+ * The adapter's manifest or, when the trainer has none for the step (a full fine-tuning run), the full
+ * weights'; when it has neither, the adapter route's answer, which names what is missing.
+ */
 async function manifestOf(trainer: TrainerEndpoint, run: string, step: number): Promise<AdapterManifest> {
   try {
     return await fetchAdapterManifest(trainer, run, step, 'adapter');
   } catch (error) {
-    if (!(error instanceof ApplicationFailure && /the run is full fine-tuning/.test(error.message))) throw error;
-    return fetchAdapterManifest(trainer, run, step, 'weights');
+    if (!(error instanceof ApplicationFailure && error.type === 'AdapterMissing')) throw error;
+    return fetchAdapterManifest(trainer, run, step, 'weights').catch(() => {
+      throw error;
+    });
   }
 }

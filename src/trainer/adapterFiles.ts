@@ -58,7 +58,7 @@ function filesPath(runName: string, step: number, kind: CheckpointFilesKind): st
 }
 
 function kindOf(manifest: AdapterManifest): CheckpointFilesKind {
-  return manifest.format === 'hf_full' ? 'weights' : 'adapter';
+  return (Object.keys(FORMAT_OF) as CheckpointFilesKind[]).find((kind) => FORMAT_OF[kind] === manifest.format)!;
 }
 
 /** Trainer errors as the activities' failures: a missing adapter or a refused token never heals by itself. */
