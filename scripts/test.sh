@@ -37,14 +37,14 @@ mocha_start=$(date +%s)
 ) &
 mocha_pid=$!
 
-# Track B, each suite in turn, at a lower priority: mocha's suites time what they stage (a worker taken
+# Track B, each suite in turn, at a lower CPU and disk priority: mocha's suites time what they stage (a worker taken
 # over within 30 s, a frontend away for a minute), track B's only wait for their own servers.
 suite() { # NAME LOG COMMAND...: runs one suite, its output shown and kept in test-output/LOG
   local name=$1 log=$2 started
   shift 2
   started=$(date +%s)
   echo "== $name"
-  nice -n 10 "$@" 2>&1 | tee "test-output/$log"
+  nice -n 10 ionice -c2 -n7 "$@" 2>&1 | tee "test-output/$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "== $name took $(($(date +%s) - started)) s"
 }

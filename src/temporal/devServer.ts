@@ -59,18 +59,35 @@ export async function temporalReachable(
   target: string | TemporalConnectionOptions,
   timeoutMs = 1500,
 ): Promise<boolean> {
+  return (await temporalUnreachableBecause(target, timeoutMs)) === null;
+}
+
+/** Why a Temporal frontend does not answer `getSystemInfo` within `timeoutMs`, or null when it does. */
+export async function temporalUnreachableBecause(
+  target: string | TemporalConnectionOptions,
+  timeoutMs = 1500,
+): Promise<string | null> {
   const options = typeof target === 'string' ? plainConnectionOptions(target) : target;
   try {
     const connection = await Connection.connect({ ...options, connectTimeout: timeoutMs });
     try {
-      await connection.workflowService.getSystemInfo({});
-      return true;
+      await connection.withDeadline(Date.now() + timeoutMs, () => connection.workflowService.getSystemInfo({}));
+      return null;
     } finally {
       await connection.close();
     }
-  } catch {
-    return false;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
   }
+}
+
+/**
+ * The wait for one readiness answer, attempt by attempt: short while the server is still binding its
+ * port, longer once it is slow to answer, so a loaded machine (a CI runner building Go beside the
+ * suite) is not mistaken for a dead server by a fixed one-second deadline.
+ */
+export function readinessAttemptTimeoutMs(attempt: number): number {
+  return Math.min(1000 * 2 ** Math.max(0, attempt - 2), 15_000);
 }
 
 /** The Temporal CLI's dev server as a child process, with its state in a SQLite file. */
@@ -141,7 +158,7 @@ export class DevServer {
       headless: options.headless ?? false,
       namespace: options.namespace ?? 'default',
       logLevel: options.logLevel ?? 'error',
-      readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
+      readyTimeoutMs: options.readyTimeoutMs ?? 180_000,
       dynamicConfig: options.dynamicConfig ?? {},
     });
   }
@@ -181,14 +198,18 @@ export class DevServer {
     void this.exited.then(() => {
       dead = true;
     });
-    while (Date.now() < deadline) {
+    let lastProblem = 'no attempt';
+    for (let attempt = 0; Date.now() < deadline; attempt++) {
       if (dead) throw new Error(`Temporal dev server exited during start-up:\n${startupOutput(this.output)}`);
-      if (await temporalReachable(this.address, 1000)) return;
+      const timeoutMs = Math.max(1, Math.min(readinessAttemptTimeoutMs(attempt), deadline - Date.now()));
+      const problem = await temporalUnreachableBecause(this.address, timeoutMs);
+      if (problem === null) return;
+      lastProblem = `attempt ${attempt + 1} (${timeoutMs} ms): ${problem}`;
       await new Promise((r) => setTimeout(r, 200));
     }
     await this.stop();
     throw new Error(
-      `Temporal dev server did not answer at ${this.address} within ${this.options.readyTimeoutMs} ms:\n${startupOutput(this.output)}`,
+      `Temporal dev server did not answer at ${this.address} within ${this.options.readyTimeoutMs} ms; last ${lastProblem}; its output:\n${startupOutput(this.output)}`,
     );
   }
 

@@ -1,9 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DevServer, freePort, startupOutput } from '../../src/temporal/devServer.js';
+import { findTemporalCli } from '../../src/temporal/cliBinary.js';
+import {
+  DevServer,
+  freePort,
+  readinessAttemptTimeoutMs,
+  startupOutput,
+  temporalReachable,
+} from '../../src/temporal/devServer.js';
 
 function listen(port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -77,5 +84,42 @@ describe('dev server ports', () => {
     assert.ok(shown.endsWith('last line\n'));
     assert.match(shown, /characters left out/);
     assert.equal(startupOutput('short'), 'short');
+  });
+});
+
+describe('dev server readiness on a loaded machine', function () {
+  this.timeout(120_000);
+
+  it('waits longer per attempt when the frontend is slow to answer, instead of failing after a minute of one-second tries', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'attune-devserver-slow-'));
+    const wrapper = join(home, 'temporal');
+    writeFileSync(
+      wrapper,
+      `#!/bin/sh\nexec node --import tsx ${JSON.stringify(join(__dirname, '..', 'support', 'slowFrontendCli.ts'))} "$@"\n`,
+    );
+    chmodSync(wrapper, 0o755);
+    const saved = { path: process.env.TEMPORAL_CLI_PATH, real: process.env.REAL_TEMPORAL_CLI };
+    process.env.REAL_TEMPORAL_CLI = findTemporalCli();
+    process.env.TEMPORAL_CLI_PATH = wrapper;
+    // Every connection is held 1.5 s: a fixed one-second attempt never sees an answer.
+    process.env.SLOW_FRONTEND_DELAY_MS = '1500';
+    const server = await DevServer.create({ home: join(home, 'state'), headless: true, readyTimeoutMs: 40_000 });
+    try {
+      await server.start();
+      assert.ok(await temporalReachable(server.address, 5000));
+    } finally {
+      await server.stop();
+      process.env.TEMPORAL_CLI_PATH = saved.path;
+      process.env.REAL_TEMPORAL_CLI = saved.real;
+      if (saved.path === undefined) delete process.env.TEMPORAL_CLI_PATH;
+      if (saved.real === undefined) delete process.env.REAL_TEMPORAL_CLI;
+      delete process.env.SLOW_FRONTEND_DELAY_MS;
+    }
+  });
+
+  it('attempts start at one second and grow to at most fifteen', () => {
+    assert.equal(readinessAttemptTimeoutMs(0), 1000);
+    assert.equal(readinessAttemptTimeoutMs(3), 2000);
+    assert.equal(readinessAttemptTimeoutMs(100), 15_000);
   });
 });

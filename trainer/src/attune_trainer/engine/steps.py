@@ -101,7 +101,7 @@ class StepApplier:
         step = request.step
         run.in_progress_step = step
         t0 = time.time()
-        started = time.monotonic()
+        started = self.pad.clock()
         try:
             log("info", "applying step", run_id=run.run_id, step=step, samples=len(request.samples))
             update = PolicyUpdate(self.compute, run, request, self.faults)
