@@ -11,9 +11,15 @@ import type { ChatResponse } from './chatCompletion.js';
 
 const log = createLogger({ component: 'policy' });
 
-/** A replica that cannot answer this call: down, or without the version (it lost its adapters). */
+/** Failures of one replica, not of the call: down, or serving other full weights than the call's version. */
+const REPLICA_FAILURES = ['LlmUnreachable', 'PolicyWeightsMismatch', 'PolicyWeightsChanged'];
+
+/**
+ * A replica that cannot answer this call: down, without the version (it lost its adapters), or on
+ * other full weights (restarted on its launch weights; its publisher reloads it before the next step).
+ */
 function replicaCannotServe(error: unknown): boolean {
-  return (error instanceof ApplicationFailure && error.type === 'LlmUnreachable') || isModelMissing(error);
+  return (error instanceof ApplicationFailure && REPLICA_FAILURES.includes(error.type ?? '')) || isModelMissing(error);
 }
 
 /**

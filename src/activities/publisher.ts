@@ -4,6 +4,7 @@ import { createLogger } from '../log.js';
 import { downloadAdapter, fetchAdapterManifest } from '../trainer/adapterFiles.js';
 import { loadLoraAdapter } from '../vllm/load.js';
 import { listedWithVersion, policyHeaders, probeAndUnload } from '../vllm/served.js';
+import { publishFullWeightsHere } from './replicaFullWeights.js';
 import { msSince, type PublishResult } from './runBookkeeping.js';
 
 const log = createLogger({ component: 'publisher' });
@@ -15,8 +16,13 @@ export interface ReplicaPublishInput {
   step: number;
   /** The replica as the run's config names it (for messages; the worker's own --policy-url is what it loads into). */
   replica: { name: string; baseURL: string };
-  /** Keep only the run's newest `keep` versions loaded on this replica. */
+  /** Keep only the run's newest `keep` versions loaded on this replica (full weights: on its disk). */
   unload?: { runName: string; keep: number };
+  /** `full`: the step's whole model reloaded in place, served under `servedModel` (absent: a LoRA adapter). */
+  weights?: 'full';
+  servedModel?: string;
+  /** Full weights: reload only if vLLM serves another version (the check before a step samples). */
+  ensure?: boolean;
 }
 
 export interface ReplicaPublishResult extends PublishResult {
@@ -38,8 +44,9 @@ export interface PublisherOptions {
  * fetches the step's adapter from the trainer (the adapter route; the digest checked), writes it under
  * `<adapterDir>/<run>/step-<k>-<digest>` (content-addressed: a retry finds it there, a run re-created
  * under an old name gets a new directory), loads it into the local vLLM in place under `run@k`, waits
- * until vLLM lists it, times its first token and unloads versions older than `unload.keep`. Safe to run
- * twice: the download is reused and `load_inplace` loads the same files again.
+ * until vLLM lists it, times its first token and unloads versions older than `unload.keep`. A full
+ * fine-tuning run's step (`weights: full`) is its whole model, reloaded in place (replicaFullWeights.ts).
+ * Safe to run twice: the download is reused and `load_inplace` loads the same files again.
  */
 export function createPublisherActivities(options: PublisherOptions) {
   const base = options.policyBaseURL.replace(/\/$/, '');
@@ -47,6 +54,33 @@ export function createPublisherActivities(options: PublisherOptions) {
     async publishToReplica(input: ReplicaPublishInput): Promise<ReplicaPublishResult> {
       const startedAtMs = Date.now();
       const version = `${input.runName}@${input.step}`;
+      if (input.weights === 'full') {
+        if (!input.servedModel)
+          throw ApplicationFailure.nonRetryable(
+            `${version}: full weights to publish without the served model's name`,
+            'PublishRefused',
+          );
+        const published = await publishFullWeightsHere({
+          trainer: input.trainer,
+          runName: input.runName,
+          step: input.step,
+          base,
+          apiKeyEnv: options.apiKeyEnv,
+          servedModel: input.servedModel,
+          adapterDir: options.adapterDir,
+          keepOnDisk: input.unload?.keep ?? 2,
+          unlessServed: input.ensure === true,
+        });
+        return {
+          version,
+          replica: input.replica.name,
+          digest: published.digest,
+          firstTokenAtMs: published.firstTokenAtMs,
+          publishMs: msSince(startedAtMs, published.firstTokenAtMs),
+          unloaded: [],
+          unloadFailures: [],
+        };
+      }
       const manifest = await fetchAdapterManifest(input.trainer, input.runName, input.step);
       if (manifest.run_id !== input.runName || manifest.step !== input.step)
         throw ApplicationFailure.nonRetryable(

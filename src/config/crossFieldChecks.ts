@@ -63,11 +63,11 @@ export function checkKeptCheckpoints(
  * Publishing to vLLM: a LoRA run loads its adapters, whose rank the server must accept; a full
  * fine-tuning run reloads vLLM's weights in place, which holds one version at a time. So full
  * weights need `maxStaleness` 0 (a step's update waits until the dialogues of the version before
- * it are done) and one vLLM, not `policy.replicas` (the publishers fetch adapters only).
+ * it are done); on `policy.replicas` each replica's publisher fetches and reloads them.
  */
 export function checkVllmPublish(
   config: {
-    policy: { maxLoraRank: number; replicas?: unknown[] | undefined };
+    policy: { maxLoraRank: number };
     training: { publish: { mode: string }; lora: { r: number } | null; maxStaleness: number };
   },
   ctx: z.RefinementCtx,
@@ -82,14 +82,6 @@ export function checkVllmPublish(
         message:
           `${config.training.maxStaleness}: full fine-tuning with training.publish.mode: vllm reloads the one set of weights ` +
           'vLLM holds after each step, so rollouts cannot sample an older version: set 0, or train a LoRA (training.lora)',
-      });
-    if ((config.policy.replicas ?? []).length > 0)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['policy', 'replicas'],
-        message:
-          "full fine-tuning with training.publish.mode: vllm reloads one vLLM (policy.baseURL) from the trainer's checkpoint " +
-          'directory; replicas are published LoRA adapters only: drop policy.replicas, or train a LoRA (training.lora)',
       });
   } else if (lora.r > config.policy.maxLoraRank)
     ctx.addIssue({

@@ -1,4 +1,4 @@
-import { proxyActivities, ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { proxyActivities, patched, ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import type { PublisherActivities, ReplicaPublishResult } from '../activities/publisher.js';
 import type { Replica, TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { LIMITS } from '../config/limits.js';
@@ -64,6 +64,7 @@ export async function publishToReplicas(
   settings: TrainingSettings,
   control: TrainingControl,
   step: number,
+  ensure = false,
 ): Promise<ReplicasPublished | null> {
   const replicas = settings.publish.replicas ?? [];
   const keep = settings.publish.keep;
@@ -77,6 +78,9 @@ export async function publishToReplicas(
           runName: settings.runName,
           step,
           replica: { name: replica.name, baseURL: replica.baseURL },
+          ...(settings.publish.weights === 'full'
+            ? { weights: 'full' as const, servedModel: settings.rollout.policy.model, ...(ensure ? { ensure } : {}) }
+            : {}),
           ...(keep !== undefined
             ? { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } }
             : {}),
@@ -110,4 +114,24 @@ export async function publishToReplicas(
     version: `${settings.runName}@${step}`,
     publishMs: durations.some((t) => t === null) ? null : Math.max(...(durations as number[])),
   };
+}
+
+/** Recorded runs never checked their replicas before a step (replicas took LoRA adapters only). */
+const REPLICAS_SERVE_PATCH = 'full-weights-replicas-checked-before-a-step';
+
+/**
+ * Before a full fine-tuning step samples `run@<step-1>` on replicas: each replica's publisher makes
+ * its vLLM serve that version, reloading it from its own download only when vLLM serves another (it
+ * restarted on its launch weights, or step 1's base version was never loaded). vLLM holds one set
+ * of weights, so a replica that lost them cannot serve any call of the step. False when the operator
+ * stopped the run instead; true at once for LoRA runs and single hosts.
+ */
+export async function replicasServeVersion(
+  settings: TrainingSettings,
+  control: TrainingControl,
+  step: number,
+): Promise<boolean> {
+  if (settings.publish.weights !== 'full' || !settings.publish.replicas) return true;
+  if (!patched(REPLICAS_SERVE_PATCH)) return true;
+  return (await publishToReplicas(settings, control, step - 1, true)) !== null;
 }

@@ -9,6 +9,7 @@ import {
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { TrainingControl } from './trainingControl.js';
 import { pipelinedTick } from './trainingPipeline.js';
+import { replicasServeVersion } from './replicaPublish.js';
 import { rollOutStep } from './trainingRollouts.js';
 import {
   applyStep,
@@ -76,6 +77,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     if (next === 'over') return control.finish(state.stopRequested);
   } else {
     const step = state.step;
+    if (!(await replicasServeVersion(settings, control, step))) return control.finish(true);
     const rolled = await rollOutStep(ctx, step, { version: state.version, step: step - 1 });
     if (rolled === null) return control.finish(true);
     if ('suspended' in rolled) {

@@ -44,17 +44,6 @@ describe('configuration', () => {
         /training\.maxStaleness/.test(error.message) &&
         /full fine-tuning with training\.publish\.mode: vllm/.test(error.message),
     );
-    assert.throws(
-      () =>
-        loadConfig({
-          env: {},
-          set: ['training.publish.mode=vllm', 'policy.replicas=a=http://127.0.0.1:8001/v1,b=http://127.0.0.1:8002/v1'],
-        }),
-      (error: unknown) =>
-        error instanceof ConfigError &&
-        /policy\.replicas/.test(error.message) &&
-        /full fine-tuning/.test(error.message),
-    );
     assert.equal(loadConfig({ env: {}, set: [] }).policy.maxLoraRank, 16);
     assert.throws(
       () => loadConfig({ env: {}, set: ['training.publish.mode=vllm', 'training.lora.r=64'] }),

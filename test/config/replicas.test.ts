@@ -27,6 +27,26 @@ describe('policy.replicas', () => {
     assert.equal(settings.rollout.policy.reloadFrom, undefined);
   });
 
+  it('full fine-tuning on replicas: each replica reloads the weights through its publisher, and the calls check the version', () => {
+    const settings = trainingSettingsFromConfig(
+      loadConfig({
+        env: { POLICY_REPLICAS: 'a=http://10.0.0.1:8000/v1,b=http://10.0.0.2:8000/v1' },
+        set: [
+          `scenarios.train=${FIXTURE_SCENARIOS}`,
+          `scenarios.eval=${FIXTURE_SCENARIOS}`,
+          'training.publish.mode=vllm',
+        ],
+      }),
+      'r',
+    );
+    assert.equal(settings.publish.weights, 'full');
+    assert.equal(settings.publish.replicas?.length, 2);
+    assert.equal(settings.rollout.policy.weightVersion, 'r@0');
+    assert.deepEqual(settings.rollout.policy.replicas, ['http://10.0.0.1:8000/v1', 'http://10.0.0.2:8000/v1']);
+    // not from the trainer's local checkpoint path: the replica's own download, through its publisher
+    assert.equal(settings.rollout.policy.reloadFrom, undefined);
+  });
+
   it('absent, or with the trainer serving, nothing changes: no replicas in the run', () => {
     const single = trainingSettingsFromConfig(
       loadConfig({ env: {}, set: [...BASE, 'training.publish.mode=vllm'] }),
