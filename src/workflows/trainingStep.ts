@@ -243,6 +243,15 @@ async function publishStep(
     ...(settings.publish.weights === 'full'
       ? { weights: 'full' as const, servedModel: settings.rollout.policy.model }
       : {}),
+    ...(settings.publish.weights === 'full' && settings.publish.transport === 'nccl' && settings.publish.nccl
+      ? {
+          nccl: {
+            trainer: { url: settings.trainer.url, tokenEnv: settings.trainer.tokenEnv },
+            runName: settings.runName,
+            rendezvous: settings.publish.nccl,
+          },
+        }
+      : {}),
     ...(keep !== undefined && settings.publish.mode === 'vllm'
       ? { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } }
       : {}),

@@ -33,3 +33,50 @@ describe('a full fine-tuning run published to vLLM: its settings', () => {
     assert.deepEqual([loraStep.model, loraStep.weightVersion], ['run@2', undefined]);
   });
 });
+
+describe('training.publish.transport: nccl (full weights sent by the trainer over NCCL)', () => {
+  const NCCL = [
+    ...BASE,
+    'training.publish.transport=nccl',
+    'training.publish.nccl.address=10.0.0.5',
+    'training.publish.nccl.port=29551',
+  ];
+  const refusal = (set: string[]): string => {
+    try {
+      loadConfig({ env: {}, set });
+    } catch (error) {
+      return String(error);
+    }
+    assert.fail('the config was accepted');
+  };
+
+  it('reaches the publish and the policy calls (which send a lost version again the same way); the default is the checkpoint reload', () => {
+    const settings = trainingSettingsFromConfig(loadConfig({ env: {}, set: NCCL }), 'run');
+    const group = { address: '10.0.0.5', port: 29551, vllmWorkers: 1 };
+    assert.equal(settings.publish.transport, 'nccl');
+    assert.deepEqual(settings.publish.nccl, group);
+    assert.deepEqual(settings.rollout.policy.reloadFrom?.nccl, group);
+    const byDefault = trainingSettingsFromConfig(loadConfig({ env: {}, set: BASE }), 'run');
+    assert.equal(loadConfig({ env: {}, set: BASE }).training.publish.transport, 'checkpoint');
+    assert.equal(byDefault.publish.transport, undefined, 'the workflow input of a checkpoint run is as before');
+    assert.equal(byDefault.rollout.policy.reloadFrom?.nccl, undefined);
+  });
+
+  it('is refused with LoRA, saying what NCCL needs', () => {
+    const message = refusal([...NCCL, 'training.lora.r=8']);
+    assert.match(message, /training\.publish\.transport: nccl sends full weights, and this run trains a LoRA adapter/);
+    assert.match(message, /VLLM_SERVER_DEV_MODE=1 and --weight-transfer-config '\{"backend": "nccl"\}'/);
+    assert.match(message, /on a CUDA GPU/);
+  });
+
+  it('is refused without vLLM publishing, and without the rendezvous', () => {
+    assert.match(
+      refusal([...NCCL, 'training.publish.mode=trainer']),
+      /nccl sends full weights into vLLM: set training\.publish\.mode: vllm/,
+    );
+    assert.match(
+      refusal([...BASE, 'training.publish.transport=nccl']),
+      /training\.publish\.nccl: transport: nccl needs training\.publish\.nccl\.address and \.port/,
+    );
+  });
+});
