@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config/load.js';
 import { trainingSettingsFromConfig } from '../../src/config/trainingSettingsFromConfig.js';
 import { stepRolloutSettings } from '../../src/core/training/stepPlan.js';
+import { publishInputOf } from '../../src/workflows/publishInput.js';
 import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
 
 const BASE = [
@@ -56,10 +57,18 @@ describe('training.publish.transport: nccl (full weights sent by the trainer ove
     assert.equal(settings.publish.transport, 'nccl');
     assert.deepEqual(settings.publish.nccl, group);
     assert.deepEqual(settings.rollout.policy.reloadFrom?.nccl, group);
+    assert.deepEqual(publishInputOf(settings, 'run@3', '/state/run/step-3').nccl, {
+      trainer: { url: settings.trainer.url, tokenEnv: settings.trainer.tokenEnv },
+      runName: 'run',
+      rendezvous: group,
+    });
     const byDefault = trainingSettingsFromConfig(loadConfig({ env: {}, set: BASE }), 'run');
     assert.equal(loadConfig({ env: {}, set: BASE }).training.publish.transport, 'checkpoint');
     assert.equal(byDefault.publish.transport, undefined, 'the workflow input of a checkpoint run is as before');
     assert.equal(byDefault.rollout.policy.reloadFrom?.nccl, undefined);
+    const reload = publishInputOf(byDefault, 'run@3', '/state/run/step-3');
+    assert.equal(reload.nccl, undefined, 'the step is reloaded from its export');
+    assert.deepEqual([reload.weights, reload.exportPath], ['full', '/state/run/step-3']);
   });
 
   it('is refused with LoRA, saying what NCCL needs', () => {
