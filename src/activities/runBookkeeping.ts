@@ -4,7 +4,13 @@ import type { ArtifactStore } from '../artifacts/store.js';
 import { parseStepRecords, withStepRecord, type StepMetricsRecord } from '../core/runMetrics.js';
 import { loadScenarioLibrary } from '../scenarios/library.js';
 import { firstTokenAt } from '../vllm/adapters.js';
-import { reloadFullWeights } from '../vllm/fullWeights.js';
+import type { NcclRendezvous } from '../core/training/fullWeightsTransport.js';
+import type { TrainerEndpoint } from '../trainer/trainerClient.js';
+import { versionStep } from '../vllm/adapters.js';
+import { checkpointReload } from '../vllm/checkpointReload.js';
+import { publishFullWeights } from '../vllm/fullWeights.js';
+import type { FullWeightsTransport } from '../vllm/fullWeightsTransport.js';
+import { ncclTransfer } from '../vllm/ncclTransfer.js';
 import { loadLoraAdapter } from '../vllm/load.js';
 import { listedWithVersion, policyHeaders, probeAndUnload } from '../vllm/served.js';
 
@@ -26,6 +32,11 @@ export interface PublishInput {
    * ones once this version serves. Absent: unload nothing (runs started before unloading existed).
    */
   unload?: { runName: string; keep: number };
+  /**
+   * `weights: full` sent over NCCL (`training.publish.transport: nccl`): the trainer that sends them,
+   * the run whose step `version` names, and the group. Absent: vLLM reloads `exportPath`.
+   */
+  nccl?: { trainer: TrainerEndpoint; runName: string; rendezvous: NcclRendezvous };
 }
 
 export interface PublishResult {
@@ -53,12 +64,29 @@ export function msSince(startedAtMs: number, firstTokenAtMs: number | null): num
   return firstTokenAtMs === null ? null : firstTokenAtMs - startedAtMs;
 }
 
+/** How the step's full weights reach vLLM: sent over NCCL, or reloaded from the exported directory. */
+function fullWeightsTransportOf(input: PublishInput, exportPath: string): FullWeightsTransport {
+  if (!input.nccl) return checkpointReload(exportPath);
+  const step = versionStep(input.nccl.runName, input.version);
+  if (step === null)
+    throw ApplicationFailure.nonRetryable(
+      `version ${input.version} is not a step of run ${input.nccl.runName}: nothing to send over NCCL`,
+      'NothingToPublish',
+    );
+  return ncclTransfer({
+    trainer: input.nccl.trainer,
+    runName: input.nccl.runName,
+    step,
+    rendezvous: input.nccl.rendezvous,
+  });
+}
+
 /**
- * A full fine-tuning step into vLLM: its weights reloaded in place from the trainer's checkpoint
- * (src/vllm/fullWeights.ts) and labelled with the version, then the served model's first token timed.
- * Nothing is unloaded: vLLM holds one set of weights.
+ * A full fine-tuning step into vLLM: its weights loaded (src/vllm/fullWeights.ts: reloaded in place
+ * from the trainer's checkpoint, or sent over NCCL) and labelled with the version, then the served
+ * model's first token timed. Nothing is unloaded: vLLM holds one set of weights.
  */
-async function publishFullWeights(input: PublishInput, startedAtMs: number): Promise<PublishResult> {
+async function publishFullWeightsStep(input: PublishInput, startedAtMs: number): Promise<PublishResult> {
   if (!input.exportPath || !input.servedModel)
     throw ApplicationFailure.nonRetryable(
       `no weights exported for ${input.version}: the trainer answered no checkpoint directory`,
@@ -66,10 +94,10 @@ async function publishFullWeights(input: PublishInput, startedAtMs: number): Pro
     );
   const base = input.policyBaseURL.replace(/\/$/, '');
   const headers = policyHeaders(input.apiKeyEnv);
-  const { reloadMs } = await reloadFullWeights(
+  const { reloadMs } = await publishFullWeights(
     { base, headers, apiKeyEnv: input.apiKeyEnv },
     input.version,
-    input.exportPath,
+    fullWeightsTransportOf(input, input.exportPath),
   );
   const firstTokenAtMs = await firstTokenAt(base, headers, input.servedModel);
   return {
@@ -107,7 +135,7 @@ export function createRunBookkeepingActivities(store: ArtifactStore) {
       const startedAtMs = Date.now();
       const base = input.policyBaseURL.replace(/\/$/, '');
       const headers = policyHeaders(input.apiKeyEnv);
-      if (input.mode === 'vllm' && input.weights === 'full') return publishFullWeights(input, startedAtMs);
+      if (input.mode === 'vllm' && input.weights === 'full') return publishFullWeightsStep(input, startedAtMs);
       let loadMs: number | undefined;
       if (input.mode === 'vllm') {
         if (!input.exportPath)

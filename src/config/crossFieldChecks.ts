@@ -137,3 +137,47 @@ export function checkReplicas(
     seen.add(replica.name);
   });
 }
+
+/**
+ * `training.publish.transport: nccl` sends a full fine-tuning step's weights from the trainer's
+ * rank 0 to vLLM's workers: it needs full weights published to one vLLM (not a LoRA adapter, not
+ * the trainer's own sampler, not replicas) and the rendezvous where the two meet.
+ */
+export function checkPublishTransport(
+  config: {
+    policy: { replicas?: unknown[] | undefined };
+    training: { publish: { mode: string; transport: string; nccl?: unknown }; lora: unknown };
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const { publish, lora } = config.training;
+  if (publish.transport !== 'nccl') return;
+  if ((config.policy.replicas ?? []).length > 0)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['training', 'publish', 'transport'],
+      message:
+        "nccl sends the trainer's weights to one vLLM (policy.baseURL); on policy.replicas each replica's publisher " +
+        'fetches them from the trainer and reloads its own vLLM: use transport: checkpoint, or drop policy.replicas',
+    });
+  const needs =
+    "NCCL sends full weights from the trainer's rank 0 on a CUDA GPU (vLLM installed beside it) to a vLLM on GPUs " +
+    `started with VLLM_SERVER_DEV_MODE=1 and --weight-transfer-config '{"backend": "nccl"}' (docs/training.md)`;
+  const refuse = (path: string[], message: string) =>
+    ctx.addIssue({ code: 'custom', path, message: `${message}; ${needs}` });
+  if (lora !== null)
+    refuse(
+      ['training', 'publish', 'transport'],
+      'nccl sends full weights, and this run trains a LoRA adapter (training.lora): use transport: checkpoint (adapters are loaded by name), or drop training.lora',
+    );
+  else if (publish.mode !== 'vllm')
+    refuse(
+      ['training', 'publish', 'transport'],
+      'nccl sends full weights into vLLM: set training.publish.mode: vllm, or use transport: checkpoint',
+    );
+  if (publish.nccl === undefined)
+    refuse(
+      ['training', 'publish', 'nccl'],
+      "transport: nccl needs training.publish.nccl.address and .port: the trainer's rank-0 host and a port the vLLM hosts reach",
+    );
+}

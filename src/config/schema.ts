@@ -19,7 +19,13 @@ import { artifactsConfigSchema } from './artifactsSchema.js';
 import { dialogueGroup } from './dialogueGroup.js';
 import { trainingConfigSchema } from './trainingConfigSchema.js';
 import { metricsConfigSchema, trackingConfigSchema } from './observabilityConfigSchema.js';
-import { checkKeptCheckpoints, checkReplicas, checkTemporalLimits, checkVllmPublish } from './crossFieldChecks.js';
+import {
+  checkKeptCheckpoints,
+  checkPublishTransport,
+  checkReplicas,
+  checkTemporalLimits,
+  checkVllmPublish,
+} from './crossFieldChecks.js';
 
 /**
  * An endpoint's config fields: every field of the call's schema but the internal ones, with the help
@@ -371,6 +377,7 @@ export const configSchema = z
   .superRefine(checkTemporalLimits)
   .superRefine(checkKeptCheckpoints)
   .superRefine(checkVllmPublish)
+  .superRefine(checkPublishTransport)
   .superRefine(checkReplicas);
 
 export type AttuneConfig = z.infer<typeof configSchema>;

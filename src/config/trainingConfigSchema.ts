@@ -39,6 +39,13 @@ const publishConfigSchema = z
       .describe(
         "With `policy.replicas`: how long a step's publish to a replica waits for that replica's publisher worker to take it; then the run waits for the operator, naming the replica.",
       ),
+    transport: publishBounds.transport
+      .unwrap()
+      .default('checkpoint')
+      .describe(
+        "Full weights with `mode: vllm`: `checkpoint` reloads each step's checkpoint directory in place (any vLLM, CPU included); `nccl` has the trainer's rank 0 broadcast them with vLLM's native weight transfer (GPU hosts; set-up and vLLM flags in docs/training.md).",
+      ),
+    nccl: publishBounds.nccl,
   })
   .prefault({})
   .describe("How each step's weights reach the policy server that samples the next step.");

@@ -28,9 +28,18 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
   // vLLM loses runtime-loaded adapters when it restarts: the policy calls load a lost version again
   // from the trainer's local path (single host). Replicas get theirs from their publishers; a call
   // that finds its version missing on one goes to the next replica.
+  // Full weights over NCCL (`publish.transport: nccl`): sent by the trainer, reloaded the same way.
+  const nccl = fullWeights && t.publish.transport === 'nccl' && t.publish.nccl ? t.publish.nccl : undefined;
   const reloadFrom =
     t.publish.mode === 'vllm' && !replicas
-      ? { reloadFrom: { runName, trainerUrl: config.trainer.url, tokenEnv: config.trainer.tokenEnv } }
+      ? {
+          reloadFrom: {
+            runName,
+            trainerUrl: config.trainer.url,
+            tokenEnv: config.trainer.tokenEnv,
+            ...(nccl ? { nccl } : {}),
+          },
+        }
       : {};
   const spread = replicas && replicas.length > 1 ? { replicas: replicas.map((r) => r.baseURL) } : {};
   const configured = rolloutSettingsFromConfig(
@@ -70,6 +79,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     publish: {
       mode: t.publish.mode,
       ...(fullWeights ? { weights: 'full' } : {}),
+      ...(nccl ? { transport: 'nccl', nccl } : {}),
       policyBaseURL,
       baseVersion,
       keep: t.publish.keep,

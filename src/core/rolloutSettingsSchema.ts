@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ncclRendezvousSchema } from './training/fullWeightsTransport.js';
 import type { DialogueKey, DialogueValues } from './dialogueKeys.js';
 import { SAGE_INITIAL_EMOTION } from './emotion.js';
 import { DEFAULT_MAX_WAIT_MINUTES } from './outageWait.js';
@@ -49,6 +50,8 @@ export const endpointCallSchema = z.strictObject({
       runName: z.string().min(1),
       trainerUrl: z.string().url(),
       tokenEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name'),
+      /** Full weights sent over NCCL (`training.publish.transport: nccl`): the group to send them in. Absent: reloaded from the checkpoint. */
+      nccl: ncclRendezvousSchema.optional(),
     })
     .optional(),
   /**

@@ -1,165 +1,97 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { z } from 'zod';
 import { createLogger } from '../log.js';
-import { vllmErrorMessage } from './load.js';
-import { withOwnDeadline } from '../http/ownDeadlines.js';
+import { checkpointReload } from './checkpointReload.js';
+import {
+  loadingLabel,
+  postRoute,
+  servedWeightVersion,
+  serverRoot,
+  type FullWeightsServer,
+} from './fullWeightsRoutes.js';
+import type { FullWeightsTransport } from './fullWeightsTransport.js';
+
+export { loadingLabel, servedWeightVersion, serverRoot, type FullWeightsServer } from './fullWeightsRoutes.js';
 
 const log = createLogger({ component: 'vllm-full-weights' });
 
-/**
- * Full-weight publishing into vLLM through its RL routes (vLLM 0.32 started with
- * VLLM_SERVER_DEV_MODE=1): they sit at the server's root, beside /v1. vLLM holds one set of weights
- * at a time, labelled by a free-form weight version (`default` at launch).
- */
-export function serverRoot(base: string): string {
-  return base.replace(/\/$/, '').replace(/\/v1$/, '');
-}
-
-/** The label a reload in progress leaves on the weights: never a version a rollout expects. */
-export function loadingLabel(version: string): string {
-  return `loading ${version}`;
-}
-
-const weightInfoSchema = z.object({ weight_version: z.string().nullable() });
-
-export interface FullWeightsServer {
-  /** The policy server's OpenAI base URL (…/v1). */
-  base: string;
-  headers: Record<string, string>;
-  apiKeyEnv: string;
-}
-
-/** Why a route answered as it did, naming the server, the route and vLLM's message. */
-function routeProblem(server: FullWeightsServer, route: string, status: number, body: string): string {
-  const keyHint = status === 401 || status === 403 ? ` (check $${server.apiKeyEnv})` : '';
-  const devHint =
-    status === 404 ? ' (start vLLM 0.32 with VLLM_SERVER_DEV_MODE=1: scripts/vllm/start.sh --full-weights)' : '';
-  return `vLLM ${serverRoot(server.base)}${route}: HTTP ${status}${keyHint}${devHint}: ${vllmErrorMessage(body)}`;
-}
+/** Publishes in one process run one at a time per server, so two never interleave their pause and resume. */
+const publishing = new Map<string, Promise<unknown>>();
 
 /**
- * `fetch` of one of vLLM's routes. A server that does not answer at all (down, restarting) fails as
- * any policy endpoint out of reach does (`LlmUnreachable`, retried): a rollout's call then waits for
- * it as for its chat completions, and the next replica is tried.
+ * Makes vLLM serve `version`'s full weights, labelled `version`, through `transport` (a checkpoint
+ * reload, or vLLM's native weight transfer): whatever need not hold requests up first
+ * (`transport.prepare`), then `POST /pause?mode=wait` (requests in flight finish on the old weights,
+ * new ones wait), the label set to `loading <version>` (a publish that dies half-way leaves weights
+ * no rollout takes for any version), the weights loaded (`transport.load`), the label set to
+ * `version`, then `POST /resume` whatever happened. Checked with `GET /weight_info` afterwards.
+ * Safe to run twice; a publish always loads (a run re-created under its old name reuses the label,
+ * not the weights).
  */
-async function reach(server: FullWeightsServer, route: string, init: RequestInit): Promise<Response> {
-  try {
-    return await fetch(`${serverRoot(server.base)}${route}`, withOwnDeadline({ ...init, headers: server.headers }));
-  } catch (error) {
-    const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
-    throw ApplicationFailure.retryable(
-      `vLLM ${serverRoot(server.base)}${route.replace(/\?.*$/, '')}: unreachable: ${cause}`,
-      'LlmUnreachable',
-    );
-  }
-}
-
-/**
- * One call to an RL route. A 4xx (no such route: not in dev mode; a refused key; a bad request)
- * or a 500 (the worker raised: no weights at the path, shapes that do not fit) fails for good
- * (`PublishRefused`); 408, 429 and other 5xx are retried (`PublishFailed`).
- */
-async function post(server: FullWeightsServer, route: string, body: unknown, what: string): Promise<string> {
-  const response = await reach(server, route, {
-    method: 'POST',
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(600_000),
-  });
-  const text = await response.text();
-  if (response.ok) return text;
-  const problem = `${what}: ${routeProblem(server, route.replace(/\?.*$/, ''), response.status, text)}`;
-  const status = response.status;
-  if (status !== 408 && status !== 429 && status >= 400 && status <= 500)
-    throw ApplicationFailure.create({
-      message: `refused: ${problem}`,
-      type: 'PublishRefused',
-      nonRetryable: true,
-      details: [{ route, status, message: vllmErrorMessage(text) }],
-    });
-  throw ApplicationFailure.retryable(problem, 'PublishFailed');
-}
-
-/** The weight version vLLM serves now (`GET /weight_info`). */
-export async function servedWeightVersion(server: FullWeightsServer): Promise<string | null> {
-  const route = '/weight_info';
-  const response = await reach(server, route, { signal: AbortSignal.timeout(60_000) });
-  const text = await response.text();
-  if (!response.ok) {
-    const problem = routeProblem(server, route, response.status, text);
-    if (response.status >= 400 && response.status < 500 && response.status !== 408 && response.status !== 429)
-      throw ApplicationFailure.nonRetryable(`refused: ${problem}`, 'PublishRefused');
-    throw ApplicationFailure.retryable(problem, 'PublishFailed');
-  }
-  const parsed = weightInfoSchema.safeParse(JSON.parse(text || 'null'));
-  if (!parsed.success)
-    throw ApplicationFailure.nonRetryable(`vLLM ${route} answered ${text.slice(0, 200)}`, 'PublishRefused');
-  return parsed.data.weight_version;
-}
-
-/** Reloads in one process run one at a time per server, so two never interleave their pause and resume. */
-const reloading = new Map<string, Promise<unknown>>();
-
-/**
- * Reloads vLLM's weights in place from `weightsPath` (a complete model directory: the trainer
- * commits checkpoints by rename, so it is never half written) and labels them `version`:
- * `POST /pause?mode=wait` (requests in flight finish on the old weights, new ones wait), the label
- * set to `loading <version>` (a reload that dies half-way leaves weights no rollout takes for any
- * version), `POST /collective_rpc` `reload_weights`, the label set to `version`, then
- * `POST /resume` whatever happened. Checked with `GET /weight_info` afterwards. Safe to run twice;
- * a publish always reloads (a run re-created under its old name reuses the label, not the weights).
- */
-export async function reloadFullWeights(
+export async function publishFullWeights(
   server: FullWeightsServer,
   version: string,
-  weightsPath: string,
+  transport: FullWeightsTransport,
   options: { unlessServed?: boolean } = {},
 ): Promise<{ reloadMs: number }> {
   const key = serverRoot(server.base);
-  const previous = reloading.get(key) ?? Promise.resolve();
-  // `unlessServed`: calls that found the version missing at once reload it once, not once each.
+  const previous = publishing.get(key) ?? Promise.resolve();
+  // `unlessServed`: calls that found the version missing at once load it once, not once each.
   const mine = previous
     .catch(() => undefined)
     .then(async () =>
       options.unlessServed && (await servedWeightVersion(server)) === version
         ? { reloadMs: 0 }
-        : reloadNow(server, version, weightsPath),
+        : publishNow(server, version, transport),
     );
-  reloading.set(key, mine);
+  publishing.set(key, mine);
   try {
     return await mine;
   } finally {
-    if (reloading.get(key) === mine) reloading.delete(key);
+    if (publishing.get(key) === mine) publishing.delete(key);
   }
 }
 
-async function reloadNow(
+/** `publishFullWeights` by a reload of `weightsPath`, a complete model directory (the trainer commits checkpoints by rename). */
+export function reloadFullWeights(
   server: FullWeightsServer,
   version: string,
   weightsPath: string,
+  options: { unlessServed?: boolean } = {},
 ): Promise<{ reloadMs: number }> {
-  const what = `reloading version ${version} from ${weightsPath}`;
+  return publishFullWeights(server, version, checkpointReload(weightsPath), options);
+}
+
+async function publishNow(
+  server: FullWeightsServer,
+  version: string,
+  transport: FullWeightsTransport,
+): Promise<{ reloadMs: number }> {
+  const what = transport.describe(version);
   const started = Date.now();
-  await post(server, '/pause?mode=wait', undefined, what);
   try {
-    await post(server, '/update_weight_version', { new_version: loadingLabel(version) }, what);
-    await post(server, '/collective_rpc', { method: 'reload_weights', kwargs: { weights_path: weightsPath } }, what);
-    await post(server, '/update_weight_version', { new_version: version }, what);
-  } finally {
-    await post(server, '/resume', undefined, what).catch((error: unknown) =>
-      log.warn('resume after a reload failed', { version, error: String(error) }),
-    );
+    await transport.prepare(server, what);
+    await postRoute(server, '/pause?mode=wait', undefined, what);
+    try {
+      await postRoute(server, '/update_weight_version', { new_version: loadingLabel(version) }, what);
+      await transport.load(server, what);
+      await postRoute(server, '/update_weight_version', { new_version: version }, what);
+    } finally {
+      await postRoute(server, '/resume', undefined, what).catch((error: unknown) =>
+        log.warn('resume after a publish failed', { version, error: String(error) }),
+      );
+    }
+  } catch (error) {
+    transport.failed(server);
+    throw error;
   }
   const reloadMs = Date.now() - started;
   const served = await servedWeightVersion(server);
   if (served !== version)
     throw ApplicationFailure.retryable(
-      `${what}: vLLM ${key(server)}/weight_info answers ${JSON.stringify(served)} after the reload`,
+      `${what}: vLLM ${serverRoot(server.base)}/weight_info answers ${JSON.stringify(served)} after the publish`,
       'PublishFailed',
     );
-  log.info('full weights reloaded', { version, weightsPath, reloadMs });
+  transport.served(server, version);
+  log.info('full weights published', { version, transport: transport.name, reloadMs });
   return { reloadMs };
-}
-
-function key(server: FullWeightsServer): string {
-  return serverRoot(server.base);
 }

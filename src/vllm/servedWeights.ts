@@ -2,7 +2,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
 import { createLogger } from '../log.js';
 import { versionStep } from './adapters.js';
-import { reloadFullWeights, servedWeightVersion } from './fullWeights.js';
+import { checkpointReload } from './checkpointReload.js';
+import { publishFullWeights, servedWeightVersion } from './fullWeights.js';
+import { ncclTransfer } from './ncclTransfer.js';
 import { exportPathOf } from './republish.js';
 import { policyHeaders } from './served.js';
 
@@ -11,9 +13,10 @@ const log = createLogger({ component: 'served-weights' });
 /**
  * A policy call of a full-weight run on vLLM (`endpoint.weightVersion` set). Before it, vLLM must
  * serve that version: when it serves anything else (restarted on its launch weights, a reload that
- * died half-way) the version is reloaded from the trainer's checkpoint first. After it, vLLM must
- * still serve it, else the call fails to be retried (`PolicyWeightsChanged`): a reply is recorded
- * under the one version that sampled it from start to end. Other endpoints just run `call`.
+ * died half-way) the version is loaded again first: reloaded from the trainer's checkpoint, or sent
+ * by the trainer over NCCL. After it, vLLM must still serve it, else the call fails to be retried
+ * (`PolicyWeightsChanged`): a reply is recorded under the one version that sampled it from start to
+ * end. Other endpoints just run `call`.
  */
 export async function withServedWeights<T>(endpoint: EndpointCall, call: () => Promise<T>): Promise<T> {
   const expected = endpoint.weightVersion;
@@ -29,12 +32,11 @@ export async function withServedWeights<T>(endpoint: EndpointCall, call: () => P
         'PolicyWeightsMismatch',
       );
     log.warn('vLLM serves other weights than the version this call samples; reloading it', { before, expected });
-    const weightsPath = await exportPathOf({
-      trainer: { url: from.trainerUrl, tokenEnv: from.tokenEnv },
-      runName: from.runName,
-      step,
-    });
-    await reloadFullWeights(server, expected, weightsPath, { unlessServed: true });
+    const trainer = { url: from.trainerUrl, tokenEnv: from.tokenEnv };
+    const transport = from.nccl
+      ? ncclTransfer({ trainer, runName: from.runName, step, rendezvous: from.nccl })
+      : checkpointReload(await exportPathOf({ trainer, runName: from.runName, step }));
+    await publishFullWeights(server, expected, transport, { unlessServed: true });
   }
   const value = await call();
   const after = await servedWeightVersion(server);

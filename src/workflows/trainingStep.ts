@@ -24,6 +24,7 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { evaluation } from './evaluation.js';
 import { failureMessage } from './fanOut.js';
 import type { TrainingControl } from './trainingControl.js';
+import { publishInputOf } from './publishInput.js';
 import { publishToReplicas } from './replicaPublish.js';
 import { checkGuardrails, waitOnGuardrail } from './trainingGuardrails.js';
 import { trackStep } from './trainingTracking.js';
@@ -233,20 +234,7 @@ async function publishStep(
   applied: OptimizerStepResult,
 ): Promise<PublishedStep> {
   const version = settings.publish.mode === 'trainer' ? `${settings.runName}@${step}` : applied.version;
-  const keep = settings.publish.keep;
-  const published = await bookkeeping.publishPolicyVersion({
-    mode: settings.publish.mode,
-    policyBaseURL: settings.publish.policyBaseURL,
-    apiKeyEnv: settings.rollout.policy.apiKeyEnv,
-    version,
-    exportPath: applied.exportPath,
-    ...(settings.publish.weights === 'full'
-      ? { weights: 'full' as const, servedModel: settings.rollout.policy.model }
-      : {}),
-    ...(keep !== undefined && settings.publish.mode === 'vllm'
-      ? { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } }
-      : {}),
-  });
+  const published = await bookkeeping.publishPolicyVersion(publishInputOf(settings, version, applied.exportPath));
   // Histories recorded before the result was an object answered the version name alone.
   if (typeof (published as PublishResult | string) === 'string') return { version, latencyMs: null };
   if (published.unloadFailures.length > 0)

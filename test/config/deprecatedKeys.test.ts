@@ -81,7 +81,12 @@ describe('config: the flat keys of earlier releases still load, with a warning n
     });
     const flat = load(join(files, 'flat.yaml'), replicas);
     const nested = load(join(files, 'nested.yaml'), replicas);
-    assert.deepEqual(flat.config.training.publish, { mode: 'vllm', keep: 3, publisherWaitMs: 5000 });
+    assert.deepEqual(flat.config.training.publish, {
+      mode: 'vllm',
+      keep: 3,
+      publisherWaitMs: 5000,
+      transport: 'checkpoint',
+    });
     assert.deepEqual(trainingSettingsFromConfig(flat.config, 'r'), trainingSettingsFromConfig(nested.config, 'r'));
     assert.deepEqual(flat.warnings, [
       'training.publish is deprecated: write training.publish.mode',

@@ -1,13 +1,23 @@
 import type { ServerResponse } from 'node:http';
+import type { FakeNcclMeeting } from './fakeNcclMeeting.js';
 
 type Send = (res: ServerResponse, status: number, body: unknown) => void;
+
+const NCCL_ROUTES = [
+  '/shutdown_weight_transfer_engine',
+  '/init_weight_transfer_engine',
+  '/start_weight_update',
+  '/update_weights',
+  '/finish_weight_update',
+];
 
 /**
  * vLLM 0.32's RL routes in dev mode (VLLM_SERVER_DEV_MODE=1), at the server's root: `/pause`,
  * `/resume`, `/collective_rpc` (only `reload_weights` here), `/update_weight_version` and
- * `/weight_info`. The weight version starts as vLLM's launch label `default`; `calls` records every
- * request in order, with the version at the time. Off (`devMode` false) every route answers 404, as
- * a vLLM started without dev mode does.
+ * `/weight_info`, and the native weight transfer's (NCCL_ROUTES), whose init and update meet the
+ * trainer's side at `meeting`. The weight version starts as vLLM's launch label `default`; `calls`
+ * records every request in order, with the version at the time. Off (`devMode` false) every route
+ * answers 404, as a vLLM started without dev mode does.
  */
 export class FakeFullWeights {
   devMode = true;
@@ -18,18 +28,40 @@ export class FakeFullWeights {
   readonly calls: { route: string; body: unknown; version: string; paused: boolean }[] = [];
   /** The next reloads fail with this message (HTTP 500, as vLLM answers a worker's exception). */
   readonly failReloads: string[] = [];
+  /** Native weight transfer: where the trainer's side is met (null: no trainer ever arrives). */
+  meeting: FakeNcclMeeting | null = null;
+  /** The init_info of the group the workers joined (null: none; a restart forgets it). */
+  ncclGroup: unknown = null;
+  /** A weight update started and not finished. */
+  updateActive = false;
+  /** The update_info of each update whose weights arrived. */
+  readonly received: unknown[] = [];
+  /** Routes answered once with HTTP 500 and this message, as vLLM answers a worker's exception. */
+  readonly refuse = new Map<string, string>();
+  private readonly inFlight = new Set<Promise<void>>();
 
-  /** A vLLM restart: back on its launch weights, unpaused. */
+  /** A vLLM restart: back on its launch weights, unpaused, in no weight-transfer group. */
   restart(): void {
     this.version = 'default';
     this.weightsPath = null;
     this.paused = false;
+    this.ncclGroup = null;
+    this.updateActive = false;
+  }
+
+  /** Resolves once the NCCL calls still waiting for the trainer have answered. */
+  async settled(): Promise<void> {
+    await Promise.all([...this.inFlight]);
   }
 
   /** Answers `url` when it is one of the routes (true), else leaves it to the caller (false). */
   handle(method: string, url: string, body: string, res: ServerResponse, send: Send): boolean {
     const route = url.replace(/\?.*$/, '');
-    if (!['/pause', '/resume', '/collective_rpc', '/update_weight_version', '/weight_info'].includes(route))
+    if (
+      ![...NCCL_ROUTES, '/pause', '/resume', '/collective_rpc', '/update_weight_version', '/weight_info'].includes(
+        route,
+      )
+    )
       return false;
     const parsed: unknown = body ? JSON.parse(body) : null;
     this.calls.push({ route: url, body: parsed, version: this.version, paused: this.paused });
@@ -37,7 +69,16 @@ export class FakeFullWeights {
       send(res, 404, { detail: 'Not Found' });
       return true;
     }
-    if (method === 'GET' && route === '/weight_info') send(res, 200, { weight_version: this.version });
+    const refusal = this.refuse.get(route);
+    if (refusal !== undefined) {
+      this.refuse.delete(route);
+      // vLLM ends the session when a worker's update raises (not when its finish does)
+      if (route === '/update_weights') this.updateActive = false;
+      send(res, 500, { error: { message: refusal, type: 'InternalServerError', param: null, code: 500 } });
+    } else if (NCCL_ROUTES.includes(route)) {
+      const answer = this.transfer(route, parsed, res, send).finally(() => this.inFlight.delete(answer));
+      this.inFlight.add(answer);
+    } else if (method === 'GET' && route === '/weight_info') send(res, 200, { weight_version: this.version });
     else if (method !== 'POST') send(res, 405, { detail: 'Method Not Allowed' });
     else if (route === '/pause') {
       this.paused = true;
@@ -60,5 +101,43 @@ export class FakeFullWeights {
       }
     }
     return true;
+  }
+
+  /** The native weight transfer's routes, with vLLM's own checks and the rendezvous with the trainer. */
+  private async transfer(route: string, body: unknown, res: ServerResponse, send: Send): Promise<void> {
+    const fail = (message: string) =>
+      send(res, 500, { error: { message, type: 'InternalServerError', param: null, code: 500 } });
+    const request = (body ?? {}) as { init_info?: unknown; update_info?: unknown };
+    if (route === '/shutdown_weight_transfer_engine') {
+      if (this.updateActive) return fail('Cannot release a trainer connection during a weight update');
+      this.ncclGroup = null;
+      return send(res, 200, { message: 'Weight transfer shut down' });
+    }
+    if (route === '/init_weight_transfer_engine') {
+      if (!(await this.meeting?.arrive('init', 'vllm')))
+        return fail('NCCL rendezvous timed out: the trainer never joined');
+      this.ncclGroup = request.init_info;
+      return send(res, 200, { message: 'Weight transfer initialized' });
+    }
+    if (route === '/start_weight_update') {
+      if (this.updateActive) return fail('start_weight_update called while a weight update is already active');
+      this.updateActive = true;
+      return send(res, 200, { message: 'Weight update started' });
+    }
+    if (route === '/update_weights') {
+      if (this.ncclGroup === null)
+        return fail('NCCL weight transfer not initialized. Call init_transfer_engine() first.');
+      if (!this.updateActive) return fail('start_weight_update must be called before update_weights.');
+      if (!(await this.meeting?.arrive('update', 'vllm'))) {
+        this.updateActive = false;
+        return fail('NCCL broadcast timed out: the trainer never sent');
+      }
+      this.received.push(request.update_info);
+      return send(res, 200, { message: 'Weights updated' });
+    }
+    if (!this.updateActive) return fail('finish_weight_update called without a matching start_weight_update.');
+    this.updateActive = false;
+    this.weightsPath = 'nccl';
+    return send(res, 200, { message: 'Weight update finished' });
   }
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FULL_WEIGHTS_TRANSPORTS, ncclRendezvousSchema } from './fullWeightsTransport.js';
 import { NAME_PATTERN, NAME_RULE } from '../names.js';
 import { rolloutSettingsSchema } from '../rolloutSettingsSchema.js';
 import { goalTypeSchema, personalitySchema } from '../scenario.js';
@@ -106,6 +107,13 @@ export const trainingSettingsSchema = z.strictObject({
      * version). Absent in runs started before full-weight publishing (lora).
      */
     weights: z.enum(['lora', 'full']).optional(),
+    /**
+     * Full weights: how they reach vLLM (FULL_WEIGHTS_TRANSPORTS). Absent: `checkpoint` (and in runs
+     * started before there was a choice).
+     */
+    transport: z.enum(FULL_WEIGHTS_TRANSPORTS).optional(),
+    /** `transport: nccl`: the group of the trainer's rank 0 and vLLM's workers. */
+    nccl: ncclRendezvousSchema.optional(),
     /** OpenAI base URL the versions are served from. */
     policyBaseURL: z.string().url(),
     /** Version used before the first update (the base model's name on that server). */

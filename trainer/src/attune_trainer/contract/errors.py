@@ -69,3 +69,25 @@ class DiskFull(TrainerError):
             "the step was not applied: free space there, then retry it",
             state_dir=str(state_dir),
         )
+
+
+class WeightTransferUnavailable(TrainerError):
+    """This host cannot send weights over NCCL: vLLM's trainer-side API or CUDA is missing."""
+
+    def __init__(self, reason: str):
+        super().__init__(
+            f"NCCL weight transfer is not available on this trainer: {reason}; it needs the trainer's "
+            "rank 0 on a CUDA GPU with vLLM installed beside it (or use training.publish.transport: checkpoint)",
+            reason=reason,
+        )
+
+
+class WeightTransferNotJoined(Conflict):
+    """A broadcast asked for before rank 0 joined a group (or after the trainer restarted)."""
+
+    def __init__(self):
+        super().__init__(
+            "rank 0 has not joined an NCCL weight-transfer group (the trainer restarted, or none was made): "
+            "POST /v1/weight-transfer/group first, together with vLLM's /init_weight_transfer_engine",
+            field="group",
+        )

@@ -167,3 +167,27 @@ def documented(ok: type[BaseModel], *statuses: int) -> dict:
     out: dict = {status: {"model": ok} for status in statuses or (200,)}
     out["default"] = {"model": ErrorResponse, "description": "an error: what went wrong and which field"}
     return out
+
+
+class WeightTransferJoined(BaseModel):
+    joined: Literal[True]
+    rank: Literal[0]
+    world_size: int
+
+
+class StepTensors(BaseModel):
+    """A step's tensors as vLLM's `/update_weights` takes them (its `update_info`), with their run and step."""
+
+    run_id: str
+    step: int
+    names: list[str]
+    dtype_names: list[str]
+    shapes: list[list[int]]
+
+
+class WeightsSent(BaseModel):
+    run_id: str
+    step: int
+    tensors: int
+    bytes: int
+    seconds: float

@@ -20,6 +20,7 @@ from attune_trainer.contract.errors import (
     NotFound,
     RunNotFound,
     TrainerError,
+    WeightTransferUnavailable,
 )
 from attune_trainer.contract.schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
 from attune_trainer.engine.dispatch import Dispatcher
@@ -38,8 +39,10 @@ from attune_trainer.service.responses import (
     StepResult,
     documented,
 )
+from attune_trainer.service.weight_transfer_routes import add_weight_transfer_routes
 from attune_trainer.state.adapter_files import adapter_file, adapter_manifest
 from attune_trainer.state.weights_files import weights_file, weights_manifest
+from attune_trainer.transfer.sender import VllmNcclSender, WeightSender
 
 # status code and error type of each kind of domain error (most specific first)
 ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [
@@ -47,6 +50,8 @@ ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [
     (Conflict, 409, "conflict_error"),
     (InvalidRequest, 422, "invalid_request_error"),
     (DiskFull, 507, "storage_error"),  # 5xx: the orchestrator retries once space is freed
+    # not on this host (no vLLM, no CUDA): 501, which the orchestrator does not retry
+    (WeightTransferUnavailable, 501, "unavailable_error"),
 ]
 
 
@@ -81,8 +86,14 @@ def _validation_response(errors: list) -> JSONResponse:
     return _err(422, "; ".join(parts) or "invalid request body", "invalid_request_error", field=first_field)
 
 
-def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str | None = None) -> FastAPI:
-    """The HTTP app; `token` (default: $TRAINER_TOKEN) guards every route but /health."""
+def create_app(
+    engine: Engine,
+    dispatcher: Dispatcher | None = None,
+    token: str | None = None,
+    weight_sender: WeightSender | None = None,
+) -> FastAPI:
+    """The HTTP app; `token` (default: $TRAINER_TOKEN) guards every route but /health; `weight_sender`
+    (default: vLLM's NCCL trainer engine, imported when first used) sends full weights to vLLM."""
     dispatcher = dispatcher or Dispatcher(engine)
     token = token if token is not None else (os.environ.get("TRAINER_TOKEN") or None)
     app = FastAPI(
@@ -98,6 +109,7 @@ def create_app(engine: Engine, dispatcher: Dispatcher | None = None, token: str 
     _add_service_routes(app, engine)
     _add_run_routes(app, engine, dispatcher)
     _add_checkpoint_routes(app, engine)
+    add_weight_transfer_routes(app, engine, weight_sender or VllmNcclSender())
     _add_openai_routes(app, engine, dispatcher)
     return app
 
