@@ -77,6 +77,7 @@ export function createPublisherActivities(options: PublisherOptions) {
           digest: published.digest,
           firstTokenAtMs: published.firstTokenAtMs,
           publishMs: msSince(startedAtMs, published.firstTokenAtMs),
+          loadMs: published.reloadMs,
           unloaded: [],
           unloadFailures: [],
         };
