@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { OptimizerStepResult } from '../../src/activities/optimizer.js';
 import type { PublishResult } from '../../src/activities/runBookkeeping.js';
+import { timeMs } from '../training/history.js';
 
 type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
 type HistoryEvent = NonNullable<History['events']>[number];
@@ -24,11 +25,6 @@ export interface StepPublish {
   publishMs: number;
   /** vLLM taking the weights alone: the adapter's load request, or the full reload from pause to resume. */
   loadMs: number;
-}
-
-function timeMs(event: HistoryEvent): number {
-  const t = event.eventTime;
-  return Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
 }
 
 /** The completion (time and decoded result) of the execution's one successful activity of `type`. */

@@ -25,7 +25,8 @@ export interface StepTimings {
   otherMs: number;
 }
 
-function timeMs(event: HistoryEvent): number {
+/** An event's server time in ms. */
+export function timeMs(event: HistoryEvent): number {
   const t = event.eventTime;
   return Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
 }
