@@ -8,7 +8,6 @@ import type { TrainingSettings } from '../core/training/trainingSettingsSchema.j
  */
 export function publishInputOf(settings: TrainingSettings, version: string, exportPath: string | null): PublishInput {
   const { publish } = settings;
-  const keep = publish.keep;
   return {
     mode: publish.mode,
     policyBaseURL: publish.policyBaseURL,
@@ -25,8 +24,16 @@ export function publishInputOf(settings: TrainingSettings, version: string, expo
           },
         }
       : {}),
-    ...(keep !== undefined && publish.mode === 'vllm'
-      ? { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } }
-      : {}),
+    ...(publish.mode === 'vllm' ? unloadOf(settings) : {}),
   };
+}
+
+/**
+ * Which of the run's old versions a vLLM publish unloads: all but the newest `publish.keep`, and never
+ * one that `maxStaleness` lets rollouts still sample. Nothing when `keep` is unset.
+ */
+export function unloadOf(settings: TrainingSettings): { unload?: { runName: string; keep: number } } {
+  const keep = settings.publish.keep;
+  if (keep === undefined) return {};
+  return { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } };
 }

@@ -3,6 +3,7 @@ import type { PublisherActivities, ReplicaPublishResult } from '../activities/pu
 import type { Replica, TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { LIMITS } from '../config/limits.js';
 import { failureMessage } from './fanOut.js';
+import { unloadOf } from './publishInput.js';
 import type { TrainingControl } from './trainingControl.js';
 
 /** Failures a retry of the same publish cannot mend: the operator fixes the replica, the trainer or the key, then resumes. */
@@ -67,7 +68,6 @@ export async function publishToReplicas(
   ensure = false,
 ): Promise<ReplicasPublished | null> {
   const replicas = settings.publish.replicas ?? [];
-  const keep = settings.publish.keep;
   const done = new Map<string, ReplicaPublishResult>();
   for (;;) {
     const pending = replicas.filter((r) => !done.has(r.name));
@@ -81,9 +81,7 @@ export async function publishToReplicas(
           ...(settings.publish.weights === 'full'
             ? { weights: 'full' as const, servedModel: settings.rollout.policy.model, ...(ensure ? { ensure } : {}) }
             : {}),
-          ...(keep !== undefined
-            ? { unload: { runName: settings.runName, keep: Math.max(keep, (settings.maxStaleness ?? 0) + 1) } }
-            : {}),
+          ...unloadOf(settings),
         }),
       ),
     );
