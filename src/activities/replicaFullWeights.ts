@@ -38,7 +38,7 @@ export interface FullWeightsOnReplica {
  */
 export async function publishFullWeightsHere(
   input: FullWeightsOnReplica,
-): Promise<{ digest: string; firstTokenAtMs: number | null; reloadMs: number; bytes: number }> {
+): Promise<{ digest: string; firstTokenAtMs: number | null; reloadMs: number }> {
   const version = `${input.runName}@${input.step}`;
   const manifest = await fetchAdapterManifest(input.trainer, input.runName, input.step, 'weights');
   if (manifest.run_id !== input.runName || manifest.step !== input.step)
@@ -56,7 +56,7 @@ export async function publishFullWeightsHere(
   const removed = removeOlderWeights(runDir, input.step, input.keepOnDisk, dir);
   const bytes = manifest.files.reduce((n, f) => n + f.size, 0);
   log.info('full weights published on this replica', { version, dir, downloaded: !reused, reloadMs, bytes, removed });
-  return { digest: manifest.digest, firstTokenAtMs, reloadMs, bytes };
+  return { digest: manifest.digest, firstTokenAtMs, reloadMs };
 }
 
 /**

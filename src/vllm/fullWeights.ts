@@ -10,8 +10,6 @@ import {
 } from './fullWeightsRoutes.js';
 import type { FullWeightsTransport } from './fullWeightsTransport.js';
 
-export { loadingLabel, servedWeightVersion, serverRoot, type FullWeightsServer } from './fullWeightsRoutes.js';
-
 const log = createLogger({ component: 'vllm-full-weights' });
 
 /** Publishes in one process run one at a time per server, so two never interleave their pause and resume. */
