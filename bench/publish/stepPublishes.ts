@@ -2,10 +2,7 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { OptimizerStepResult } from '../../src/activities/optimizer.js';
 import type { PublishResult } from '../../src/activities/runBookkeeping.js';
-import { timeMs } from '../training/history.js';
-
-type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
-type HistoryEvent = NonNullable<History['events']>[number];
+import { executionHistories, timeMs, type HistoryEvent } from '../training/history.js';
 
 /** One step's publish, as the run's own history records it. */
 export interface StepPublish {
@@ -57,11 +54,7 @@ function measured(value: number | null | undefined, what: string, step: number):
  */
 export async function stepPublishes(client: Client, workflowId: string, firstRunId: string): Promise<StepPublish[]> {
   const out: StepPublish[] = [];
-  let runId: string | null = firstRunId;
-  while (runId) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    const events: HistoryEvent[] = history.events ?? [];
-    runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+  for await (const events of executionHistories(client, workflowId, firstRunId)) {
     const optimizer = completed<OptimizerStepResult>(events, 'applyOptimizerStep');
     const publish = completed<PublishResult>(events, 'publishPolicyVersion');
     if (!optimizer || !publish) continue; // an execution that applied no step (the last, which only returns)

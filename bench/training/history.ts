@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 
-type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
-type HistoryEvent = NonNullable<History['events']>[number];
+export type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
+export type HistoryEvent = NonNullable<History['events']>[number];
 
 /** temporal.api.enums.v1.EventType values used here. */
 const EVENT = {
@@ -48,6 +48,21 @@ function activitySpan(events: HistoryEvent[], type: string): { start: number; en
   return done ? { start: timeMs(scheduled), end: timeMs(done) } : null;
 }
 
+/** The events of each execution of a run's continue-as-new chain, first to last, from its first run id. */
+export async function* executionHistories(
+  client: Client,
+  workflowId: string,
+  firstRunId: string,
+): AsyncGenerator<HistoryEvent[]> {
+  let runId: string | null = firstRunId;
+  while (runId) {
+    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const events: HistoryEvent[] = history.events ?? [];
+    runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+    yield events;
+  }
+}
+
 /**
  * Walks the run's chain of executions (one per step) from its first run id and derives each
  * step's phases. The first execution also creates the trainer run (ensureTrainerRun): its step
@@ -55,12 +70,7 @@ function activitySpan(events: HistoryEvent[], type: string): { start: number; en
  */
 export async function stepTimings(client: Client, workflowId: string, firstRunId: string): Promise<StepTimings[]> {
   const out: StepTimings[] = [];
-  let runId: string | null = firstRunId;
-  while (runId) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    const events: HistoryEvent[] = history.events ?? [];
-    const last: HistoryEvent | undefined = events[events.length - 1];
-    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+  for await (const events of executionHistories(client, workflowId, firstRunId)) {
     const started = events.find((e) => Number(e.eventType) === EVENT.workflowStarted);
     const ended = events.find(
       (e) => Number(e.eventType) === EVENT.continuedAsNew || Number(e.eventType) === EVENT.workflowCompleted,
