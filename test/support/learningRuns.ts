@@ -37,12 +37,15 @@ export async function learningRun(
     simulatorURL?: string;
     task?: RuleBasedTask;
     extra?: string[];
+    /** The trainer's state directory (default: a new one), e.g. one with a converted model in place. */
+    trainerStateDir?: string;
     finished?: (rig: TrainingRig) => Promise<void>;
   } = {},
 ): Promise<StepMetricsRecord[]> {
   const user = options.simulatorURL ? null : await startRuleBasedUser(options.task ? { task: options.task } : {});
   const simulator = options.simulatorURL ?? user!.url;
   const rig = await createTrainingRig({
+    ...(options.trainerStateDir ? { trainerStateDir: options.trainerStateDir } : {}),
     set: [...learningSet(algorithm, steps), `simulator.baseURL=${simulator}`, ...(options.extra ?? [])],
   });
   try {

