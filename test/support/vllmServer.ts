@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,14 @@ export function cachedVllmStateDir(): string {
 
 /** The converted SmolLM2 directory inside a state directory (what start.sh serves). */
 export const smolLm2Dir = (stateDir: string) => join(stateDir, 'models', 'smollm2-135m');
+
+/** The model name vLLM serves when started by scripts/vllm/start.sh without --served-model-name: read from the script. */
+export function startShServedModel(): string {
+  const script = readFileSync(join(REPO_ROOT, 'scripts/vllm/start.sh'), 'utf8');
+  const name = /^name=(\S+)$/m.exec(script)?.[1];
+  if (!name) throw new Error('scripts/vllm/start.sh sets no default name=: where did --served-model-name go?');
+  return name;
+}
 
 /** A new trainer state directory with `modelDir` in place as its smollm2-135m (no second conversion). */
 export function trainerStateDirWith(modelDir: string): string {
