@@ -279,10 +279,16 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     const events = (await handle.fetchHistory()).events ?? [];
     assert.deepEqual(
       localActivityTypes(events),
-      ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript'],
-      'one marker per turn, then the transcript write',
+      ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'forgetTurnJournal', 'saveTranscript'],
+      'one marker per turn, the journal removed, then the transcript write',
     );
     assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0);
+    // The journal went only after a completed workflow task held every turn's marker.
+    const markerOf = (type: string) => events.findIndex((e) => localActivityTypes([e]).includes(type));
+    const timer = events.findIndex((e) => e.timerStartedEventAttributes);
+    const lastTurn = events.map((e) => localActivityTypes([e]).includes('playDialogueTurn')).lastIndexOf(true);
+    assert.ok(lastTurn < timer && timer < markerOf('forgetTurnJournal'), `turns ${lastTurn}, timer ${timer}`);
+    assert.deepEqual(await rig.store.list('journals/'), [], 'no journal is left behind');
   });
 
   it('asks again after an unparseable analysis, then fails quoting the reply', async () => {

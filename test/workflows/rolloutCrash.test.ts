@@ -177,6 +177,7 @@ describe('rollout durability', function () {
     assert.equal(ran.fake.count('analysis'), 4);
     // 3 answered replies plus the one lost with the worker.
     assert.equal(ran.fake.count('reply'), 3 + 1);
+    assert.deepEqual(await ran.store.list('journals/'), [], 'the finished dialogue left no journal');
   });
 
   /** Seconds from a new worker being ready to the dead worker's call arriving again at the endpoint. */
