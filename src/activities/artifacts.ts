@@ -1,12 +1,25 @@
+import { Context } from '@temporalio/activity';
 import { transcriptKey, transcriptPartKey, transcriptPartsPrefix } from '../artifacts/keys.js';
 import { ArtifactNotFoundError, type ArtifactStore } from '../artifacts/store.js';
 import type { Transcript } from '../core/transcript.js';
 import { artifactFailure } from './artifactFailure.js';
 import { recordRollout } from './attuneMetrics.js';
+import { turnJournalPrefix } from './turnJournal.js';
 import { joinTranscript, type TranscriptPart, type TranscriptTail } from '../core/transcriptParts.js';
 
 export function createArtifactActivities(store: ArtifactStore) {
   return {
+    /** Removes the calling rollout's turn journal: its turns are in its history (see rollout.ts). Idempotent. */
+    async forgetTurnJournal(): Promise<void> {
+      const execution = Context.current().info.workflowExecution;
+      if (!execution) return;
+      try {
+        await store.remove(turnJournalPrefix(execution.workflowId));
+      } catch (error) {
+        throw artifactFailure(error, store.locate(turnJournalPrefix(execution.workflowId)));
+      }
+    },
+
     /** Idempotent: the key depends only on the rollout, so a retry overwrites the same file. */
     async saveTranscript(transcript: Transcript): Promise<string> {
       const key = transcriptKey(transcript.runName, transcript.rolloutId);

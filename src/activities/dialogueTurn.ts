@@ -5,6 +5,7 @@ import { analysisSchema } from '../core/analysis.js';
 import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
 import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
+import { turnJournalKey, type TurnJournal } from './turnJournal.js';
 
 const usageSchema = z.object({ prompt: z.number(), completion: z.number(), rateLimitWaitMs: z.number().optional() });
 
@@ -48,12 +49,11 @@ export interface ResumedTurnInput extends TurnInput {
   finished?: FinishedCalls;
 }
 
-function finishedCallsFrom(context: Context, given: FinishedCalls | undefined): FinishedCalls {
-  const details: unknown = context.info.heartbeatDetails ?? given;
-  if (details === undefined || details === null) return {};
-  const parsed = finishedCallsSchema.safeParse(details);
+function finishedCallsFrom(context: Context, recorded: unknown, where: string): FinishedCalls {
+  if (recorded === undefined || recorded === null) return {};
+  const parsed = finishedCallsSchema.safeParse(recorded);
   if (parsed.success) return parsed.data as FinishedCalls;
-  context.log.warn('ignoring heartbeat details this version cannot read; the turn starts again', {
+  context.log.warn(`ignoring ${where} this version cannot read; the turn starts again`, {
     problem: parsed.error.issues[0]?.message,
   });
   return {};
@@ -64,24 +64,33 @@ function finishedCallsFrom(context: Context, given: FinishedCalls | undefined): 
  * simulator's two calls, run by `calls` (each bounded by its endpoint's gate in this process).
  * A regular activity heartbeats its finished calls, and keeps heartbeating while it waits for an
  * endpoint, so a dead worker is noticed within the heartbeat timeout. A local activity cannot
- * heartbeat: its retry plays the turn again from the start, with the same seeds.
+ * heartbeat: with a `journal` it writes its finished calls there after each one and reads them back
+ * when the turn is played again (after a retry, or after its worker died and the workflow task ran
+ * elsewhere); without one, its retry plays the turn again from the start, with the same seeds.
  */
-export function createDialogueTurnActivities(calls: DialogueCalls) {
+export function createDialogueTurnActivities(calls: DialogueCalls, journal?: TurnJournal) {
   return {
     async playDialogueTurn({ finished: given, ...input }: ResumedTurnInput): Promise<PlayedTurn> {
       const context = Context.current();
       const resumable = !context.info.isLocal;
-      const finished = resumable ? finishedCallsFrom(context, given) : {};
-      const record = () => {
+      const execution = context.info.workflowExecution;
+      const journalKey = context.info.isLocal && journal && execution ? turnJournalKey(execution, input.turn) : null;
+      const finished = resumable
+        ? finishedCallsFrom(context, context.info.heartbeatDetails ?? given, 'heartbeat details')
+        : journalKey
+          ? finishedCallsFrom(context, await journal!.read(journalKey), `the turn journal ${journalKey}`)
+          : {};
+      const record = async () => {
         if (resumable) context.heartbeat(finished);
+        else if (journalKey) await journal!.write(journalKey, finished);
       };
-      /** `result`, once `finished` holds it and the heartbeat has it. */
-      const recorded = <T>(result: T): T => {
-        record();
+      /** `result`, once `finished` holds it and the heartbeat or the journal has it. */
+      const recorded = async <T>(result: T): Promise<T> => {
+        await record();
         return result;
       };
       const keepAlive = resumable
-        ? setInterval(record, (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3)
+        ? setInterval(() => void record(), (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3)
         : null;
       try {
         return await playTurn(

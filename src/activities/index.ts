@@ -1,6 +1,7 @@
 import type { ArtifactStore } from '../artifacts/store.js';
 import { createArtifactActivities } from './artifacts.js';
 import { createDialogueTurnActivities } from './dialogueTurn.js';
+import type { TurnJournal } from './turnJournal.js';
 import { EndpointGate, gated, type EndpointLimits } from './endpointLimits.js';
 import { createEvaluationActivities } from './evaluationReports.js';
 import { heartbeating } from './heartbeating.js';
@@ -54,9 +55,12 @@ export function gatedLlmCalls(gates: EndpointGates) {
   };
 }
 
-/** `playDialogueTurn` (`rollout.activityPer: turn`), its calls bounded by `gates`. */
-export function dialogueTurnActivities(gates: EndpointGates) {
-  return createDialogueTurnActivities(gatedLlmCalls(gates));
+/**
+ * `playDialogueTurn` (`rollout.activityPer: turn`), its calls bounded by `gates`; run as a local
+ * activity, it records its finished calls in `journal` (the rollout worker's artifact store).
+ */
+export function dialogueTurnActivities(gates: EndpointGates, journal?: TurnJournal) {
+  return createDialogueTurnActivities(gatedLlmCalls(gates), journal);
 }
 
 export type PolicyActivities = typeof policyActivities;

@@ -10,6 +10,7 @@ import {
   type EndpointGates,
 } from './index.js';
 import { createPublisherActivities, type PublisherOptions } from './publisher.js';
+import { storeTurnJournal } from './turnJournal.js';
 
 /** What a worker process hands its queues' activities: the artifact store, and one gate per LLM endpoint. */
 export interface QueueActivityDeps {
@@ -27,7 +28,7 @@ export const QUEUE_ACTIVITIES = {
   rollouts: ({ store, gates }: QueueActivityDeps) => ({
     ...rolloutQueueActivities(store),
     ...gatedLlmCalls(gates),
-    ...dialogueTurnActivities(gates),
+    ...dialogueTurnActivities(gates, storeTurnJournal(store)),
   }),
   policy: () => queuedPolicyActivities,
   simulator: () => queuedSimulatorActivities,

@@ -2,6 +2,7 @@ import {
   ApplicationFailure,
   patched,
   setWorkflowOptions,
+  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -46,6 +47,9 @@ export interface RolloutInput {
 export const TRANSCRIPT_PARTS_PATCH = 'transcript-parts';
 /** Rollouts started after this patch give each activity a summary for the UI's timeline. */
 export const ACTIVITY_SUMMARIES_PATCH = 'activity-summaries';
+
+/** Rollouts started after this patch remove their local turns' journal once the turns are in the history. */
+export const TURN_JOURNAL_FORGOTTEN_PATCH = 'turn-journal-forgotten';
 
 /** Where the rollout's calls go, as the details and the waits name them. */
 interface Endpoints {
@@ -125,6 +129,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     progressHooks(view, dialogue),
   );
 
+  if (turnActivity && local) await forgetTurnJournal(artifacts);
   const transcript = await saveEnded(ended, partition, artifacts, view, at.store, {
     rolloutId,
     runName,
@@ -252,6 +257,18 @@ async function savePartWhenDue(
     partSummary,
     storeAt,
   )(partition.takePart());
+}
+
+/**
+ * Local turns journal their finished calls (src/activities/turnJournal.ts) because their markers
+ * reach the history only when a workflow task completes. A timer completes the open one, so every
+ * turn is in the history before its journal goes: a crash after this replays the turns from their
+ * markers, never from a journal that is gone.
+ */
+async function forgetTurnJournal(artifacts: ActivityProxy<ArtifactActivities>): Promise<void> {
+  if (!patched(TURN_JOURNAL_FORGOTTEN_PATCH)) return;
+  await sleep(1);
+  await artifacts.forgetTurnJournal();
 }
 
 /** Saves the ended dialogue's transcript (or its tail, when parts were written) and tags the outcome. */

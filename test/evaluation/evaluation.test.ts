@@ -70,8 +70,8 @@ describe('evaluation workflow', function () {
     assert.equal(Number(started?.workflowTaskTimeout?.seconds), 60);
     assert.deepEqual(
       localActivityTypes(child.events ?? []),
-      ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'saveTranscript'],
-      'one local activity per turn, and the artifact activities',
+      ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'forgetTurnJournal', 'saveTranscript'],
+      'one local activity per turn, and the artifact activities (the turn journal removed before the transcript)',
     );
   });
 

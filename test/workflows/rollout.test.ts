@@ -265,24 +265,30 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     assert.deepEqual(attempts, [2, 2, 1, 1], 'turns 1 and 2 each needed a second attempt');
   });
 
-  it('rollout.activityPer=turn with local activities: one marker per turn; a failed call plays its turn again with the same requests', async () => {
+  it('rollout.activityPer=turn with local activities: one marker per turn; a failed call plays its turn again without the calls its journal holds', async () => {
     const { rig, handle } = await sameDialogueAsPerCall(
       ['rollout.activityPer=turn', 'rollout.llmCalls=local'],
       [['reply', 1, '500']],
     );
-    // Turn 1 ran twice: its policy and analysis requests were made again, byte for byte.
-    assert.equal(rig.fake.count('policy'), 3 + 1);
-    assert.equal(rig.fake.count('analysis'), 3 + 1);
+    // Turn 1 ran twice: its second attempt read its policy reply and analysis from the turn journal.
+    assert.equal(rig.fake.count('policy'), 3);
+    assert.equal(rig.fake.count('analysis'), 3);
     assert.equal(rig.fake.count('reply'), 2 + 1);
-    const repeated = [...rig.fake.successCountsByKey()].filter(([, n]) => n > 1);
-    assert.equal(repeated.length, 2, 'the policy and analysis requests of turn 1');
+    for (const [key, count] of rig.fake.successCountsByKey())
+      assert.equal(count, 1, `request ${key} answered ${count} times`);
     const events = (await handle.fetchHistory()).events ?? [];
     assert.deepEqual(
       localActivityTypes(events),
-      ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript'],
-      'one marker per turn, then the transcript write',
+      ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'forgetTurnJournal', 'saveTranscript'],
+      'one marker per turn, the journal removed, then the transcript write',
     );
     assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0);
+    // The journal went only after a completed workflow task held every turn's marker.
+    const markerOf = (type: string) => events.findIndex((e) => localActivityTypes([e]).includes(type));
+    const timer = events.findIndex((e) => e.timerStartedEventAttributes);
+    const lastTurn = events.map((e) => localActivityTypes([e]).includes('playDialogueTurn')).lastIndexOf(true);
+    assert.ok(lastTurn < timer && timer < markerOf('forgetTurnJournal'), `turns ${lastTurn}, timer ${timer}`);
+    assert.deepEqual(await rig.store.list('journals/'), [], 'no journal is left behind');
   });
 
   it('asks again after an unparseable analysis, then fails quoting the reply', async () => {

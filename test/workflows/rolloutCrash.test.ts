@@ -140,6 +140,46 @@ describe('rollout durability', function () {
     assert.equal(turnsScheduled, 4);
   });
 
+  it('rollout.activityPer=turn as local activities: after a SIGKILL mid-turn, no call the turn journal holds is made again', async () => {
+    // A local turn cannot heartbeat, and its result reaches the history only when its workflow task
+    // completes: the journal in the artifact store is what the next worker reads. Turn 3's policy and
+    // analysis are done and journaled; its reply is held open when the worker dies.
+    const untilJournalHolds = async (pending: WorkflowHandle) => {
+      const { runId } = await pending.describe();
+      const key = `journals/${pending.workflowId}/${runId}/turn-3.json`;
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const text = await rig!.store.getText(key);
+        const journal = text === null ? null : (JSON.parse(text) as Record<string, unknown>);
+        if (journal?.policy && journal.analysis) return;
+        if (Date.now() > deadline) throw new Error(`turn 3's journal never held its analysis: ${text}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const {
+      rig: ran,
+      handle,
+      restart,
+    } = await killDuringThird(
+      'reply',
+      ['rollout.activityPer=turn', 'rollout.llmCalls=local', 'simulator.timeoutMs=15000'],
+      untilJournalHolds,
+    );
+    await restart();
+    const summary = await handle.result();
+
+    // The same dialogue as the per-call durability test above, and no answered request answered twice.
+    assert.equal(summary.outcome, 'turn-limit');
+    assert.deepEqual(summary.emotions, [40, 42, 44, 46, 48]);
+    for (const [key, count] of ran.fake.successCountsByKey())
+      assert.equal(count, 1, `request ${key} answered ${count} times`);
+    assert.equal(ran.fake.count('policy'), 4);
+    assert.equal(ran.fake.count('analysis'), 4);
+    // 3 answered replies plus the one lost with the worker.
+    assert.equal(ran.fake.count('reply'), 3 + 1);
+    assert.deepEqual(await ran.store.list('journals/'), [], 'the finished dialogue left no journal');
+  });
+
   /** Seconds from a new worker being ready to the dead worker's call arriving again at the endpoint. */
   async function takeoverSeconds(
     role: 'policy' | 'reply',
