@@ -28,6 +28,7 @@ import { RULE_BASED_TASKS, type RuleBasedTask } from '../../src/ruleuser/server.
 import { DEFAULT_TURN_DIFFERENTIATED_RULE } from '../../src/core/turnDifferentiatedUser.js';
 import { parityLine, sideBySide } from './stalenessTable.js';
 import { POLICY_SERVERS, startVllmPolicy, type PolicyServer } from './vllmPolicy.js';
+import { medianStepSeconds, stepRows, type StepRow } from './stepRows.js';
 
 const HELP = `Learning benchmark: the mean reward per step of training runs through Attune's whole pipeline.
 
@@ -174,20 +175,7 @@ interface StaleRunPlan extends RunPlan {
 
 interface RunResult extends StaleRunPlan {
   seconds: number;
-  rows: {
-    run: string;
-    step: number;
-    staleness: number;
-    credit: CreditMode;
-    policy_server: PolicyServer;
-    /** From the step before's metrics record (step 1: from the run's start) to this step's. */
-    step_seconds: number;
-    /** From the publish's start to vLLM's first token of the step's version (null: the trainer serves it). */
-    publish_latency_ms: number | null;
-    reward_mean: number;
-    turn_reward_mean: number | null;
-    policy_version: string;
-  }[];
+  rows: StepRow[];
   first3: number;
   last3: number;
   /** The first step whose reward reached 90% of the possible rise (riseFigures.ts; null: none did). */
@@ -222,12 +210,6 @@ const plans: StaleRunPlan[] = allPlans
       ),
     ),
   );
-
-function median(xs: number[]): number {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 /**
  * The version each step sampled proves the run trained at the staleness asked for: with S > 0, step n
@@ -295,23 +277,12 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
     });
     checkStaleness(plan, metrics);
     const { first, last } = rewardRise(metrics);
-    const rows = metrics.map((m, i) => ({
-      run: plan.name,
-      step: m.step,
-      staleness: plan.staleness,
-      credit: plan.credit,
-      policy_server: plan.policyServer,
-      step_seconds: (Date.parse(m.time) - (i === 0 ? started : Date.parse(metrics[i - 1]!.time))) / 1000,
-      publish_latency_ms: m.publishLatencyMs ?? null,
-      reward_mean: m.reward.mean,
-      turn_reward_mean: m.turnReward?.mean ?? null,
-      policy_version: m.policyVersion,
-    }));
+    const rows = stepRows(plan, metrics, started);
     return {
       ...plan,
       seconds: (Date.now() - started) / 1000,
       rows,
-      medianStepSeconds: median(rows.slice(rows.length > 1 ? 1 : 0).map((r) => r.step_seconds)),
+      medianStepSeconds: medianStepSeconds(rows),
       first3: first,
       last3: last,
       step90: stepReaching(

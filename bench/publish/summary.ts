@@ -1,4 +1,5 @@
 import type { StepPublish } from './stepPublishes.js';
+import { median } from '../median.js';
 
 export type PublishMode = 'lora' | 'full';
 
@@ -16,13 +17,6 @@ export interface ModeResult {
   run: string;
   steps: StepRow[];
   median: Record<Figure, number>;
-}
-
-export function median(values: readonly number[]): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 export function medians(steps: readonly StepRow[]): Record<Figure, number> {
