@@ -93,6 +93,21 @@ describe('rollout durability', function () {
     );
   });
 
+  /**
+   * After a kill during turn 3's reply: the same dialogue as the per-call durability test above, no
+   * answered request answered twice, and only the reply lost with the worker made again.
+   */
+  function assertTurnResumed(ran: RolloutRig, summary: { outcome: string; emotions: number[] }): void {
+    assert.equal(summary.outcome, 'turn-limit');
+    assert.deepEqual(summary.emotions, [40, 42, 44, 46, 48]);
+    for (const [key, count] of ran.fake.successCountsByKey())
+      assert.equal(count, 1, `request ${key} answered ${count} times`);
+    assert.equal(ran.fake.count('policy'), 4);
+    assert.equal(ran.fake.count('analysis'), 4);
+    // 3 answered replies plus the one lost with the worker.
+    assert.equal(ran.fake.count('reply'), 3 + 1);
+  }
+
   /** The heartbeat details of the workflow's pending turn activity, as the server holds them. */
   async function heartbeatOfPendingTurn(handle: WorkflowHandle): Promise<Record<string, unknown> | null> {
     const pending = (await handle.describe()).raw.pendingActivities ?? [];
@@ -125,15 +140,7 @@ describe('rollout durability', function () {
     await restart();
     const summary = await handle.result();
 
-    // The same dialogue as the per-call durability test above.
-    assert.equal(summary.outcome, 'turn-limit');
-    assert.deepEqual(summary.emotions, [40, 42, 44, 46, 48]);
-    for (const [key, count] of rig.fake.successCountsByKey())
-      assert.equal(count, 1, `request ${key} answered ${count} times`);
-    assert.equal(rig.fake.count('policy'), 4);
-    assert.equal(rig.fake.count('analysis'), 4);
-    // 3 answered replies plus the one lost with the worker.
-    assert.equal(rig.fake.count('reply'), 3 + 1);
+    assertTurnResumed(rig, summary);
     const turnsScheduled = (await handle.fetchHistory()).events?.filter(
       (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'playDialogueTurn',
     ).length;
@@ -168,15 +175,7 @@ describe('rollout durability', function () {
     await restart();
     const summary = await handle.result();
 
-    // The same dialogue as the per-call durability test above, and no answered request answered twice.
-    assert.equal(summary.outcome, 'turn-limit');
-    assert.deepEqual(summary.emotions, [40, 42, 44, 46, 48]);
-    for (const [key, count] of ran.fake.successCountsByKey())
-      assert.equal(count, 1, `request ${key} answered ${count} times`);
-    assert.equal(ran.fake.count('policy'), 4);
-    assert.equal(ran.fake.count('analysis'), 4);
-    // 3 answered replies plus the one lost with the worker.
-    assert.equal(ran.fake.count('reply'), 3 + 1);
+    assertTurnResumed(ran, summary);
     assert.deepEqual(await ran.store.list('journals/'), [], 'the finished dialogue left no journal');
   });
 
