@@ -2,7 +2,6 @@ import {
   ApplicationFailure,
   patched,
   setWorkflowOptions,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -16,7 +15,7 @@ import type {
 import type { ScenarioRef } from '../activities/scenarios.js';
 import { Dialogue, type EndedDialogue, type TurnHooks } from '../core/dialogue.js';
 import { emotionAfterTurn } from '../core/emotion.js';
-import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
+import { playTurn, withPrompt, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import type { Scenario } from '../core/scenario.js';
 import type { RolloutSummary } from '../core/transcript.js';
@@ -25,7 +24,13 @@ import * as timeline from '../core/rolloutTimeline.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { summarisedCall } from './summarisedCall.js';
 import { endpointName, finishedCallsOf, outageWaitEnabled } from './outageWait.js';
-import { artifactActivities, llmCallActivities, turnActivities, type ActivityProxy } from './rolloutActivities.js';
+import {
+  artifactActivities,
+  llmCallActivities,
+  queuedArtifactActivities,
+  turnActivities,
+  type ActivityProxy,
+} from './rolloutActivities.js';
 import { scenarioHash } from '../core/scenarioHash.js';
 import { answerProgressWhileLoading, RolloutView, sayWhen, type Say } from './rolloutView.js';
 
@@ -129,7 +134,7 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     progressHooks(view, dialogue),
   );
 
-  if (turnActivity && local) await forgetTurnJournal(artifacts);
+  if (turnActivity && local) await forgetTurnJournal(settings);
   const transcript = await saveEnded(ended, partition, artifacts, view, at.store, {
     rolloutId,
     runName,
@@ -220,13 +225,14 @@ function turnByActivity(
     view.enter('turn');
     // A turn waits as a whole; going on plays it again after the calls its failure says it finished.
     const turnSummary = () => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion);
-    return view.gate.guard(
+    const played = await view.gate.guard(
       summarisedCall(turnActivity.playDialogueTurn, view.say(turnSummary)),
       () => ({ call: turnSummary(), endpoint: `${at.policy}, ${at.simulator}` }),
       (error, [playedFrom]): [ResumedTurnInput] => [
         { ...playedFrom, finished: finishedCallsOf(error) ?? playedFrom.finished },
       ],
     )(turnInput);
+    return withPrompt(played, turnInput);
   };
 }
 
@@ -261,14 +267,15 @@ async function savePartWhenDue(
 
 /**
  * Local turns journal their finished calls (src/activities/turnJournal.ts) because their markers
- * reach the history only when a workflow task completes. A timer completes the open one, so every
- * turn is in the history before its journal goes: a crash after this replays the turns from their
- * markers, never from a journal that is gone.
+ * reach the history only when a workflow task completes. The journal goes in an activity on the
+ * rollouts queue, not a local one: scheduling it completes the open workflow task, so every turn is
+ * in the history before its journal goes, and a crash after this replays the turns from their
+ * markers, never from a journal that is gone. (A timer would do the same, but the dev server fires
+ * even a 1 ms timer about a second later: a second on every dialogue.)
  */
-async function forgetTurnJournal(artifacts: ActivityProxy<ArtifactActivities>): Promise<void> {
+async function forgetTurnJournal(settings: RolloutSettings): Promise<void> {
   if (!patched(TURN_JOURNAL_FORGOTTEN_PATCH)) return;
-  await sleep(1);
-  await artifacts.forgetTurnJournal();
+  await queuedArtifactActivities(settings).forgetTurnJournal();
 }
 
 /** Saves the ended dialogue's transcript (or its tail, when parts were written) and tags the outcome. */

@@ -127,13 +127,21 @@ export function llmCallActivities(
  * patch keeps rollouts started before this change replaying their artifact activities).
  */
 export function artifactActivities(settings: RolloutSettings, local: boolean): ActivityProxy<ArtifactActivities> {
+  return local && patched(LOCAL_ARTIFACT_ACTIVITIES_PATCH)
+    ? proxyLocalActivities<ArtifactActivities>(artifactOptions(settings))
+    : queuedArtifactActivities(settings);
+}
+
+/** The artifact activities on the rollouts queue, whatever `settings.llmCalls` says. */
+export function queuedArtifactActivities(settings: RolloutSettings): ActivityInterfaceFor<ArtifactActivities> {
+  return proxyActivities<ArtifactActivities>({ ...artifactOptions(settings), taskQueue: settings.artifactsTaskQueue });
+}
+
+function artifactOptions(settings: RolloutSettings) {
   // A store out of reach past these retries makes the write wait for the operator (the rollout's gate).
   const artifactRetry = settings.artifactStore?.retry;
-  const artifactOptions = {
+  return {
     startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
     retry: artifactRetry ? retryOptions(artifactRetry) : { maximumAttempts: 10 },
   };
-  return local && patched(LOCAL_ARTIFACT_ACTIVITIES_PATCH)
-    ? proxyLocalActivities<ArtifactActivities>(artifactOptions)
-    : proxyActivities<ArtifactActivities>({ ...artifactOptions, taskQueue: settings.artifactsTaskQueue });
 }

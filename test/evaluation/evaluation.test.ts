@@ -70,9 +70,13 @@ describe('evaluation workflow', function () {
     assert.equal(Number(started?.workflowTaskTimeout?.seconds), 60);
     assert.deepEqual(
       localActivityTypes(child.events ?? []),
-      ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'forgetTurnJournal', 'saveTranscript'],
-      'one local activity per turn, and the artifact activities (the turn journal removed before the transcript)',
+      ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'saveTranscript'],
+      'one local activity per turn, and the artifact activities',
     );
+    const queued = (child.events ?? []).flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    );
+    assert.deepEqual(queued, ['forgetTurnJournal'], 'the turn journal removed by a queued activity');
   });
 
   it('answers a progress query while it asks the simulator endpoint what it serves, before any dialogue', async () => {

@@ -10,6 +10,8 @@
  *   simulator's analysis answers 500 from its 3rd call on, and the rollout fails;
  * - rollout-waited-at-outage-asked-late.json: the code that asked the wait-at-outage patch only
  *   when a call failed; turn 3's analysis answers 500 until the rollout waits, then `continue`.
+ * Two more were recorded here by older code and are kept for what they hold: rollout-local-turn.json
+ * (local turns before their journal) and rollout-local-turn-before-local-artifacts.json.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -57,8 +59,8 @@ async function recordTraining(): Promise<void> {
 const RECORDERS: Record<string, () => Promise<void>> = {
   rollout: () => recordRollout('rollout.json'),
   'rollout-per-turn': () => recordRollout('rollout-per-turn.json', ['rollout.activityPer=turn']),
-  'rollout-local-turn': () =>
-    recordRollout('rollout-local-turn.json', ['rollout.activityPer=turn', 'rollout.llmCalls=local']),
+  'rollout-local-turn-journal': () =>
+    recordRollout('rollout-local-turn-journal.json', ['rollout.activityPer=turn', 'rollout.llmCalls=local']),
   'training-step': recordTraining,
 };
 

@@ -7,7 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
-import { ACTIVITY_SUMMARIES_PATCH } from '../../src/workflows/rollout.js';
+import { ACTIVITY_SUMMARIES_PATCH, TURN_JOURNAL_FORGOTTEN_PATCH } from '../../src/workflows/rollout.js';
 import { WAIT_AT_OUTAGE_ASKED_LATE_PATCH } from '../../src/workflows/outageWait.js';
 
 const HISTORIES = join(__dirname, '..', 'fixtures', 'histories');
@@ -64,6 +64,28 @@ describe('workflow replay (determinism guard)', () => {
       { workflowBundle: await sharedWorkflowBundle() },
       before,
       'replay-fixture-rollout-local-turn-before',
+    );
+  });
+
+  it('replays a rollout with local turns that journal their calls: the journal goes in a queued activity after the turns', async () => {
+    const history = historyFromJSON(loadHistory('rollout-local-turn-journal.json'));
+    const events = history.events ?? [];
+    assert.ok(patchIds(events).includes(TURN_JOURNAL_FORGOTTEN_PATCH));
+    assert.deepEqual(localActivityTypes(events), [
+      'writeUserMessage',
+      'playDialogueTurn',
+      'playDialogueTurn',
+      'playDialogueTurn',
+      'saveTranscript',
+    ]);
+    assert.deepEqual(
+      events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
+      ['forgetTurnJournal'],
+    );
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      history,
+      'replay-fixture-rollout-local-turn-journal',
     );
   });
 

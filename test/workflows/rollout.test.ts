@@ -4,6 +4,7 @@ import type { Transcript } from '../../src/core/transcript.js';
 import type { CallRole, Fault } from '../support/fakeOpenAI.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { ACTIVITY_SUMMARIES_PATCH, LOCAL_ARTIFACT_ACTIVITIES_PATCH } from '../../src/workflows/rollout.js';
 import { WAIT_AT_OUTAGE_PATCH } from '../../src/workflows/outageWait.js';
 
@@ -154,7 +155,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   });
 
   it('a queued LLM call sends the server no heartbeat while it is shorter than its heartbeat interval', async () => {
-    rig = await createRolloutRig();
+    rig = await createRolloutRig({ set: [...ROLLOUT_MODES.perCall] });
     rig.fake.inject('policy', 2, 'hold');
     await rig.startWorkers();
     const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 13, { maxTurns: 2 });
@@ -191,7 +192,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   async function sameDialogueAsPerCall(set: string[], faults: Array<[CallRole, number, Fault]>) {
     const behaviour = { analysis: () => ({ emotionChange: 3 }) };
     const scenario = fixtureScenario('test-venting-negative-baker');
-    rig = await createRolloutRig({ behaviour });
+    rig = await createRolloutRig({ behaviour, set: [...ROLLOUT_MODES.perCall] });
     await rig.startWorkers();
     const reference = await rig.runRollout(scenario, 7, { maxTurns: 3 });
     const referenceDialogue = dialogueOf(await rig.store.getJson<Transcript>(reference.artifact));
@@ -210,7 +211,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
 
   it('rollout.llmCalls=local: the same dialogue and retries, with each LLM call a local-activity marker', async () => {
     const { rig, handle } = await sameDialogueAsPerCall(
-      ['rollout.llmCalls=local', 'policy.maxConcurrency=1'],
+      [...ROLLOUT_MODES.localPerCall, 'policy.maxConcurrency=1'],
       [
         ['policy', 2, '500'],
         ['reply', 1, '429'],
@@ -237,7 +238,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
 
   it('rollout.activityPer=turn: one activity per turn, the same dialogue, and a failed call resumes after the finished ones', async () => {
     const { rig, handle } = await sameDialogueAsPerCall(
-      ['rollout.activityPer=turn', 'policy.maxConcurrency=1', 'simulator.maxConcurrency=1'],
+      [...ROLLOUT_MODES.turnActivity, 'policy.maxConcurrency=1', 'simulator.maxConcurrency=1'],
       [
         ['reply', 1, '500'],
         ['analysis', 2, '429'],
@@ -266,10 +267,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
   });
 
   it('rollout.activityPer=turn with local activities: one marker per turn; a failed call plays its turn again without the calls its journal holds', async () => {
-    const { rig, handle } = await sameDialogueAsPerCall(
-      ['rollout.activityPer=turn', 'rollout.llmCalls=local'],
-      [['reply', 1, '500']],
-    );
+    const { rig, handle } = await sameDialogueAsPerCall([...ROLLOUT_MODES.localTurn], [['reply', 1, '500']]);
     // Turn 1 ran twice: its second attempt read its policy reply and analysis from the turn journal.
     assert.equal(rig.fake.count('policy'), 3);
     assert.equal(rig.fake.count('analysis'), 3);
@@ -279,15 +277,27 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     const events = (await handle.fetchHistory()).events ?? [];
     assert.deepEqual(
       localActivityTypes(events),
-      ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'forgetTurnJournal', 'saveTranscript'],
-      'one marker per turn, the journal removed, then the transcript write',
+      ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript'],
+      'one marker per turn, then the transcript write',
     );
-    assert.equal(events.filter((e) => e.activityTaskScheduledEventAttributes).length, 0);
-    // The journal went only after a completed workflow task held every turn's marker.
-    const markerOf = (type: string) => events.findIndex((e) => localActivityTypes([e]).includes(type));
-    const timer = events.findIndex((e) => e.timerStartedEventAttributes);
+    // The journal went in an activity on the rollouts queue: scheduling it completed the workflow task
+    // holding every turn's marker, so no worker could run it before the turns were in the history.
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
+    assert.deepEqual(
+      scheduled.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name),
+      ['forgetTurnJournal'],
+    );
+    assert.equal(
+      scheduled[0]?.activityTaskScheduledEventAttributes?.taskQueue?.name,
+      rig.settings().artifactsTaskQueue,
+    );
+    const forget = events.indexOf(scheduled[0]!);
     const lastTurn = events.map((e) => localActivityTypes([e]).includes('playDialogueTurn')).lastIndexOf(true);
-    assert.ok(lastTurn < timer && timer < markerOf('forgetTurnJournal'), `turns ${lastTurn}, timer ${timer}`);
+    const transcript = events.findIndex((e) => localActivityTypes([e]).includes('saveTranscript'));
+    assert.ok(
+      lastTurn < forget && forget < transcript,
+      `turns ${lastTurn}, forget ${forget}, transcript ${transcript}`,
+    );
     assert.deepEqual(await rig.store.list('journals/'), [], 'no journal is left behind');
   });
 

@@ -4,6 +4,7 @@ import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/r
 import { WorkerProcess } from '../support/workerProcess.js';
 import { localActivityTypes } from '../support/historyMarkers.js';
 import { storedPayloadValue } from '../support/temporalEnv.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 
 describe('rollout durability', function () {
   let rig: RolloutRig | undefined;
@@ -49,7 +50,7 @@ describe('rollout durability', function () {
   }
 
   it('survives a SIGKILLed worker mid-rollout without repeating a finished LLM call', async () => {
-    const { rig, handle, restart } = await killDuringThird('policy', []);
+    const { rig, handle, restart } = await killDuringThird('policy', [...ROLLOUT_MODES.perCall]);
     const answeredBeforeCrash = rig.fake.calls.filter((c) => c.status === 200).length;
     assert.equal(answeredBeforeCrash, 6, '2 policy + 2 analysis + 2 reply calls finished before the crash');
 
@@ -69,7 +70,7 @@ describe('rollout durability', function () {
   });
 
   it('rollout.llmCalls=local: after a SIGKILL, the calls since the last completed workflow task are made again, identically', async () => {
-    const { rig, handle, restart } = await killDuringThird('policy', ['rollout.llmCalls=local']);
+    const { rig, handle, restart } = await killDuringThird('policy', [...ROLLOUT_MODES.localPerCall]);
     // Local activities are recorded when their workflow task completes, and this one was still open.
     assert.deepEqual(localActivityTypes((await handle.fetchHistory()).events ?? []), []);
 
@@ -134,7 +135,7 @@ describe('rollout durability', function () {
     // the reply timed out, was made again and the turn finished on the first worker.
     const { rig, handle, restart } = await killDuringThird(
       'reply',
-      ['rollout.activityPer=turn', 'simulator.timeoutMs=15000'],
+      [...ROLLOUT_MODES.turnActivity, 'simulator.timeoutMs=15000'],
       untilTurnHeartbeatHolds,
     );
     await restart();
@@ -167,11 +168,7 @@ describe('rollout durability', function () {
       rig: ran,
       handle,
       restart,
-    } = await killDuringThird(
-      'reply',
-      ['rollout.activityPer=turn', 'rollout.llmCalls=local', 'simulator.timeoutMs=15000'],
-      untilJournalHolds,
-    );
+    } = await killDuringThird('reply', [...ROLLOUT_MODES.localTurn, 'simulator.timeoutMs=15000'], untilJournalHolds);
     await restart();
     const summary = await handle.result();
 
@@ -200,14 +197,14 @@ describe('rollout durability', function () {
   // With the endpoint's default two-minute HTTP timeout, a call of a dead worker used to wait for its
   // whole start-to-close timeout (about 151 s); its heartbeat timeout now hands it over.
   it("a dead worker's queued LLM call is taken over within 30 s of a live worker, not after its HTTP timeout", async () => {
-    const seconds = await takeoverSeconds('policy', ['policy.timeoutMs=120000']);
+    const seconds = await takeoverSeconds('policy', [...ROLLOUT_MODES.perCall, 'policy.timeoutMs=120000']);
     assert.ok(seconds < 30, `taken over ${seconds.toFixed(1)} s after the new worker was ready`);
   });
 
   it("rollout.activityPer=turn: a dead worker's turn is taken over within 30 s of a live worker", async () => {
     const seconds = await takeoverSeconds(
       'reply',
-      ['simulator.timeoutMs=120000', 'policy.timeoutMs=120000', 'rollout.activityPer=turn'],
+      [...ROLLOUT_MODES.turnActivity, 'simulator.timeoutMs=120000', 'policy.timeoutMs=120000'],
       untilTurnHeartbeatHolds,
     );
     assert.ok(seconds < 30, `taken over ${seconds.toFixed(1)} s after the new worker was ready`);
