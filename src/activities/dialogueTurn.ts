@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { analysisSchema } from '../core/analysis.js';
-import { playTurn, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
+import { playTurn, withoutPrompt, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
 import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
 import { turnJournalKey, type TurnJournal } from './turnJournal.js';
@@ -93,7 +93,7 @@ export function createDialogueTurnActivities(calls: DialogueCalls, journal?: Tur
         ? setInterval(() => void record(), (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3)
         : null;
       try {
-        return await playTurn(
+        const played = await playTurn(
           {
             generatePolicyTurn: async (callInput) =>
               recorded((finished.policy ??= await calls.generatePolicyTurn(callInput))),
@@ -104,6 +104,7 @@ export function createDialogueTurnActivities(calls: DialogueCalls, journal?: Tur
           },
           input,
         );
+        return withoutPrompt(played);
       } catch (error) {
         // The finished calls travel with the failure, so a turn that waited for an operator and is
         // played again after its retries ran out does not make them again.

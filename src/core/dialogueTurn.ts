@@ -145,3 +145,19 @@ export async function playTurn(
   const replied = await policyStep(calls, input, onPhase);
   return replied.ended ?? simulatorStep(calls, input, replied.record, onPhase);
 }
+
+/**
+ * A played turn as a turn activity returns it: without its prompt, which the workflow can build
+ * again from the turn's input. A turn's prompt is the whole dialogue so far, so carried in every
+ * turn's result the history would grow with the square of the turns, and local turns, whose results
+ * reach the server together when a workflow task completes, would outgrow a gRPC message.
+ */
+export function withoutPrompt(played: PlayedTurn): PlayedTurn {
+  return { ...played, record: { ...played.record, promptMessages: [] } };
+}
+
+/** The turn with its prompt in place again (`withoutPrompt`); a result that kept its prompt is left as it is. */
+export function withPrompt(played: PlayedTurn, input: TurnInput): PlayedTurn {
+  if (played.record.promptMessages.length > 0) return played;
+  return { ...played, record: { ...played.record, promptMessages: policyMessages(input.systemPrompt, input.history) } };
+}

@@ -1,5 +1,13 @@
 import assert from 'node:assert/strict';
-import { playTurn, policyStep, simulatorStep, type TurnInput, type TurnPhase } from '../../src/core/dialogueTurn.js';
+import {
+  playTurn,
+  policyStep,
+  simulatorStep,
+  withoutPrompt,
+  withPrompt,
+  type TurnInput,
+  type TurnPhase,
+} from '../../src/core/dialogueTurn.js';
 import { callSeed } from '../../src/core/seeds.js';
 import { dialogueScenario, dialogueSettings, fakeDialogueCalls } from '../support/fakeDialogueCalls.js';
 
@@ -48,6 +56,29 @@ describe('a dialogue turn', () => {
     assert.equal(record.state, 'B');
     assert.equal(record.analysis?.analysis.emotionChange, 5);
     assert.equal(record.userReply?.text, 'user reply 1');
+  });
+
+  it('travels back from a turn activity without its prompt, and the workflow puts the same prompt back', async () => {
+    const input = turnInput({
+      history: [
+        { role: 'user', content: 'My flight got cancelled. Again.' },
+        { role: 'assistant', content: 'That sounds exhausting.' },
+        { role: 'user', content: 'It is.' },
+      ],
+      turn: 2,
+    });
+    const played = await playTurn(fakeDialogueCalls({ changes: [5] }), input);
+    assert.equal(played.record.promptMessages.length, 4);
+    const carried = withoutPrompt(played);
+    assert.deepEqual(carried.record.promptMessages, []);
+    assert.deepEqual({ ...carried.record, promptMessages: played.record.promptMessages }, played.record);
+    assert.deepEqual(withPrompt(carried, input), played);
+    // A result recorded before results went without their prompts keeps the prompt it carries.
+    const recorded = {
+      ...played,
+      record: { ...played.record, promptMessages: [{ role: 'user' as const, content: 'x' }] },
+    };
+    assert.equal(withPrompt(recorded, input), recorded);
   });
 
   it('ends on a malformed policy output without asking the simulator', async () => {

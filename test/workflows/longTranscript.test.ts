@@ -3,6 +3,8 @@ import type { Transcript } from '../../src/core/transcript.js';
 import { TEMPORAL_LIMITS } from '../../src/core/temporalLimits.js';
 import { transcriptPartsPrefix } from '../../src/artifacts/keys.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
+import { localActivityTypes } from '../support/historyMarkers.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 
 /** The largest payload anywhere in a history: every `data` byte array of every event. */
 function largestPayloadBytes(value: unknown): number {
@@ -20,7 +22,17 @@ describe('rollout workflow: a transcript past the payload limit (real dev server
     rig = undefined;
   });
 
-  it('is written in parts as it grows, whole in the store, and no payload carries all of it', async () => {
+  // Local turns reach the server together, when their workflow task completes: were each turn's
+  // result to carry its prompt (the dialogue so far), that completion would outgrow a gRPC message.
+  for (const [mode, set] of [
+    ['one activity per call', ROLLOUT_MODES.perCall],
+    ['local turns', ROLLOUT_MODES.localTurn],
+  ] as const)
+    it(`${mode}: is written in parts as it grows, whole in the store, and no payload carries all of it`, async () => {
+      await longDialogue([...set]);
+    });
+
+  async function longDialogue(set: string[]): Promise<void> {
     // 60 kB per reply: each turn's prompt holds the dialogue so far, so 8 turns make about 4 MB.
     const long = (label: string, turn: number) => `${label} ${turn}: ${'x'.repeat(60_000)}`;
     rig = await createRolloutRig({
@@ -29,6 +41,7 @@ describe('rollout workflow: a transcript past the payload limit (real dev server
         reply: (ctx) => long('user', ctx.turn),
         analysis: () => ({ emotionChange: 1 }),
       },
+      set,
     });
     await rig.startWorkers();
     const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 3, {
@@ -69,14 +82,15 @@ describe('rollout workflow: a transcript past the payload limit (real dev server
       events.push(...(page.history?.events ?? []));
       nextPageToken = page.nextPageToken?.length ? page.nextPageToken : undefined;
     } while (nextPageToken);
+    // Queued activities or local ones (the default), in the order they were recorded.
     const activities = events
-      .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
-      .filter((name) => name?.startsWith('saveTranscript'));
+      .flatMap((e) => localActivityTypes([e]).concat(e.activityTaskScheduledEventAttributes?.activityType?.name ?? []))
+      .filter((name) => name.startsWith('saveTranscript'));
     assert.ok(activities.filter((a) => a === 'saveTranscriptPart').length >= 3, activities.join(', '));
     assert.equal(activities[activities.length - 1], 'saveTranscriptFromParts');
     assert.ok(!activities.includes('saveTranscript'));
     const largest = largestPayloadBytes(events);
     // The largest is the last turn's prompt (the dialogue so far), far from the whole transcript.
     assert.ok(largest < TEMPORAL_LIMITS.payloadBytes && largest < text.length / 3, `largest payload ${largest} bytes`);
-  });
+  }
 });
