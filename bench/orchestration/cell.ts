@@ -3,7 +3,7 @@ import { dialogueGaps } from './gaps.js';
 import { runAttune, type AttuneResult } from './attuneRun.js';
 import { addedLatencies, emptyEntry, round, type Entry, type VariantEntry } from './entry.js';
 import type { LoopResult, ReferenceResult } from './loops.js';
-import { ALTERNATIVES } from './options.js';
+import { ALTERNATIVES, DEFAULT_MODE } from './options.js';
 import { cpuSeconds, systemBusySeconds } from './procfs.js';
 import { progress } from './progress.js';
 import type { LoopJob, ToParent } from './protocol.js';
@@ -20,7 +20,7 @@ export async function runCell(
 ): Promise<Entry> {
   const { options } = ctx;
   const tag = `l${cell.latencyMs}-c${cell.concurrency}-${index}`;
-  const entry = emptyEntry(options, cell);
+  const entry = emptyEntry(options, cell, DEFAULT_MODE);
 
   if (stacks.attune) {
     progress('attune: start', { latency_ms: cell.latencyMs, concurrency: cell.concurrency });
@@ -62,7 +62,7 @@ export async function runCell(
   if (options.variants.has('plain')) await runPlainInto(entry, loopCell);
   if (options.variants.has('reference')) await runReferenceInto(entry, loopCell);
 
-  for (const variant of [entry.local, entry.turn, entry.turn_local]) {
+  for (const variant of [entry.per_call, entry.local, entry.turn, entry.turn_local]) {
     if (variant && entry.plain_s !== null) variant.attune_over_plain = round(variant.attune_s / entry.plain_s, 3);
   }
   if (entry.attune_s !== null && entry.plain_s !== null)
@@ -97,11 +97,13 @@ function fillAttune(entry: Entry, a: AttuneResult, cell: Cell, turnsPerDialogue:
   const orchestration = turns.map((t) => t.ms - t.llmMs);
   const calls = a.timings.flatMap((t) => t.calls);
   const wfts = a.timings.flatMap((t) => t.workflowTasks);
+  const dialogueCalls = cell.concurrency * (3 * turnsPerDialogue - 1);
   Object.assign(entry, {
     attune_s: round(a.wallS, 3),
     dialogues_per_s: round(cell.concurrency / a.wallS, 2),
-    calls_per_s: round(a.calls / a.wallS, 1),
+    calls_per_s: round(dialogueCalls / a.wallS, 1),
     llm_calls: a.calls,
+    repeated_calls: a.calls - dialogueCalls,
     http_connections: a.connections,
     p50_ms: round(percentile(added, 50), 1),
     p95_ms: round(percentile(added, 95), 1),
@@ -109,22 +111,28 @@ function fillAttune(entry: Entry, a: AttuneResult, cell: Cell, turnsPerDialogue:
     orchestration_p95_ms: round(percentile(orchestration, 95), 1),
     worker_rss_mb: a.workerPeakMb,
     dev_server_rss_mb: a.devServerPeakMb,
-    breakdown_ms: {
-      activity_queue: round(mean(calls.map((c) => c.queueMs)), 1),
-      activity_overhead: round(mean(calls.map((c) => c.activityOverheadMs)), 1),
-      workflow_task_round_trip: round(mean(calls.map((c) => c.workflowTaskMs)), 1),
-      workflow_task_dispatch: round(mean(wfts.map((w) => w.dispatchMs)), 1),
-      workflow_task_run: round(mean(wfts.map((w) => w.runMs)), 1),
-    },
-    p50_ms_by_turn: Array.from({ length: turnsPerDialogue }, (_, k) =>
-      round(
-        percentile(
-          a.timings.map((t) => (t.turns[k] ? t.turns[k].ms - cell.latencyMs * t.turns[k].calls : NaN)),
-          50,
-        ),
-        1,
-      ),
-    ),
+    breakdown_ms:
+      calls.length === 0
+        ? null
+        : {
+            activity_queue: round(mean(calls.map((c) => c.queueMs)), 1),
+            activity_overhead: round(mean(calls.map((c) => c.activityOverheadMs)), 1),
+            workflow_task_round_trip: round(mean(calls.map((c) => c.workflowTaskMs)), 1),
+            workflow_task_dispatch: round(mean(wfts.map((w) => w.dispatchMs)), 1),
+            workflow_task_run: round(mean(wfts.map((w) => w.runMs)), 1),
+          },
+    p50_ms_by_turn:
+      turns.length === 0
+        ? null
+        : Array.from({ length: turnsPerDialogue }, (_, k) =>
+            round(
+              percentile(
+                a.timings.map((t) => (t.turns[k] ? t.turns[k].ms - cell.latencyMs * t.turns[k].calls : NaN)),
+                50,
+              ),
+              1,
+            ),
+          ),
     history_events_per_workflow: round(mean(a.timings.map((t) => t.events)), 1),
     workflow_task_timeouts: a.timings.reduce((n, t) => n + t.workflowTaskTimeouts, 0),
     workflow_task_failures: a.timings.reduce((n, t) => n + t.workflowTaskFailures, 0),
@@ -138,6 +146,10 @@ function fillAttune(entry: Entry, a: AttuneResult, cell: Cell, turnsPerDialogue:
 /** An alternative's figures (`ALTERNATIVES`): no per-turn latencies (see `Entry`). */
 function alternativeEntry(a: AttuneResult, cell: Cell, turnsPerDialogue: number): VariantEntry {
   const dialogueCalls = cell.concurrency * (3 * turnsPerDialogue - 1);
+  const added = addedLatencies(
+    a.timings.flatMap((t) => t.turns),
+    cell.latencyMs,
+  );
   return {
     attune_s: round(a.wallS, 3),
     attune_over_plain: null,
@@ -150,6 +162,8 @@ function alternativeEntry(a: AttuneResult, cell: Cell, turnsPerDialogue: number)
     history_events_per_workflow: round(mean(a.timings.map((t) => t.events)), 1),
     payload_kb_per_workflow: round(mean(a.timings.map((t) => t.payloadBytes)) / 1024, 1),
     gaps_ms: a.gaps,
+    p50_ms: added.length === 0 ? null : round(percentile(added, 50), 1),
+    p95_ms: added.length === 0 ? null : round(percentile(added, 95), 1),
   };
 }
 

@@ -61,11 +61,17 @@ export interface Entry {
   worker_processes: number;
   worker_overrides: Record<string, unknown>;
   worker_limits: Record<string, number>;
+  /** How the default variant (`attune_s` and the figures beside it) runs its calls: the config's defaults. */
+  mode: { llmCalls: string; activityPer: string };
+  /** Calls the default variant made again (a retried local turn whose journal missed a call, say). */
+  repeated_calls: number | null;
   /**
-   * The same workflows run otherwise (`ALTERNATIVES`): `local` with `rollout.llmCalls: local`,
-   * `turn` with `rollout.activityPer: turn`, `turn_local` with both. No per-turn latencies: local
-   * activities leave no scheduled/started events, and a turn activity has no call boundaries.
+   * The same workflows run otherwise (`ALTERNATIVES`, every mode but the default's, which is null):
+   * `per_call` an activity per LLM call, `local` a local activity per call, `turn` an activity per
+   * turn on the turns queue, `turn_local` a local activity per turn. Per-turn latencies (`p50_ms`,
+   * ...) need call boundaries in the history: only `per_call` has them.
    */
+  per_call: VariantEntry | null;
   local: VariantEntry | null;
   turn: VariantEntry | null;
   turn_local: VariantEntry | null;
@@ -88,6 +94,9 @@ export interface VariantEntry {
   history_events_per_workflow: number;
   payload_kb_per_workflow: number;
   gaps_ms: DialogueGaps | null;
+  /** Added latency per turn from the histories' call boundaries (null without them). */
+  p50_ms: number | null;
+  p95_ms: number | null;
 }
 
 export const round = (value: number, digits = 2): number =>
@@ -99,7 +108,7 @@ export function addedLatencies(turns: TurnTiming[], latencyMs: number): number[]
 }
 
 /** An entry for `cell` with nothing measured yet. */
-export function emptyEntry(options: Options, cell: Cell): Entry {
+export function emptyEntry(options: Options, cell: Cell, mode: Entry['mode']): Entry {
   return {
     measured_at: new Date().toISOString(),
     load_average_1m: round(loadavg()[0] ?? NaN, 2),
@@ -152,6 +161,9 @@ export function emptyEntry(options: Options, cell: Cell): Entry {
       policyMaxConcurrency: cell.concurrency,
       simulatorMaxConcurrency: cell.concurrency,
     },
+    mode,
+    repeated_calls: null,
+    per_call: null,
     local: null,
     turn: null,
     turn_local: null,

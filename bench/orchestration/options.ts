@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultResultsFile } from '../resultsFile.js';
+import { loadConfig } from '../../src/config/load.js';
+import { ROLLOUT_MODES } from '../../test/support/rolloutModes.js';
 import type { WorkersJob } from './protocol.js';
 
 /** The benchmark's command line: its help text, and the options it parses into. */
@@ -23,11 +25,13 @@ Usage: npm run bench:orchestration [-- options]
                             memory  in-memory SQLite (what the test suite uses)
   --sqlite-pragma P=V     extra dev-server --sqlite-pragma (repeatable)
   --dynamic-config K=V    extra dev-server --dynamic-config-value (repeatable)
-  --variants LIST         which to run: attune,attune-local,attune-turn,attune-turn-local,plain,
-                          reference (default all); the attune-* ones are the same workflows with
-                            attune-local       rollout.llmCalls=local (a local activity per call)
-                            attune-turn        rollout.activityPer=turn (an activity per turn)
-                            attune-turn-local  both (a local activity per turn)
+  --variants LIST         which to run: attune, plain, reference and the attune-* ones below other
+                          than the default's (default all); attune runs the config's default
+                          (rollout.llmCalls, rollout.activityPer), the others the same workflows with
+                            attune-call        an activity per LLM call on its endpoint's queue
+                            attune-local       a local activity per LLM call (no journal)
+                            attune-turn        an activity per turn on the turns queue
+                            attune-turn-local  a local activity per turn, its calls journalled
   --out FILE              results file (default bench/results/orchestration.json; --quick
                           bench/results/orchestration-quick.json)
   --update                replace only the measured cells in an existing results file (to re-measure
@@ -65,16 +69,33 @@ export interface Options {
   workerOverrides: WorkersJob['workerOverrides'];
 }
 
-/**
- * The other ways to run the same rollout workflow, each on its own dev server and worker process;
- * each fills its key of an entry (`local`, `turn`, `turn_local`).
- */
-export const ALTERNATIVES = {
-  'attune-local': { key: 'local', set: ['rollout.llmCalls=local'] },
-  'attune-turn': { key: 'turn', set: ['rollout.activityPer=turn'] },
-  'attune-turn-local': { key: 'turn_local', set: ['rollout.activityPer=turn', 'rollout.llmCalls=local'] },
+/** Every way to run the rollout workflow, by variant name, with its key in an entry. */
+const MODES = {
+  'attune-call': { key: 'per_call', set: ROLLOUT_MODES.perCall },
+  'attune-local': { key: 'local', set: ROLLOUT_MODES.localPerCall },
+  'attune-turn': { key: 'turn', set: ROLLOUT_MODES.turnActivity },
+  'attune-turn-local': { key: 'turn_local', set: ROLLOUT_MODES.localTurn },
 } as const;
-export type AlternativeKey = (typeof ALTERNATIVES)[keyof typeof ALTERNATIVES]['key'];
+export type AlternativeKey = (typeof MODES)[keyof typeof MODES]['key'];
+
+/** The config's default mode, which the `attune` variant runs. */
+export const DEFAULT_MODE = (({ llmCalls, activityPer }) => ({ llmCalls, activityPer }))(
+  loadConfig({ env: {} }).rollout,
+);
+
+/**
+ * The other ways to run the same rollout workflow, each on its own dev server and worker process and
+ * filling its key of an entry: every mode but the default's (which is the `attune` variant).
+ */
+export const ALTERNATIVES: Record<string, { key: AlternativeKey; set: readonly string[] }> = Object.fromEntries(
+  Object.entries(MODES).filter(([, { set }]) => {
+    const settings: readonly string[] = set;
+    return (
+      !settings.includes(`rollout.llmCalls=${DEFAULT_MODE.llmCalls}`) ||
+      !settings.includes(`rollout.activityPer=${DEFAULT_MODE.activityPer}`)
+    );
+  }),
+);
 
 /** Every variant `--variants` may name. */
 const VARIANTS = ['attune', ...Object.keys(ALTERNATIVES), 'plain', 'reference'];

@@ -23,6 +23,9 @@ function table(entries: Entry[]): string {
     'att/(b)',
     'dlg/s',
     'calls/s',
+    'call s',
+    'call/(a)',
+    'call calls/s',
     'local s',
     'loc/(a)',
     'loc calls/s',
@@ -49,7 +52,7 @@ function table(entries: Entry[]): string {
     fmt(e.attune_over_reference, 4),
     fmt(e.dialogues_per_s),
     fmt(e.calls_per_s, 0),
-    ...[e.local, e.turn, e.turn_local].flatMap((v) => [
+    ...[e.per_call, e.local, e.turn, e.turn_local].flatMap((v) => [
       fmt(v?.attune_s ?? null),
       fmt(v?.attune_over_plain ?? null, 3),
       fmt(v?.calls_per_s ?? null, 0),
@@ -66,11 +69,13 @@ function table(entries: Entry[]): string {
       2,
     ),
   ]);
+  const e0 = entries[0];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i]!)).join('  ');
   const notes = [
-    'local = attune with rollout.llmCalls=local (LLM calls as local activities); loc/(a) = local / plain loop;',
-    'turn = attune with rollout.activityPer=turn (an activity per dialogue turn); turn-local = both; tl/(a) = turn-local / plain loop;',
+    `attune = the config's default (rollout.llmCalls=${e0?.mode.llmCalls}, rollout.activityPer=${e0?.mode.activityPer}); the other modes (the default's column empty):`,
+    'call = an activity per LLM call; local = a local activity per call; turn = an activity per turn; turn-local = a local',
+    'activity per turn, its finished calls journalled in the artifact store; X/(a) = X / plain loop;',
     'att/(a) = attune / plain loop; att/(b) = attune / reference loop; p50/p95 = added latency per turn (turn wall - L x calls);',
     'orch p50 = turn wall - HTTP time measured by the activities; MB = peak RSS during the timed run;',
     'others = CPU cores other processes on the machine used during the attune run (0 = undisturbed).',

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../../src/paths.js';
+import { loadConfig } from '../../../src/config/load.js';
 
 /**
  * Each TypeScript benchmark in its smallest form, as its npm script runs it (a child process), its
@@ -52,6 +53,10 @@ const SMOKES: Record<string, Smoke> = {
       assert.equal(entry?.latency_ms, 0);
       assert.equal(entry?.concurrency, 2);
       for (const field of ['attune_s', 'plain_s', 'reference_s', 'calls_per_s']) positive(entry?.[field], field);
+      // The default variant runs as the config's default does, and says so.
+      const { llmCalls, activityPer } = loadConfig({ env: {} }).rollout;
+      assert.deepEqual(entry?.mode, { llmCalls, activityPer });
+      assert.equal(entry?.repeated_calls, 0);
     },
   },
   'bench:training': {
