@@ -9,6 +9,12 @@ bash scripts/setup.sh || exit 1
 mkdir -p test-output
 rm -f test-output/*.log test-output/*.status
 
+COLD_RUN_GB=40 # measured: a cold run's peak over what was on disk before it (docs/tests.md, "Disk")
+# Free space where the suites write (the repo, its caches, the scratch dirs): a full disk fails tests in
+# ways that look like anything else, so every suite's line says how much was left when it ended.
+free_disk() { df -P -BG . "${TMPDIR:-/tmp}" "$HOME" 2>/dev/null | awk 'NR > 1 && !seen[$6]++ {printf "%s%s %s free", sep, $6, $4; sep=", "}'; }
+echo "== disk: $(free_disk) (a cold run writes about $COLD_RUN_GB GB: environments, caches, checkpoints)"
+
 status=0
 echo "== typecheck"; npx tsc --noEmit -p . || status=1
 echo "== lint"; npx eslint src test $( [ -n "$(ls bench/*/*.ts 2>/dev/null)" ] && echo bench) || status=1
@@ -34,7 +40,7 @@ mocha_start=$(date +%s)
 (
   npx mocha "test/**/*.test.ts" > test-output/mocha.log 2>&1
   echo $? > test-output/mocha.status
-  echo "== mocha took $(($(date +%s) - mocha_start)) s" >> test-output/mocha.log
+  echo "== mocha took $(($(date +%s) - mocha_start)) s; disk: $(free_disk)" >> test-output/mocha.log
   npx mocha --config test/bench/smoke/mocharc.json 'test/bench/smoke/*.test.ts' --grep "$VLLM_SMOKE" --invert \
     > test-output/bench.log 2>&1
   echo $? > test-output/bench.status
@@ -50,7 +56,7 @@ suite() { # NAME LOG COMMAND...: runs one suite, its output shown and kept in te
   echo "== $name"
   nice -n 10 ionice -c2 -n7 "$@" 2>&1 | tee "test-output/$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-  echo "== $name took $(($(date +%s) - started)) s"
+  echo "== $name took $(($(date +%s) - started)) s; disk: $(free_disk)"
 }
 if [ -d trainer/tests ]; then
   suite pytest pytest.log .venv/bin/python -m pytest trainer/tests -q -p no:cacheprovider
@@ -95,5 +101,5 @@ for suite_log in mocha:mocha pytest:pytest test:vllm:vllm test:bench:vllm:bench-
   if [ "${suite_passed:-0}" -eq 0 ]; then echo "$name ran no test"; status=1; fi
 done
 if [ "$passed" -eq 0 ]; then echo "no tests ran"; status=1; fi
-echo "tests: ${passed} passed, ${failed} failed"
+echo "tests: ${passed} passed, ${failed} failed; disk: $(free_disk)"
 exit $status

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,9 @@ interface Demo {
   waitFor(pattern: RegExp): Promise<void>;
 }
 
+/** The demo homes of the running test, removed after it. */
+const homes: string[] = [];
+
 /** The real demo command (the README's first command without the set-up step), on free ports and a fresh home. */
 async function startDemo(args: string[]): Promise<Demo> {
   const [temporalPort, uiPort, llmPort, trainerPort] = [
@@ -36,6 +39,7 @@ async function startDemo(args: string[]): Promise<Demo> {
     await freePort(),
   ] as [number, number, number, number];
   const home = mkdtempSync(join(tmpdir(), 'attune-demo-test-'));
+  homes.push(home);
   const child = spawn(
     process.execPath,
     [
@@ -88,6 +92,10 @@ async function startDemo(args: string[]): Promise<Demo> {
 
 describe('the embedded-default demo (reduced: one step)', function () {
   this.timeout(900_000);
+  // A demo home holds the converted model and its checkpoints (about 2 GB): gone once its test is.
+  afterEach(() => {
+    for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
+  });
 
   it('trains, evaluates base and final policy, writes the report, and leaves nothing listening', async () => {
     // One turn a dialogue: the local models' calls are most of the demo's time on a CPU, and the

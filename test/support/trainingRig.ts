@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -66,7 +66,7 @@ export async function createTrainingRig(
     set?: string[];
     server?: DevServer;
     trainerEnv?: NodeJS.ProcessEnv;
-    /** The trainer's state directory (default: a new temp dir), e.g. one with a converted model in place. */
+    /** The trainer's state directory (default: a new temp dir), e.g. one with a converted model linked in; removed on close. */
     trainerStateDir?: string;
     /** For the rig's own client and workers (default: the configured one, as the CLI's). */
     dataConverter?: DataConverter;
@@ -142,6 +142,14 @@ export async function createTrainingRig(
       await trainer.kill('SIGKILL');
       await fake.close();
       await ownConnections?.();
+      // The trainer's state dir, made here or given, goes with the rig: checkpoints add up over a suite
+      // (SmolLM2's are 1.6 GB a step). Best effort: a fault test may still have a file system mounted
+      // there (it unmounts it after this), and a given dir links to its model rather than holding it.
+      try {
+        rmSync(stateDir, { recursive: true, force: true });
+      } catch {
+        // what is left goes with the mocha scratch dir at the end of the run
+      }
     },
   };
   return rig;
