@@ -10,6 +10,7 @@ import { dialogueGaps, type DialogueGaps } from './gaps.js';
 import { historyTimings, type HistoryTimings } from './history.js';
 import type { DialogueSpec } from './loops.js';
 import { cpuSeconds, peakRssMb, resetPeakRss, systemBusySeconds } from './procfs.js';
+import { dialogueCalls } from './entry.js';
 import { progress } from './progress.js';
 import { specsFor, type Cell, type RunContext } from './runContext.js';
 import type { AttuneStack } from './stack.js';
@@ -106,7 +107,7 @@ export async function runAttune(
   const t0 = performance.now();
   const handles: WorkflowHandle<typeof rollout>[] = await Promise.all(specs.map((s) => start(s, ctx.options.turns)));
   startedOnQueue.set(queueKey, (startedOnQueue.get(queueKey) ?? 0) + handles.length);
-  const expectedCalls = specs.length * (3 * ctx.options.turns - 1);
+  const expectedCalls = dialogueCalls(specs.length, ctx.options.turns);
   const summaries = await withTimeout(
     (async () => {
       await waitForDialogues(
@@ -197,7 +198,7 @@ async function waitForDialogues(
 
 /** How long a variant may run: a minute, five times the ideal wall time, and room for a CPU-bound run (see README). */
 function variantTimeoutMs(cell: Cell, turns: number): number {
-  const calls = cell.concurrency * (3 * turns - 1);
+  const calls = dialogueCalls(cell.concurrency, turns);
   return 60_000 + 5 * cell.latencyMs * 3 * turns + 50 * calls;
 }
 

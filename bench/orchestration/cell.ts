@@ -1,7 +1,7 @@
 import { mean, percentile } from './history.js';
 import { dialogueGaps } from './gaps.js';
 import { runAttune, type AttuneResult } from './attuneRun.js';
-import { addedLatencies, emptyEntry, round, type Entry, type VariantEntry } from './entry.js';
+import { addedLatencies, dialogueCalls, emptyEntry, round, type Entry, type VariantEntry } from './entry.js';
 import type { LoopResult, ReferenceResult } from './loops.js';
 import { ALTERNATIVES, DEFAULT_MODE } from './options.js';
 import { cpuSeconds, systemBusySeconds } from './procfs.js';
@@ -97,13 +97,13 @@ function fillAttune(entry: Entry, a: AttuneResult, cell: Cell, turnsPerDialogue:
   const orchestration = turns.map((t) => t.ms - t.llmMs);
   const calls = a.timings.flatMap((t) => t.calls);
   const wfts = a.timings.flatMap((t) => t.workflowTasks);
-  const dialogueCalls = cell.concurrency * (3 * turnsPerDialogue - 1);
+  const expected = dialogueCalls(cell.concurrency, turnsPerDialogue);
   Object.assign(entry, {
     attune_s: round(a.wallS, 3),
     dialogues_per_s: round(cell.concurrency / a.wallS, 2),
-    calls_per_s: round(dialogueCalls / a.wallS, 1),
+    calls_per_s: round(expected / a.wallS, 1),
     llm_calls: a.calls,
-    repeated_calls: a.calls - dialogueCalls,
+    repeated_calls: a.calls - expected,
     http_connections: a.connections,
     p50_ms: round(percentile(added, 50), 1),
     p95_ms: round(percentile(added, 95), 1),
@@ -145,7 +145,7 @@ function fillAttune(entry: Entry, a: AttuneResult, cell: Cell, turnsPerDialogue:
 
 /** An alternative's figures (`ALTERNATIVES`): no per-turn latencies (see `Entry`). */
 function alternativeEntry(a: AttuneResult, cell: Cell, turnsPerDialogue: number): VariantEntry {
-  const dialogueCalls = cell.concurrency * (3 * turnsPerDialogue - 1);
+  const expected = dialogueCalls(cell.concurrency, turnsPerDialogue);
   const added = addedLatencies(
     a.timings.flatMap((t) => t.turns),
     cell.latencyMs,
@@ -153,8 +153,8 @@ function alternativeEntry(a: AttuneResult, cell: Cell, turnsPerDialogue: number)
   return {
     attune_s: round(a.wallS, 3),
     attune_over_plain: null,
-    calls_per_s: round(dialogueCalls / a.wallS, 1),
-    repeated_calls: a.calls - dialogueCalls,
+    calls_per_s: round(expected / a.wallS, 1),
+    repeated_calls: a.calls - expected,
     worker_rss_mb: a.workerPeakMb,
     dev_server_rss_mb: a.devServerPeakMb,
     cpu_s: attuneCpu(a),

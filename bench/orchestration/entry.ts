@@ -102,6 +102,11 @@ export interface VariantEntry {
 export const round = (value: number, digits = 2): number =>
   Number.isFinite(value) ? Math.round(value * 10 ** digits) / 10 ** digits : NaN;
 
+/** The LLM calls C dialogues of `turns` turns make: per turn a policy call and an analysis, a reply in all but the last. */
+export function dialogueCalls(dialogues: number, turns: number): number {
+  return dialogues * (3 * turns - 1);
+}
+
 /** Added latency per turn: its wall time minus L x the LLM calls in it. */
 export function addedLatencies(turns: TurnTiming[], latencyMs: number): number[] {
   return turns.map((t) => t.ms - latencyMs * t.calls);
