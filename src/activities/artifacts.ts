@@ -4,12 +4,25 @@ import { ArtifactNotFoundError, type ArtifactStore } from '../artifacts/store.js
 import type { Transcript } from '../core/transcript.js';
 import { artifactFailure } from './artifactFailure.js';
 import { recordRollout } from './attuneMetrics.js';
-import { turnJournalPrefix } from './turnJournal.js';
+import { turnJournalPrefix, type JournalledRun } from './turnJournal.js';
 import { joinTranscript, type TranscriptPart, type TranscriptTail } from '../core/transcriptParts.js';
 
-export function createArtifactActivities(store: ArtifactStore) {
+/**
+ * `runEnding`: told by the final transcript write of a rollout whose activities are local (the
+ * rollout closes next), so its turn journal can go once it has (src/workers/turnJournalSweeper.ts).
+ */
+export function createArtifactActivities(store: ArtifactStore, runEnding?: (run: JournalledRun) => void) {
+  const ending = () => {
+    if (!runEnding) return; // also outside an activity: the benchmark's plain loop calls these directly
+    const { isLocal, workflowExecution } = Context.current().info;
+    if (isLocal && workflowExecution) runEnding(workflowExecution);
+  };
   return {
-    /** Removes the calling rollout's turn journal: its turns are in its history (see rollout.ts). Idempotent. */
+    /**
+     * Removes the calling rollout's turn journal: its turns are in its history. Idempotent. Rollouts
+     * started before TURN_JOURNAL_SWEPT_PATCH call it (see rollout.ts); newer ones leave the journal
+     * to the worker's sweeper.
+     */
     async forgetTurnJournal(): Promise<void> {
       const execution = Context.current().info.workflowExecution;
       if (!execution) return;
@@ -26,6 +39,7 @@ export function createArtifactActivities(store: ArtifactStore) {
       try {
         const written = await store.putJson(key, transcript);
         recordRollout(transcript.outcome);
+        ending();
         return written;
       } catch (error) {
         throw artifactFailure(error, store.locate(key));
@@ -57,11 +71,13 @@ export function createArtifactActivities(store: ArtifactStore) {
         } catch (error) {
           if (!(error instanceof ArtifactNotFoundError) || (await store.getText(key)) === null) throw error;
           await store.remove(transcriptPartsPrefix(runName, rolloutId));
+          ending();
           return key;
         }
         await store.putJson(key, joinTranscript(parts, tail));
         recordRollout(tail.transcript.outcome);
         await store.remove(transcriptPartsPrefix(runName, rolloutId));
+        ending();
         return key;
       } catch (error) {
         throw artifactFailure(error, store.locate(key));

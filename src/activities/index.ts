@@ -1,7 +1,7 @@
 import type { ArtifactStore } from '../artifacts/store.js';
 import { createArtifactActivities } from './artifacts.js';
 import { createDialogueTurnActivities } from './dialogueTurn.js';
-import type { TurnJournal } from './turnJournal.js';
+import type { JournalledRun, TurnJournal } from './turnJournal.js';
 import { EndpointGate, gated, type EndpointLimits } from './endpointLimits.js';
 import { createEvaluationActivities } from './evaluationReports.js';
 import { heartbeating } from './heartbeating.js';
@@ -21,9 +21,9 @@ export const queuedPolicyActivities = heartbeating(policyActivities);
 export const queuedSimulatorActivities = heartbeating(simulatorActivities);
 
 /** Activities of the rollouts queue: small local I/O next to the workflows. */
-export function rolloutQueueActivities(store: ArtifactStore) {
+export function rolloutQueueActivities(store: ArtifactStore, runEnding?: (run: JournalledRun) => void) {
   return {
-    ...createArtifactActivities(store),
+    ...createArtifactActivities(store, runEnding),
     ...createEvaluationActivities(store),
     ...createRunBookkeepingActivities(store),
     ...createTrackingActivities(store),

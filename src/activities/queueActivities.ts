@@ -10,12 +10,16 @@ import {
   type EndpointGates,
 } from './index.js';
 import { createPublisherActivities, type PublisherOptions } from './publisher.js';
-import { storeTurnJournal } from './turnJournal.js';
+import { storeTurnJournal, type JournalledRun } from './turnJournal.js';
 
-/** What a worker process hands its queues' activities: the artifact store, and one gate per LLM endpoint. */
+/**
+ * What a worker process hands its queues' activities: the artifact store, one gate per LLM
+ * endpoint, and where a rollout with local activities says it is ending (its turn journal's sweeper).
+ */
 export interface QueueActivityDeps {
   store: ArtifactStore;
   gates: EndpointGates;
+  runEnding?: (run: JournalledRun) => void;
 }
 
 /**
@@ -25,8 +29,8 @@ export interface QueueActivityDeps {
  * (inside a whole turn, `rollout.activityPer: turn`); the last two are bounded by this process's gates.
  */
 export const QUEUE_ACTIVITIES = {
-  rollouts: ({ store, gates }: QueueActivityDeps) => ({
-    ...rolloutQueueActivities(store),
+  rollouts: ({ store, gates, runEnding }: QueueActivityDeps) => ({
+    ...rolloutQueueActivities(store, runEnding),
     ...gatedLlmCalls(gates),
     ...dialogueTurnActivities(gates, storeTurnJournal(store)),
   }),

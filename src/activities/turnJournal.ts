@@ -11,19 +11,41 @@ export interface TurnJournal {
   read(key: string): Promise<unknown>;
   /** Replaces the turn's record with `finished`: every call finished so far. */
   write(key: string, finished: unknown): Promise<void>;
-  /** Drops every turn's record of one workflow (its dialogue is done). */
-  forget(workflowId: string): Promise<void>;
 }
 
 /** The store prefix of one workflow's journal. */
 export const turnJournalPrefix = (workflowId: string) => `journals/${workflowId}/`;
 
+/** A workflow run, as the journal's keys name it. */
+export interface JournalledRun {
+  workflowId: string;
+  runId: string;
+}
+
+/** The store prefix of one workflow run's journal: every turn record of that run. */
+export const turnJournalRunPrefix = (execution: JournalledRun) =>
+  `${turnJournalPrefix(execution.workflowId)}${execution.runId}/`;
+
 /**
  * One turn's record: the workflow's run id keeps a new workflow that re-uses an old id from
  * reading the old one's calls.
  */
-export const turnJournalKey = (execution: { workflowId: string; runId: string }, turn: number) =>
-  `${turnJournalPrefix(execution.workflowId)}${execution.runId}/turn-${turn}.json`;
+export const turnJournalKey = (execution: JournalledRun, turn: number) =>
+  `${turnJournalRunPrefix(execution)}turn-${turn}.json`;
+
+const TURN_RECORD = /^journals\/(.+)\/([^/]+)\/turn-\d+\.json$/;
+
+/** The runs that have a journal among `keys` (a listing of `journals/`), each once; other keys are ignored. */
+export function journalledRuns(keys: readonly string[]): JournalledRun[] {
+  const runs = new Map<string, JournalledRun>();
+  for (const key of keys) {
+    const match = TURN_RECORD.exec(key);
+    if (!match) continue;
+    const run = { workflowId: match[1]!, runId: match[2]! };
+    runs.set(turnJournalRunPrefix(run), run);
+  }
+  return [...runs.values()];
+}
 
 /** The journal in the run's artifact store (a local directory or S3: wherever the next worker can read it). */
 export function storeTurnJournal(store: ArtifactStore): TurnJournal {
@@ -35,6 +57,5 @@ export function storeTurnJournal(store: ArtifactStore): TurnJournal {
     write: async (key, finished) => {
       await store.putJson(key, finished);
     },
-    forget: (workflowId) => store.remove(turnJournalPrefix(workflowId)),
   };
 }

@@ -30,6 +30,17 @@ export const LIMITS = {
    * a queued call's heartbeat notices a dead worker.
    */
   llmCallTimeoutMs: 30 * 60_000,
+  /**
+   * Turn journals of closed rollouts (src/workers/turnJournalSweeper.ts): a rollout's journal is
+   * first looked at this long after its last activity, then at doubling intervals for at most
+   * `turnJournalCloseWaitMs`; every journal in the store is looked at when a worker starts and every
+   * `turnJournalSweepMs` (runs that failed or whose worker died).
+   */
+  turnJournalFirstCheckMs: 250,
+  turnJournalCloseWaitMs: 60_000,
+  turnJournalSweepMs: 10 * 60_000,
+  /** A stopping worker waits at most this long for its sweeper's checks in flight. */
+  turnJournalStopWaitMs: 2_000,
   /** Bound on a turn activity (three LLM calls and their waits for an endpoint slot; `rollout.activityPer: turn`). */
   turnActivityTimeoutMs: 30 * 60_000,
   /**

@@ -14,6 +14,8 @@ import {
   WORKFLOWS_PATH,
   workflowBundlerOptions,
 } from './workflowSource.js';
+import type { JournalledRun } from '../activities/turnJournal.js';
+import { runClosedVia, sweepWhileRunning, TurnJournalSweeper } from './turnJournalSweeper.js';
 import { deploymentWorkerOptions, type WorkerDeploymentVersion } from './deploymentVersion.js';
 
 export interface LlmIoWorkerOptions {
@@ -70,7 +72,8 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   const local = config.rollout.llmCalls === 'local';
   const gates = endpointGates({ policy: config.policy, simulator: config.simulator });
   configureTokenRateLimits({ policy: config.policy, simulator: config.simulator });
-  const deps = { store: options.store, gates };
+  const sweeper = new TurnJournalSweeper(options.store, runClosedVia(options.connection, options.namespace));
+  const deps = { store: options.store, gates, runEnding: (run: JournalledRun) => sweeper.afterClose(run) };
   const rollouts = await Worker.create({
     ...common,
     taskQueue: queues.rollouts,
@@ -110,5 +113,5 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     maxHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,
     defaultHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,
   });
-  return [rollouts, policy, simulator, turns];
+  return [sweepWhileRunning(rollouts, sweeper), policy, simulator, turns];
 }

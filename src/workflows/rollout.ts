@@ -55,6 +55,8 @@ export const ACTIVITY_SUMMARIES_PATCH = 'activity-summaries';
 
 /** Rollouts started after this patch remove their local turns' journal once the turns are in the history. */
 export const TURN_JOURNAL_FORGOTTEN_PATCH = 'turn-journal-forgotten';
+/** Rollouts started after this patch leave their local turns' journal to the worker's sweeper, which removes it once they are closed. */
+export const TURN_JOURNAL_SWEPT_PATCH = 'turn-journal-swept';
 
 /** Where the rollout's calls go, as the details and the waits name them. */
 interface Endpoints {
@@ -267,13 +269,15 @@ async function savePartWhenDue(
 
 /**
  * Local turns journal their finished calls (src/activities/turnJournal.ts) because their markers
- * reach the history only when a workflow task completes. The journal goes in an activity on the
- * rollouts queue, not a local one: scheduling it completes the open workflow task, so every turn is
- * in the history before its journal goes, and a crash after this replays the turns from their
- * markers, never from a journal that is gone. (A timer would do the same, but the dev server fires
- * even a 1 ms timer about a second later: a second on every dialogue.)
+ * reach the history only when a workflow task completes, at the latest with the rollout's
+ * completion. The journal may go only after that, so the rollout leaves it to its worker's sweeper
+ * (src/workers/turnJournalSweeper.ts), which removes it once the server says the run is closed.
+ * Rollouts started before TURN_JOURNAL_SWEPT_PATCH removed it themselves, in an activity on the
+ * rollouts queue (scheduling it completed the open workflow task, so the turns were in the history
+ * first): at 256 dialogues ending together, those 256 queued activities cost the step ~2 s.
  */
 async function forgetTurnJournal(settings: RolloutSettings): Promise<void> {
+  if (patched(TURN_JOURNAL_SWEPT_PATCH)) return;
   if (!patched(TURN_JOURNAL_FORGOTTEN_PATCH)) return;
   await queuedArtifactActivities(settings).forgetTurnJournal();
 }

@@ -10,8 +10,9 @@
  *   simulator's analysis answers 500 from its 3rd call on, and the rollout fails;
  * - rollout-waited-at-outage-asked-late.json: the code that asked the wait-at-outage patch only
  *   when a call failed; turn 3's analysis answers 500 until the rollout waits, then `continue`.
- * Two more were recorded here by older code and are kept for what they hold: rollout-local-turn.json
- * (local turns before their journal) and rollout-local-turn-before-local-artifacts.json.
+ * Three more were recorded here by older code and are kept for what they hold: rollout-local-turn.json
+ * (local turns before their journal), rollout-local-turn-before-local-artifacts.json and
+ * rollout-local-turn-journal.json (the rollout removed its journal in a queued activity).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -59,8 +60,8 @@ async function recordTraining(): Promise<void> {
 const RECORDERS: Record<string, () => Promise<void>> = {
   rollout: () => recordRollout('rollout.json'),
   'rollout-per-turn': () => recordRollout('rollout-per-turn.json', ['rollout.activityPer=turn']),
-  'rollout-local-turn-journal': () =>
-    recordRollout('rollout-local-turn-journal.json', ['rollout.activityPer=turn', 'rollout.llmCalls=local']),
+  'rollout-local-turn-swept': () =>
+    recordRollout('rollout-local-turn-swept.json', ['rollout.activityPer=turn', 'rollout.llmCalls=local']),
   'training-step': recordTraining,
 };
 

@@ -7,7 +7,11 @@ import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
-import { ACTIVITY_SUMMARIES_PATCH, TURN_JOURNAL_FORGOTTEN_PATCH } from '../../src/workflows/rollout.js';
+import {
+  ACTIVITY_SUMMARIES_PATCH,
+  TURN_JOURNAL_FORGOTTEN_PATCH,
+  TURN_JOURNAL_SWEPT_PATCH,
+} from '../../src/workflows/rollout.js';
 import { WAIT_AT_OUTAGE_ASKED_LATE_PATCH } from '../../src/workflows/outageWait.js';
 
 const HISTORIES = join(__dirname, '..', 'fixtures', 'histories');
@@ -67,10 +71,11 @@ describe('workflow replay (determinism guard)', () => {
     );
   });
 
-  it('replays a rollout with local turns that journal their calls: the journal goes in a queued activity after the turns', async () => {
-    const history = historyFromJSON(loadHistory('rollout-local-turn-journal.json'));
+  /** A local-turn fixture's markers and queued activities, then its replay. */
+  async function replayLocalTurns(file: string, patch: string, queued: string[]): Promise<void> {
+    const history = historyFromJSON(loadHistory(file));
     const events = history.events ?? [];
-    assert.ok(patchIds(events).includes(TURN_JOURNAL_FORGOTTEN_PATCH));
+    assert.ok(patchIds(events).includes(patch), `${file} holds ${patch}`);
     assert.deepEqual(localActivityTypes(events), [
       'writeUserMessage',
       'playDialogueTurn',
@@ -80,13 +85,21 @@ describe('workflow replay (determinism guard)', () => {
     ]);
     assert.deepEqual(
       events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
-      ['forgetTurnJournal'],
+      queued,
     );
     await Worker.runReplayHistory(
       { workflowBundle: await sharedWorkflowBundle() },
       history,
-      'replay-fixture-rollout-local-turn-journal',
+      `replay-fixture-${file.replace(/\.json$/, '')}`,
     );
+  }
+
+  it('replays a rollout recorded when local turns removed their journal in a queued activity after the turns', async () => {
+    await replayLocalTurns('rollout-local-turn-journal.json', TURN_JOURNAL_FORGOTTEN_PATCH, ['forgetTurnJournal']);
+  });
+
+  it('replays a rollout with local turns whose journal is left to the sweeper: no queued activity', async () => {
+    await replayLocalTurns('rollout-local-turn-swept.json', TURN_JOURNAL_SWEPT_PATCH, []);
   });
 
   it('replays a rollout recorded before rollouts waited at an outage: it fails at the failed call, no wait', async () => {

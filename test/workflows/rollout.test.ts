@@ -5,7 +5,12 @@ import type { CallRole, Fault } from '../support/fakeOpenAI.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
 import { ROLLOUT_MODES } from '../support/rolloutModes.js';
-import { ACTIVITY_SUMMARIES_PATCH, LOCAL_ARTIFACT_ACTIVITIES_PATCH } from '../../src/workflows/rollout.js';
+import {
+  ACTIVITY_SUMMARIES_PATCH,
+  LOCAL_ARTIFACT_ACTIVITIES_PATCH,
+  TURN_JOURNAL_SWEPT_PATCH,
+} from '../../src/workflows/rollout.js';
+import { eventually } from '../support/eventually.js';
 import { WAIT_AT_OUTAGE_PATCH } from '../../src/workflows/outageWait.js';
 
 function failureMessage(error: unknown): string {
@@ -280,25 +285,16 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
       ['playDialogueTurn', 'playDialogueTurn', 'playDialogueTurn', 'saveTranscript'],
       'one marker per turn, then the transcript write',
     );
-    // The journal went in an activity on the rollouts queue: scheduling it completed the workflow task
-    // holding every turn's marker, so no worker could run it before the turns were in the history.
-    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
+    // No activity on a queue: the journal is left to the worker's sweeper, which removes it once the
+    // server says the run is closed (test/workers/turnJournalSweeper.test.ts: never before).
+    assert.ok(patchIds(events).includes(TURN_JOURNAL_SWEPT_PATCH));
     assert.deepEqual(
-      scheduled.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name),
-      ['forgetTurnJournal'],
+      events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),
+      [],
     );
-    assert.equal(
-      scheduled[0]?.activityTaskScheduledEventAttributes?.taskQueue?.name,
-      rig.settings().artifactsTaskQueue,
+    await eventually('the journal removed after the rollout closed', async () =>
+      (await rig.store.list('journals/')).length === 0 ? true : undefined,
     );
-    const forget = events.indexOf(scheduled[0]!);
-    const lastTurn = events.map((e) => localActivityTypes([e]).includes('playDialogueTurn')).lastIndexOf(true);
-    const transcript = events.findIndex((e) => localActivityTypes([e]).includes('saveTranscript'));
-    assert.ok(
-      lastTurn < forget && forget < transcript,
-      `turns ${lastTurn}, forget ${forget}, transcript ${transcript}`,
-    );
-    assert.deepEqual(await rig.store.list('journals/'), [], 'no journal is left behind');
   });
 
   it('asks again after an unparseable analysis, then fails quoting the reply', async () => {

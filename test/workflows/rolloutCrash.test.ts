@@ -5,6 +5,7 @@ import { WorkerProcess } from '../support/workerProcess.js';
 import { localActivityTypes } from '../support/historyMarkers.js';
 import { storedPayloadValue } from '../support/temporalEnv.js';
 import { ROLLOUT_MODES } from '../support/rolloutModes.js';
+import { eventually } from '../support/eventually.js';
 
 describe('rollout durability', function () {
   let rig: RolloutRig | undefined;
@@ -173,7 +174,9 @@ describe('rollout durability', function () {
     const summary = await handle.result();
 
     assertTurnResumed(ran, summary);
-    assert.deepEqual(await ran.store.list('journals/'), [], 'the finished dialogue left no journal');
+    await eventually('the finished dialogue left no journal', async () =>
+      (await ran.store.list('journals/')).length === 0 ? true : undefined,
+    );
   });
 
   /** Seconds from a new worker being ready to the dead worker's call arriving again at the endpoint. */
