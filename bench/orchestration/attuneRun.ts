@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { loadConfig } from '../../src/config/load.js';
+import type { AttuneConfig } from '../../src/config/schema.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
 import { taskQueuesFor } from '../../src/config/taskQueues.js';
 import { rolloutStartOptions } from '../../src/core/rolloutStart.js';
@@ -31,14 +32,19 @@ export interface AttuneResult {
 /** Workflows started so far per dev server and rollout task queue (a queue serves every latency of one concurrency). */
 const startedOnQueue = new Map<string, number>();
 
-async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+/** `fn` over `items`, at most `limit` at a time, results in order. */
+export async function mapLimit<T, R>(
+  items: T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(limit, items.length) }, async () => {
       while (next < items.length) {
         const i = next++;
-        out[i] = await fn(items[i]!);
+        out[i] = await fn(items[i]!, i);
       }
     }),
   );
@@ -56,6 +62,29 @@ function summed(pids: number[], read: (pid: number) => number | null): number | 
   return total;
 }
 
+/** One dialogue as a rollout workflow, as the CLI starts one, with `maxTurns` turns (bench:load starts them so too). */
+export function startBenchRollout(
+  client: Client,
+  config: AttuneConfig,
+  taskQueue: string,
+  spec: DialogueSpec,
+  maxTurns: number,
+): Promise<WorkflowHandle<typeof rollout>> {
+  return client.workflow.start<typeof rollout>('rollout', {
+    ...rolloutStartOptions(rolloutSettingsFromConfig(config)),
+    taskQueue,
+    workflowId: spec.rolloutId,
+    args: [
+      {
+        rolloutId: spec.rolloutId,
+        scenario: spec.scenario,
+        settings: rolloutSettingsFromConfig(config, { ...config.rollout.dialogue, maxTurns }),
+        seed: spec.seed,
+      },
+    ],
+  });
+}
+
 export async function runAttune(
   ctx: RunContext,
   cell: Cell,
@@ -68,20 +97,8 @@ export async function runAttune(
   const config = loadConfig({ env: {}, set: configSet });
   const queues = taskQueuesFor(config.temporal.taskQueuePrefix);
   const queueKey = `${server.address}/${queues.rollouts}`;
-  const start = async (spec: DialogueSpec, maxTurns: number) =>
-    client.workflow.start<typeof rollout>('rollout', {
-      ...rolloutStartOptions(rolloutSettingsFromConfig(config)),
-      taskQueue: queues.rollouts,
-      workflowId: spec.rolloutId,
-      args: [
-        {
-          rolloutId: spec.rolloutId,
-          scenario: spec.scenario,
-          settings: rolloutSettingsFromConfig(config, { ...config.rollout.dialogue, maxTurns }),
-          seed: spec.seed,
-        },
-      ],
-    });
+  const start = (spec: DialogueSpec, maxTurns: number) =>
+    startBenchRollout(client, config, queues.rollouts, spec, maxTurns);
   // Warm-up at L = 0: workflow bundle loaded, connections open, code paths JIT-compiled.
   ctx.fake.behaviour.latencyMs = 0;
   const warm = await Promise.all(

@@ -42,6 +42,8 @@ export interface AnalysisAnswer {
 
 export interface FakeBehaviour {
   latencyMs?: number;
+  /** Latency of one call, ms, decided per call (e.g. drawn from a distribution); when set, replaces `latencyMs`. */
+  latencyFor?: (ctx: CallContext) => number;
   policy?: (ctx: CallContext) => string;
   analysis?: (ctx: CallContext) => AnalysisAnswer;
   reply?: (ctx: CallContext) => string;
@@ -80,7 +82,7 @@ function isFirstTokenProbe(body: FakeRequest): boolean {
 }
 
 /** Default behaviour: deterministic text derived from the request, so identical requests get identical answers. */
-export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs' | 'fault'>> = {
+export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs' | 'latencyFor' | 'fault'>> = {
   policy: (ctx) => {
     const think = (ctx.body.messages[0]?.content ?? '').includes('<think>');
     const reply = `It sounds like that has been weighing on you (${hashOf(ctx.last) % 997}). What part of it stays with you most?`;
@@ -267,7 +269,10 @@ export class FakeOpenAIServer {
       await new Promise<void>((resolve) => this.releaseHeld.push(resolve));
       if (res.destroyed || res.writableEnded) return record(0);
     }
-    if (this.behaviour.latencyMs) await new Promise((r) => setTimeout(r, this.behaviour.latencyMs));
+    const latencyMs = this.behaviour.latencyFor
+      ? this.behaviour.latencyFor({ role, nth, body, turn, last: lastMessage, persona: personaName })
+      : this.behaviour.latencyMs;
+    if (latencyMs) await new Promise((r) => setTimeout(r, latencyMs));
     if (fault === '429') {
       record(429);
       return this.send(res, 429, { error: { message: 'rate limited', type: 'rate_limit_error' } });

@@ -25,7 +25,12 @@ describe('turn journal sweeper', () => {
 
   it('names each journalled run once, workflow ids with slashes included, and ignores other keys', () => {
     const a = run('step-3/eval--cyclist', 'r1');
-    const keys = [turnJournalKey(a, 1), turnJournalKey(a, 2), turnJournalKey(run('b', 'r2'), 1), 'journals/b/r2/notes.txt'];
+    const keys = [
+      turnJournalKey(a, 1),
+      turnJournalKey(a, 2),
+      turnJournalKey(run('b', 'r2'), 1),
+      'journals/b/r2/notes.txt',
+    ];
     assert.deepEqual(journalledRuns(keys), [a, run('b', 'r2')]);
   });
 

@@ -59,6 +59,30 @@ const SMOKES: Record<string, Smoke> = {
       assert.equal(entry?.repeated_calls, 0);
     },
   },
+  'bench:load': {
+    // The PostgreSQL Temporal cluster of scripts/temporal-cluster, two worker processes, the fake's
+    // long-tailed latency and 1 % of 500s: 48 dialogues of 3 turns.
+    script: 'bench/load/main.ts',
+    args: (out) => ['--quick', '--max-minutes', '10', '--out', out],
+    check: (results) => {
+      const r = results as Json & { parameters: Json; history: { bytes: Json; events: Json } };
+      assert.equal(r.ok, true, JSON.stringify(r.errors));
+      assert.equal(r.parameters.dialogues, 48);
+      assert.equal(r.dialogues_started, 48);
+      assert.equal(r.dialogues_completed, 48);
+      assert.equal(r.lost_dialogues, 0);
+      assert.equal(r.repeated_calls, 0);
+      assert.equal(r.successful_calls, r.expected_calls, 'every dialogue made all its calls');
+      const { llmCalls, activityPer } = loadConfig({ env: {} }).rollout;
+      assert.deepEqual(r.parameters.mode, { llmCalls, activityPer });
+      for (const field of ['wall_s', 'calls_per_s', 'successful_calls']) positive(r[field], field);
+      positive((r.orchestration_delay_ms as Json).p50, 'orchestration delay p50');
+      for (const [group, value] of Object.entries(r.cpu_s_per_1000_calls as Json)) positive(value, `CPU ${group}`);
+      positive((r.worker_rss_mb as Json).total, 'worker RSS');
+      positive(r.history.bytes.mean, 'history bytes');
+      positive(r.history.events.mean, 'history events');
+    },
+  },
   'bench:training': {
     script: 'bench/training/main.ts',
     args: (out) => [
