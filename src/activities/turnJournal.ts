@@ -1,4 +1,5 @@
 import type { ArtifactStore } from '../artifacts/store.js';
+import { isValidArtifactKey } from '../core/names.js';
 
 /**
  * Where a local turn activity keeps the calls it has finished, so that a turn played again after
@@ -13,8 +14,27 @@ export interface TurnJournal {
   write(key: string, finished: unknown): Promise<void>;
 }
 
+/** Marks a workflow id written in base64url in a journal key (see journalIdPart). */
+const ENCODED_ID = '=b64=';
+
+/**
+ * A workflow id as it stands in journal keys: itself when it is a valid key already (so every journal
+ * written before this encoding keeps its key), otherwise base64url behind a marker. Workflow ids may
+ * hold any character (a schedule suffixes its firing time, with colons); keys may not.
+ */
+export function journalIdPart(workflowId: string): string {
+  return isValidArtifactKey(workflowId) && !workflowId.startsWith(ENCODED_ID)
+    ? workflowId
+    : `${ENCODED_ID}${Buffer.from(workflowId, 'utf8').toString('base64url')}`;
+}
+
+/** The workflow id that journalIdPart wrote. */
+function workflowIdOf(part: string): string {
+  return part.startsWith(ENCODED_ID) ? Buffer.from(part.slice(ENCODED_ID.length), 'base64url').toString('utf8') : part;
+}
+
 /** The store prefix of one workflow's journal. */
-export const turnJournalPrefix = (workflowId: string) => `journals/${workflowId}/`;
+export const turnJournalPrefix = (workflowId: string) => `journals/${journalIdPart(workflowId)}/`;
 
 /** A workflow run, as the journal's keys name it. */
 export interface JournalledRun {
@@ -41,7 +61,7 @@ export function journalledRuns(keys: readonly string[]): JournalledRun[] {
   for (const key of keys) {
     const match = TURN_RECORD.exec(key);
     if (!match) continue;
-    const run = { workflowId: match[1]!, runId: match[2]! };
+    const run = { workflowId: workflowIdOf(match[1]!), runId: match[2]! };
     runs.set(turnJournalRunPrefix(run), run);
   }
   return [...runs.values()];

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
-import { journalledRuns, turnJournalKey, type JournalledRun } from '../../src/activities/turnJournal.js';
+import { journalIdPart, journalledRuns, turnJournalKey, type JournalledRun } from '../../src/activities/turnJournal.js';
+import { isValidArtifactKey } from '../../src/core/names.js';
 import { createLogger } from '../../src/log.js';
 import { TurnJournalSweeper } from '../../src/workers/turnJournalSweeper.js';
 
@@ -32,6 +33,15 @@ describe('turn journal sweeper', () => {
       'journals/b/r2/notes.txt',
     ];
     assert.deepEqual(journalledRuns(keys), [a, run('b', 'r2')]);
+  });
+
+  it('keys a valid workflow id as itself (journals written before keep their keys), any other reversibly', () => {
+    assert.equal(journalIdPart('step-3/eval--cyclist'), 'step-3/eval--cyclist');
+    const odd = ['nightly-2026-11-27T02:00:00Z-eval', 'a b', '..', 'x//y', '=b64=abc', 'émotion'];
+    const runs = odd.map((id) => run(id, 'r'));
+    const keys = runs.map((r) => turnJournalKey(r, 1));
+    for (const key of keys) assert.ok(isValidArtifactKey(key), key);
+    assert.deepEqual(journalledRuns(keys), runs);
   });
 
   it('sweep: removes the journals of closed runs only, and keeps one whose state it cannot learn', async () => {

@@ -297,6 +297,27 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     );
   });
 
+  it('local turns journal a rollout whose workflow id no artifact key may hold (a schedule firing time: colons)', async () => {
+    const local = await createRolloutRig({
+      behaviour: { analysis: () => ({ emotionChange: 3 }) },
+      set: [...ROLLOUT_MODES.localTurn],
+    });
+    rig = local;
+    await local.startWorkers();
+    // What a scheduled evaluation's dialogues are called: the schedule suffixes its firing time.
+    const workflowId = `nightly-2026-11-27T02:00:00Z-eval--test-venting-negative-baker-${Date.now()}`;
+    const handle = await local.startRollout(
+      fixtureScenario('test-venting-negative-baker'),
+      7,
+      { maxTurns: 2 },
+      workflowId,
+    );
+    assert.equal((await handle.result()).turns, 2);
+    await eventually('the journal removed after the rollout closed', async () =>
+      (await local.store.list('journals/')).length === 0 ? true : undefined,
+    );
+  });
+
   it('asks again after an unparseable analysis, then fails quoting the reply', async () => {
     rig = await createRolloutRig({ set: ['simulator.parseRetries=2'] });
     rig.fake.inject('analysis', 1, 'malformed');
