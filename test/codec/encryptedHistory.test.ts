@@ -8,11 +8,14 @@ import { temporalClient } from '../../src/temporal/connect.js';
 import type { scheduledEvaluation } from '../../src/workflows/scheduledEvaluation.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { sharedTestEnv, sharedWorkflowBundle } from '../support/temporalEnv.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { converterWith } from './keyFiles.js';
 import { dialogueMarkers, historyWithoutCodec, plaintextFound } from './plainHistory.js';
 
 const baker = fixtureScenario('test-venting-negative-baker');
 const markers = dialogueMarkers(baker);
+/** What every mode's plain history shows: the dialogue itself. */
+const DIALOGUE = ['hidden intention', "the user's first message", "the policy's reply", "the simulated user's reply"];
 /** An explicit data converter with no codec: plain payloads even when the suite runs with ATTUNE_CODEC_KEYS_FILE. */
 const PLAIN = {};
 
@@ -31,20 +34,25 @@ describe('encrypted payloads (real dev server)', function () {
     rig = undefined;
   });
 
-  it('without the codec, the history shows the dialogue in plain text (the check below can fail)', async () => {
-    rig = await createRolloutRig({ dataConverter: PLAIN });
-    await rig.startWorkers();
-    const id = `codec-plain-${Date.now()}`;
-    await rig.runRollout(baker, 1, { maxTurns: 2 }, id);
-    assert.deepEqual(plaintextFound(await historyWithoutCodec(rig.env.address, id), markers), Object.keys(markers));
-  });
-
-  for (const mode of [{}, { llmCalls: 'local' as const }, { activityPer: 'turn' as const }]) {
-    it(`with the codec, a rollout's history holds no hidden intention, prompt or reply (${JSON.stringify(mode)})`, async () => {
-      rig = await createRolloutRig({ dataConverter: converterWith(['k1']) });
+  // Each mode's histories hold different payloads (a turn activity's input carries no simulator
+  // prompt), so each mode's encrypted check is held against what that mode's plain history shows.
+  for (const [mode, set] of Object.entries(ROLLOUT_MODES)) {
+    it(`without the codec, the history shows the dialogue in plain text (${mode}; the check below can fail)`, async () => {
+      rig = await createRolloutRig({ dataConverter: PLAIN, set: [...set] });
       await rig.startWorkers();
-      const id = `codec-rollout-${Object.values(mode).join('-') || 'default'}-${Date.now()}`;
-      const summary = await rig.runRollout(baker, 1, { ...mode, maxTurns: 2 }, id);
+      const id = `codec-plain-${mode}-${Date.now()}`;
+      await rig.runRollout(baker, 1, { maxTurns: 2 }, id);
+      const found = plaintextFound(await historyWithoutCodec(rig.env.address, id), markers);
+      if (mode === 'perCall') assert.deepEqual(found, Object.keys(markers));
+      for (const what of DIALOGUE)
+        assert.ok(found.includes(what), `${what} in the plain history of ${mode}: ${found.join(', ')}`);
+    });
+
+    it(`with the codec, a rollout's history holds no hidden intention, prompt or reply (${mode})`, async () => {
+      rig = await createRolloutRig({ dataConverter: converterWith(['k1']), set: [...set] });
+      await rig.startWorkers();
+      const id = `codec-rollout-${mode}-${Date.now()}`;
+      const summary = await rig.runRollout(baker, 1, { maxTurns: 2 }, id);
       assert.equal(summary.turns, 2);
       assert.equal(summary.scenarioId, baker.id);
       const raw = await historyWithoutCodec(rig.env.address, id);

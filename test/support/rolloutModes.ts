@@ -1,6 +1,7 @@
 /**
  * The four ways a rollout can run its LLM calls, as config overrides. The default (src/config/schema.ts)
- * is `localTurn`; a test about another mode names it, so the test keeps its subject when the default moves.
+ * is `perCall` today, and `localTurn` is the candidate to replace it (#31); a test about one mode
+ * names it, so the test keeps its subject when the default moves.
  */
 export const ROLLOUT_MODES = {
   /** Each LLM call an activity on its endpoint's task queue. */
@@ -9,6 +10,6 @@ export const ROLLOUT_MODES = {
   localPerCall: ['rollout.llmCalls=local', 'rollout.activityPer=call'],
   /** Each turn an activity on the turns queue, its finished calls carried by heartbeats. */
   turnActivity: ['rollout.llmCalls=activity', 'rollout.activityPer=turn'],
-  /** Each turn a local activity, its finished calls in the turn journal (the default). */
+  /** Each turn a local activity, its finished calls in the turn journal. */
   localTurn: ['rollout.llmCalls=local', 'rollout.activityPer=turn'],
 } as const;

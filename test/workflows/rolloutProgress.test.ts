@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Worker } from '@temporalio/worker';
 import { taskQueuesFor } from '../../src/config/taskQueues.js';
 import { rolloutProgressQuery, type rollout, type RolloutInput } from '../../src/workflows/rollout.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { RunningWorkers } from '../support/runningWorkers.js';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
@@ -17,7 +18,8 @@ describe('rollout progress query (real dev server)', function () {
   });
 
   it('answers from the first workflow task, while the scenario is still loading', async () => {
-    rig = await createRolloutRig();
+    // Queued artifact activities: a local scenario load would hold the workflow task, and the query with it.
+    rig = await createRolloutRig({ set: [...ROLLOUT_MODES.perCall] });
     const queues = taskQueuesFor(rig.config.temporal.taskQueuePrefix);
     // Only the rollout's workflow worker runs: no worker takes the scenario's load, so the rollout
     // stays at it, and the query must be answered there.

@@ -3,7 +3,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { findTemporalCli } from '../../src/temporal/cliBinary.js';
 import { ACTIVITY_SUMMARIES_PATCH, LOCAL_ARTIFACT_ACTIVITIES_PATCH } from '../../src/workflows/rollout.js';
-import { patchIds } from '../support/historyMarkers.js';
+import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
 import { WAIT_AT_OUTAGE_PATCH } from '../../src/workflows/outageWait.js';
@@ -49,7 +50,10 @@ describe('rollout timeline in the Temporal UI: activity summaries and current de
   });
 
   it('gives each scheduled activity a summary with its turn and the emotion, and details with the dialogue so far', async () => {
-    rig = await createRolloutRig({ behaviour: { analysis: () => ({ emotionChange: 3 }) } });
+    rig = await createRolloutRig({
+      behaviour: { analysis: () => ({ emotionChange: 3 }) },
+      set: [...ROLLOUT_MODES.perCall],
+    });
     await rig.startWorkers();
     const scenario = fixtureScenario('test-venting-negative-baker');
     const handle = await rig.startRollout(scenario, 7, { maxTurns: 3, initialEmotion: 40 });
@@ -77,7 +81,7 @@ describe('rollout timeline in the Temporal UI: activity summaries and current de
   it('rollout.activityPer=turn: one summary per turn activity, naming its turn and the emotion before it', async () => {
     rig = await createRolloutRig({
       behaviour: { analysis: () => ({ emotionChange: -2 }) },
-      set: ['rollout.activityPer=turn'],
+      set: [...ROLLOUT_MODES.turnActivity],
     });
     await rig.startWorkers();
     const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 7, {
@@ -92,10 +96,35 @@ describe('rollout timeline in the Temporal UI: activity summaries and current de
     ]);
   });
 
+  it('local turns: each turn marker carries its summary, as the UI shows it beside the marker', async () => {
+    rig = await createRolloutRig({
+      behaviour: { analysis: () => ({ emotionChange: -2 }) },
+      set: [...ROLLOUT_MODES.localTurn],
+    });
+    await rig.startWorkers();
+    const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 7, {
+      maxTurns: 2,
+      initialEmotion: 50,
+    });
+    await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
+    const shown = events.flatMap((e) => {
+      const [type] = localActivityTypes([e]);
+      if (!type) return [];
+      const data = e.userMetadata?.summary?.data;
+      return [[type, data ? (JSON.parse(Buffer.from(data).toString('utf8')) as string) : null]];
+    });
+    assert.deepEqual(shown, [
+      ['playDialogueTurn', 'turn 1 · policy reply, analysis, user reply (emotion 50)'],
+      ['playDialogueTurn', 'turn 2 · policy reply, analysis, user reply (emotion 48)'],
+      ['saveTranscript', 'transcript · 2 turns, turn-limit, final emotion 46'],
+    ]);
+  });
+
   it('rollout.llmCalls=local: the patch is recorded before the local-artifacts one', async () => {
     rig = await createRolloutRig({
       behaviour: { analysis: () => ({ emotionChange: 1 }) },
-      set: ['rollout.llmCalls=local'],
+      set: [...ROLLOUT_MODES.localPerCall],
     });
     await rig.startWorkers();
     const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 3, { maxTurns: 1 });

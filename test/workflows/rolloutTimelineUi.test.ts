@@ -8,6 +8,7 @@ import { REPO_ROOT } from '../../src/paths.js';
 import { CHROMIUM_ARGS, resolveChromium } from '../../src/report/write.js';
 import { DevServer } from '../../src/temporal/devServer.js';
 import { continueSignal } from '../../src/workflows/outageWait.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 
 /** Screenshots for the README's operator page (test-output/ is git-ignored; copy them to docs/ by hand). */
@@ -30,7 +31,12 @@ describe('a rollout in the real Temporal UI (dev server with its UI, headless Ch
     await server.start();
     assert.ok(server.uiUrl);
     env = await TestWorkflowEnvironment.createFromExistingServer({ address: server.address, namespace: 'default' });
-    rig = await createRolloutRig({ env, behaviour: { analysis: () => ({ emotionChange: 3 }) } });
+    // One activity per call: the timeline this test reads row by row (local turns show a marker per turn).
+    rig = await createRolloutRig({
+      env,
+      behaviour: { analysis: () => ({ emotionChange: 3 }) },
+      set: [...ROLLOUT_MODES.perCall],
+    });
     await rig.startWorkers();
     const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 7, {
       maxTurns: 3,

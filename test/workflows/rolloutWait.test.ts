@@ -6,6 +6,7 @@ import { continueSignal, WAIT_AT_OUTAGE_PATCH } from '../../src/workflows/outage
 import type { RecordedCall } from '../support/fakeOpenAI.js';
 import { patchIds } from '../support/historyMarkers.js';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { createRolloutRig, FIXTURE_SCENARIOS, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { buildEvaluationInput, startEvaluation } from '../../src/client/evaluations.js';
 import { listWaitingRollouts } from '../../src/client/waitingRollouts.js';
@@ -58,7 +59,7 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
   } as const;
 
   it('simulator down past its retries in turn 3: waits there, then `continue` retries that call only and gives the undisturbed dialogue', async () => {
-    rig = await createRolloutRig({ behaviour, set: RETRIES });
+    rig = await createRolloutRig({ behaviour, set: [...ROLLOUT_MODES.perCall, ...RETRIES] });
     await rig.startWorkers();
     const scenario = fixtureScenario(SCENARIO);
     const undisturbed = await rig.runRollout(scenario, 11, { maxTurns: 4 });
@@ -96,7 +97,7 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
   });
 
   it('whether a rollout waits is asked when it starts: a rollout that never fails records the patch before its first call', async () => {
-    rig = await createRolloutRig({ behaviour, set: RETRIES });
+    rig = await createRolloutRig({ behaviour, set: [...ROLLOUT_MODES.perCall, ...RETRIES] });
     await rig.startWorkers();
     const handle = await rig.startRollout(fixtureScenario(SCENARIO), 17, { maxTurns: 2 });
     await handle.result();
@@ -109,7 +110,7 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
   });
 
   it('rollout.activityPer=turn: the turn waits, and going on does not make its finished policy call again', async () => {
-    rig = await createRolloutRig({ behaviour, set: [...RETRIES, 'rollout.activityPer=turn'] });
+    rig = await createRolloutRig({ behaviour, set: [...RETRIES, ...ROLLOUT_MODES.turnActivity] });
     await rig.startWorkers();
     const scenario = fixtureScenario(SCENARIO);
     const undisturbed = await rig.runRollout(scenario, 13, { maxTurns: 4 });
