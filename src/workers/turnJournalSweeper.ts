@@ -37,6 +37,7 @@ export class TurnJournalSweeper {
    * sweep takes it). Resolves to whether the journal went (false also when there was none).
    */
   afterClose(run: JournalledRun): Promise<boolean> {
+    // Resolves, never rejects: every failure is logged or counted as "not yet".
     const work = (async () => {
       // Rollouts without local turns have no journal: no need to ask the server about them.
       if ((await this.store.list(turnJournalRunPrefix(run)).catch(() => ['unknown'])).length === 0) return false;
@@ -137,7 +138,11 @@ export class TurnJournalSweeper {
 const RUNNING = temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING;
 const GRPC_NOT_FOUND = 5;
 
-/** Asks the server through the worker's own connection; a run the server no longer knows (retention) is closed. */
+/**
+ * Asks the server through the worker's own connection. A run the server does not know counts as
+ * open: it may be another namespace's or another cluster's that shares the store, and a journal
+ * left over costs a few kB, while one removed under a running dialogue repeats its calls.
+ */
 export function runClosedVia(connection: NativeConnection, namespace: string): RunClosed {
   return async ({ workflowId, runId }) => {
     try {
@@ -147,7 +152,7 @@ export function runClosedVia(connection: NativeConnection, namespace: string): R
       });
       return described.workflowExecutionInfo?.status !== RUNNING;
     } catch (error) {
-      if ((error as { code?: number }).code === GRPC_NOT_FOUND) return true;
+      if ((error as { code?: number }).code === GRPC_NOT_FOUND) return false;
       throw error;
     }
   };

@@ -6,7 +6,8 @@ import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { journalIdPart, journalledRuns, turnJournalKey, type JournalledRun } from '../../src/activities/turnJournal.js';
 import { isValidArtifactKey } from '../../src/core/names.js';
 import { createLogger } from '../../src/log.js';
-import { TurnJournalSweeper } from '../../src/workers/turnJournalSweeper.js';
+import { runClosedVia, TurnJournalSweeper } from '../../src/workers/turnJournalSweeper.js';
+import { sharedTestEnv } from '../support/temporalEnv.js';
 
 const quiet = createLogger({}, 'error');
 const run = (workflowId: string, runId = `run-of-${workflowId}`): JournalledRun => ({ workflowId, runId });
@@ -98,5 +99,11 @@ describe('turn journal sweeper', () => {
     await sweeper.stop();
     assert.equal(await removed, false);
     assert.equal(journalledRuns(await store.list('journals/')).length, 1);
+  });
+
+  it('runClosedVia (real dev server): a run the server does not know counts as open, so its journal stays', async () => {
+    const env = await sharedTestEnv();
+    const closed = runClosedVia(env.nativeConnection, env.namespace ?? 'default');
+    assert.equal(await closed(run(`never-started-${Date.now()}`, '01a21d7f-9ad7-7216-a360-345738b1700b')), false);
   });
 });
