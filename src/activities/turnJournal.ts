@@ -1,5 +1,6 @@
 import type { ArtifactStore } from '../artifacts/store.js';
 import { isValidArtifactKey } from '../core/names.js';
+import { artifactFailure } from './artifactFailure.js';
 
 /**
  * Where a local turn activity keeps the calls it has finished, so that a turn played again after
@@ -67,15 +68,28 @@ export function journalledRuns(keys: readonly string[]): JournalledRun[] {
   return [...runs.values()];
 }
 
-/** The journal in the run's artifact store (a local directory or S3: wherever the next worker can read it). */
+/**
+ * The journal in the run's artifact store (a local directory or S3: wherever the next worker can read
+ * it). Its failures are the store's, as a transcript write's are (artifactFailure): a full disk fails
+ * the turn naming the store, so the run waits for the operator instead of failing its dialogues.
+ */
 export function storeTurnJournal(store: ArtifactStore): TurnJournal {
+  const asStoreFailure = async <T>(key: string, io: () => Promise<T>): Promise<T> => {
+    try {
+      return await io();
+    } catch (error) {
+      throw artifactFailure(error, store.locate(key));
+    }
+  };
   return {
-    read: async (key) => {
-      const text = await store.getText(key);
-      return text === null ? null : (JSON.parse(text) as unknown);
-    },
-    write: async (key, finished) => {
-      await store.putJson(key, finished);
-    },
+    read: (key) =>
+      asStoreFailure(key, async () => {
+        const text = await store.getText(key);
+        return text === null ? null : (JSON.parse(text) as unknown);
+      }),
+    write: (key, finished) =>
+      asStoreFailure(key, async () => {
+        await store.putJson(key, finished);
+      }),
   };
 }
