@@ -25,10 +25,14 @@ const B_INTERCEPTOR = join(__dirname, '..', 'fixtures', 'workflowInterceptors', 
 
 const STEPS = 4;
 const SET = [...TINY_TRAINING('grpo', STEPS)];
-// Slow enough calls that a step is still in flight when the new build becomes current.
+// While `holdCalls` is set every LLM call waits for the fake's release(): the step in flight stays in
+// flight until the new build is current, however slowly the operator's command starts on a loaded
+// machine (without it, a switch that landed after a continue-as-new missed the mid-run upgrade).
+let holdCalls = false;
 const BEHAVIOUR = {
   latencyMs: 150,
   analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }),
+  fault: () => (holdCalls ? ('hold' as const) : undefined),
 };
 const DEPLOYMENT = 'attune';
 const { VERSIONING_BEHAVIOR_PINNED: PINNED, VERSIONING_BEHAVIOR_AUTO_UPGRADE: AUTO_UPGRADE } =
@@ -149,6 +153,7 @@ describe('rolling upgrade with worker versioning (real dev server, real trainer)
       300_000,
     );
 
+    holdCalls = true;
     // The operator's command makes B current.
     const setCurrent = await startAttune(
       ['worker', 'deployment', 'set-current', '--build-id', 'B', ...rig.configSet.flatMap((s) => ['--set', s])],
@@ -158,6 +163,8 @@ describe('rolling upgrade with worker versioning (real dev server, real trainer)
     const state = await describeDeployment(client, DEPLOYMENT);
     assert.equal(state.currentBuildId, 'B');
     assert.ok((await rig.trainer.runState(run)).step < STEPS, 'the switch came before the run ended');
+    holdCalls = false;
+    rig.fake.release();
 
     // Drain A (its pinned rollouts finish there), then stop it as a rolling restart would.
     await eventually(
