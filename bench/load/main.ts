@@ -1,5 +1,5 @@
 /**
- * Load benchmark (issue #31): many concurrent rollouts on the PostgreSQL Temporal cluster.
+ * Load benchmark: many concurrent rollouts on the PostgreSQL Temporal cluster, to size the orchestration.
  *
  *   npm run bench:load [-- --quick | --dialogues 1024 --turns 8 --set rollout.llmCalls=local ...]
  *

@@ -1,6 +1,6 @@
 /**
  * The four ways a rollout can run its LLM calls, as config overrides. The default (src/config/schema.ts)
- * is `perCall` today, and `localTurn` is the candidate to replace it (#31); a test about one mode
+ * is `perCall` today, and `localTurn`, cheaper per call, is the candidate to replace it; a test about one mode
  * names it, so the test keeps its subject when the default moves.
  */
 export const ROLLOUT_MODES = {
