@@ -44,6 +44,17 @@ export interface FinishedCalls {
   reply?: UserMessageResult;
 }
 
+/** The calls of a turn, in the order they are made. */
+export type TurnCall = keyof FinishedCalls;
+
+/**
+ * What a turn's failure carries beside its finished calls (details[1]): the call it failed at, so
+ * that a dialogue waiting for an operator names that call and its endpoint, not the whole turn.
+ */
+export interface TurnFailure {
+  failedAt: TurnCall;
+}
+
 /** A turn played again after a wait at its failed call: the calls it had finished (see src/workflows/outageWait.ts). */
 export interface ResumedTurnInput extends TurnInput {
   finished?: FinishedCalls;
@@ -92,28 +103,39 @@ export function createDialogueTurnActivities(calls: DialogueCalls, journal?: Tur
       const keepAlive = resumable
         ? setInterval(() => void record(), (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3)
         : null;
+      let failedAt: TurnCall | null = null;
+      /** The call's result, made unless `finished` holds it; a failure marks it as the turn's failed call. */
+      const made = async <K extends TurnCall>(call: K, make: () => Promise<NonNullable<FinishedCalls[K]>>) => {
+        if (finished[call] === undefined) {
+          failedAt = call;
+          finished[call] = await make();
+          failedAt = null;
+        }
+        return recorded(finished[call]!);
+      };
       try {
         const played = await playTurn(
           {
-            generatePolicyTurn: async (callInput) =>
-              recorded((finished.policy ??= await calls.generatePolicyTurn(callInput))),
-            analyzeAssistantReply: async (callInput) =>
-              recorded((finished.analysis ??= await calls.analyzeAssistantReply(callInput))),
-            writeUserMessage: async (callInput) =>
-              recorded((finished.reply ??= await calls.writeUserMessage(callInput))),
+            generatePolicyTurn: (callInput) => made('policy', () => calls.generatePolicyTurn(callInput)),
+            analyzeAssistantReply: (callInput) => made('analysis', () => calls.analyzeAssistantReply(callInput)),
+            writeUserMessage: (callInput) => made('reply', () => calls.writeUserMessage(callInput)),
           },
           input,
         );
         return withoutPrompt(played);
       } catch (error) {
-        // The finished calls travel with the failure, so a turn that waited for an operator and is
-        // played again after its retries ran out does not make them again.
-        if (!resumable || !(error instanceof ApplicationFailure) || Object.keys(finished).length === 0) throw error;
+        if (!(error instanceof ApplicationFailure) || failedAt === null) throw error;
+        // The finished calls travel with a regular activity's failure, so a turn that waited for an
+        // operator and is played again after its retries ran out does not make them again (a local
+        // turn has its journal for that).
+        const carried = resumable && Object.keys(finished).length > 0 ? finished : null;
+        const failure: TurnFailure = { failedAt };
         throw ApplicationFailure.create({
           message: error.message,
           type: error.type ?? undefined,
           nonRetryable: error.nonRetryable ?? undefined,
-          details: [finished],
+          nextRetryDelay: error.nextRetryDelay ?? undefined,
+          details: [carried, failure],
           cause: error.cause,
         });
       } finally {

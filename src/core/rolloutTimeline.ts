@@ -25,6 +25,11 @@ export function userReplySummary(turn: number, before: number, after: number): s
   return `turn ${turn} · user reply (analysis: ${before} → ${after}, ${signed(after - before)})`;
 }
 
+/** The user's answer inside a turn activity, which reports no emotions until the turn is done. */
+export function userReplyInTurnSummary(turn: number): string {
+  return `turn ${turn} · user reply`;
+}
+
 /** `activityPer: turn`: one activity plays the policy's reply, the analysis and the user's answer. */
 export function wholeTurnSummary(turn: number, emotion: number): string {
   return `turn ${turn} · policy reply, analysis, user reply (emotion ${emotion})`;

@@ -9,7 +9,7 @@ import {
 } from '@temporalio/workflow';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import type { FinishedCalls } from '../activities/dialogueTurn.js';
+import type { FinishedCalls, TurnCall, TurnFailure } from '../activities/dialogueTurn.js';
 import { lastErrorOf, operatorFixable, type WaitingCall, type WaitingNotice } from '../core/outageWait.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
@@ -57,6 +57,16 @@ export function finishedCallsOf(error: unknown): FinishedCalls | undefined {
   return details && typeof details === 'object' ? (details as FinishedCalls) : undefined;
 }
 
+/** The call a failed turn activity failed at, as its failure names it (see playDialogueTurn); none from older workers. */
+export function failedCallOf(error: unknown): TurnCall | undefined {
+  // A local activity's failure reaches the workflow unwrapped.
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  const failure =
+    cause instanceof ApplicationFailure ? (cause.details?.[1] as Partial<TurnFailure> | undefined) : undefined;
+  const failedAt = failure && typeof failure === 'object' ? failure.failedAt : undefined;
+  return failedAt === 'policy' || failedAt === 'analysis' || failedAt === 'reply' ? failedAt : undefined;
+}
+
 /** Tells the parent, if any; a parent that is gone has nobody to tell. */
 export async function tellParent(notice: WaitingNotice): Promise<void> {
   const parent = workflowInfo().parent;
@@ -97,7 +107,7 @@ export class OutageWait {
   /** `again`: the arguments of the call made after the wait (default: the same). */
   guard<A extends unknown[], R>(
     call: (...args: A) => Promise<R>,
-    where: () => { call: string; endpoint: string },
+    where: (error: unknown) => { call: string; endpoint: string },
     again: (error: unknown, args: A) => A = (_error, args) => args,
   ): (...args: A) => Promise<R> {
     return async (...first: A) => {
@@ -106,7 +116,7 @@ export class OutageWait {
         try {
           return await call(...args);
         } catch (error) {
-          if (!operatorFixable(error) || !(await this.waited(error, where()))) throw error;
+          if (!operatorFixable(error) || !(await this.waited(error, where(error)))) throw error;
           args = again(error, args);
         }
       }

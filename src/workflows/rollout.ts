@@ -5,7 +5,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ResumedTurnInput } from '../activities/dialogueTurn.js';
+import type { ResumedTurnInput, TurnCall } from '../activities/dialogueTurn.js';
 import type {
   ArtifactActivities,
   DialogueTurnActivities,
@@ -23,7 +23,7 @@ import { TranscriptPartition } from '../core/transcriptParts.js';
 import * as timeline from '../core/rolloutTimeline.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { summarisedCall } from './summarisedCall.js';
-import { endpointName, finishedCallsOf, outageWaitEnabled } from './outageWait.js';
+import { endpointName, failedCallOf, finishedCallsOf, outageWaitEnabled } from './outageWait.js';
 import {
   artifactActivities,
   llmCallActivities,
@@ -229,13 +229,31 @@ function turnByActivity(
     const turnSummary = () => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion);
     const played = await view.gate.guard(
       summarisedCall(turnActivity.playDialogueTurn, view.say(turnSummary)),
-      () => ({ call: turnSummary(), endpoint: `${at.policy}, ${at.simulator}` }),
+      (error) => waitingCallInTurn(failedCallOf(error), turnInput, at),
       (error, [playedFrom]): [ResumedTurnInput] => [
         { ...playedFrom, finished: finishedCallsOf(error) ?? playedFrom.finished },
       ],
     )(turnInput);
     return withPrompt(played, turnInput);
   };
+}
+
+/** Where a turn activity's dialogue waits: the call its failure names, or the whole turn (a worker that names none). */
+function waitingCallInTurn(
+  failedAt: TurnCall | undefined,
+  { turn, emotion }: TurnInput,
+  at: Endpoints,
+): { call: string; endpoint: string } {
+  switch (failedAt) {
+    case 'policy':
+      return { call: timeline.policyReplySummary(turn), endpoint: at.policy };
+    case 'analysis':
+      return { call: timeline.analysisSummary(turn, emotion), endpoint: at.simulator };
+    case 'reply':
+      return { call: timeline.userReplyInTurnSummary(turn), endpoint: at.simulator };
+    default:
+      return { call: timeline.wholeTurnSummary(turn, emotion), endpoint: `${at.policy}, ${at.simulator}` };
+  }
 }
 
 function progressHooks(view: RolloutView, dialogue: Dialogue): TurnHooks {

@@ -109,23 +109,31 @@ describe('a rollout waits at a call whose endpoint stays down, and goes on from 
     assert.ok(marker < firstCall, 'the marker comes before the first call, in the first workflow task');
   });
 
-  it('rollout.activityPer=turn: the turn waits, and going on does not make its finished policy call again', async () => {
-    rig = await createRolloutRig({ behaviour, set: [...RETRIES, ...ROLLOUT_MODES.turnActivity] });
-    await rig.startWorkers();
-    const scenario = fixtureScenario(SCENARIO);
-    const undisturbed = await rig.runRollout(scenario, 13, { maxTurns: 4 });
-    const before = rig.fake.calls.length;
-    down = true;
-    const handle = await rig.startRollout(scenario, 13, { maxTurns: 4 });
-    assert.match(await waitingDetails(rig, handle.workflowId), /at turn 3 · policy reply, analysis, user reply/);
-    down = false;
-    await handle.signal(continueSignal);
-    const resumed = await handle.result();
-    assert.deepEqual(resumed.emotions, undisturbed.emotions);
-    const calls = rig.fake.calls.slice(before);
-    assert.deepEqual(answeredTwice(calls), [], 'no finished call was made again');
-    assert.equal(calls.filter((c) => c.role === 'policy' && c.status === 200).length, 4, 'one policy reply per turn');
-  });
+  for (const mode of ['turnActivity', 'localTurn'] as const) {
+    it(`${ROLLOUT_MODES[mode].join(' ')}: the turn waits at the call that failed, and going on does not make its finished policy call again`, async () => {
+      rig = await createRolloutRig({ behaviour, set: [...RETRIES, ...ROLLOUT_MODES[mode]] });
+      await rig.startWorkers();
+      const scenario = fixtureScenario(SCENARIO);
+      const undisturbed = await rig.runRollout(scenario, 13, { maxTurns: 4 });
+      const before = rig.fake.calls.length;
+      down = true;
+      const handle = await rig.startRollout(scenario, 13, { maxTurns: 4 });
+      const details = await waitingDetails(rig, handle.workflowId);
+      // The turn's failure names its failed call, so the wait names that call and its endpoint alone.
+      assert.match(details, /at turn 3 · analysis of the reply/);
+      assert.match(
+        details,
+        new RegExp(`\\*\\*endpoint\\*\\* ${rig.fake.url.replace(/[./]/g, '\\$&')} \\(model "fake-simulator"\\)\n`),
+      );
+      down = false;
+      await handle.signal(continueSignal);
+      const resumed = await handle.result();
+      assert.deepEqual(resumed.emotions, undisturbed.emotions);
+      const calls = rig.fake.calls.slice(before);
+      assert.deepEqual(answeredTwice(calls), [], 'no finished call was made again');
+      assert.equal(calls.filter((c) => c.role === 'policy' && c.status === 200).length, 4, 'one policy reply per turn');
+    });
+  }
 
   it('a wait past rollout.maxWaitMinutes fails the dialogue as before', async () => {
     rig = await createRolloutRig({ behaviour, set: [...RETRIES, 'rollout.maxWaitMinutes=0.01'] });
