@@ -40,12 +40,14 @@ const endpointFields = {
     .int()
     .positive()
     .default(16)
-    .describe('Activities of this endpoint running at once on one worker.'),
+    .describe('Calls of this endpoint running at once in one worker process.'),
   requestsPerSecond: z
     .number()
     .positive()
     .optional()
-    .describe('Task-queue-wide rate limit (all workers together); absent = none.'),
+    .describe(
+      'Requests per second to this endpoint; absent = none. Per rollout worker process with `rollout.llmCalls: local` (the default); task-queue-wide (all worker processes together) with `activity`.',
+    ),
   tokensPerMinute: z
     .number()
     .positive()
@@ -252,15 +254,15 @@ export const configSchema = z
         policySystemPrompt: z.string().min(1).optional().describe('Replaces the default policy system prompt.'),
         llmCalls: z
           .enum(llmCallModes)
-          .default('activity')
+          .default('local')
           .describe(
-            "`activity`: each LLM call on its endpoint's queue; `local`: local activities (see src/workflows/rollout.ts).",
+            "`local` (default): the calls run as local activities in the rollout's worker, a third of the CPU per call; `activity`: on the endpoint's task queue, served by any worker process of that endpoint, its rate limit cluster-wide (see src/workflows/rollout.ts).",
           ),
         activityPer: z
           .enum(activityScopes)
-          .default('call')
+          .default('turn')
           .describe(
-            '`call`: one activity per LLM call; `turn`: one per dialogue turn, its three calls inside (see src/workflows/rollout.ts).',
+            '`turn` (default): one activity per dialogue turn, its three calls inside, each finished call journalled (local) or heartbeated so that a crash makes none again; `call`: one activity per LLM call, each with its own event in the history (see src/workflows/rollout.ts).',
           ),
         workflowTaskTimeoutMs: dialogueBounds.workflowTaskTimeoutMs
           .optional()
