@@ -48,11 +48,12 @@ export interface FinishedCalls {
 export type TurnCall = keyof FinishedCalls;
 
 /**
- * What a turn's failure carries beside its finished calls (details[1]): the call it failed at, so
- * that a dialogue waiting for an operator names that call and its endpoint, not the whole turn.
+ * What a turn's failure carries beside its finished calls (details[1]): the call it failed at, or
+ * the turn journal's read or write, so that a dialogue waiting for an operator names that call and
+ * its endpoint (or the artifact store), not the whole turn.
  */
 export interface TurnFailure {
-  failedAt: TurnCall;
+  failedAt: TurnCall | 'journal';
 }
 
 /** A turn played again after a wait at its failed call: the calls it had finished (see src/workflows/outageWait.ts). */
@@ -86,34 +87,38 @@ export function createDialogueTurnActivities(calls: DialogueCalls, journal?: Tur
       const resumable = !context.info.isLocal;
       const execution = context.info.workflowExecution;
       const journalKey = context.info.isLocal && journal && execution ? turnJournalKey(execution, input.turn) : null;
-      const finished = resumable
-        ? finishedCallsFrom(context, context.info.heartbeatDetails ?? given, 'heartbeat details')
-        : journalKey
-          ? finishedCallsFrom(context, await journal!.read(journalKey), `the turn journal ${journalKey}`)
-          : {};
+      /** Where the turn stands: a failure names the call it failed at, or the journal. */
+      let failedAt: TurnFailure['failedAt'] | null = 'journal';
+      let finished: FinishedCalls = {};
       const record = async () => {
         if (resumable) context.heartbeat(finished);
-        else if (journalKey) await journal!.write(journalKey, finished);
+        else if (journalKey) {
+          const at = failedAt;
+          failedAt = 'journal';
+          await journal!.write(journalKey, finished);
+          failedAt = at;
+        }
       };
-      /** `result`, once `finished` holds it and the heartbeat or the journal has it. */
-      const recorded = async <T>(result: T): Promise<T> => {
-        await record();
-        return result;
-      };
-      const keepAlive = resumable
-        ? setInterval(() => void record(), (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3)
-        : null;
-      let failedAt: TurnCall | null = null;
-      /** The call's result, made unless `finished` holds it; a failure marks it as the turn's failed call. */
+      /** The call's result, made unless `finished` holds it, then recorded (heartbeat or journal). */
       const made = async <K extends TurnCall>(call: K, make: () => Promise<NonNullable<FinishedCalls[K]>>) => {
         if (finished[call] === undefined) {
           failedAt = call;
           finished[call] = await make();
           failedAt = null;
         }
-        return recorded(finished[call]!);
+        await record();
+        return finished[call]!;
       };
+      const keepAlive = resumable
+        ? setInterval(() => void record(), (context.info.heartbeatTimeoutMs ?? LIMITS.turnHeartbeatTimeoutMs) / 3)
+        : null;
       try {
+        finished = resumable
+          ? finishedCallsFrom(context, context.info.heartbeatDetails ?? given, 'heartbeat details')
+          : journalKey
+            ? finishedCallsFrom(context, await journal!.read(journalKey), `the turn journal ${journalKey}`)
+            : {};
+        failedAt = null;
         const played = await playTurn(
           {
             generatePolicyTurn: (callInput) => made('policy', () => calls.generatePolicyTurn(callInput)),

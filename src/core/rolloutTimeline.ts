@@ -30,6 +30,11 @@ export function userReplyInTurnSummary(turn: number): string {
   return `turn ${turn} · user reply`;
 }
 
+/** A local turn's read or write of its journal of finished calls (in the artifact store). */
+export function turnJournalSummary(turn: number): string {
+  return `turn ${turn} · turn journal`;
+}
+
 /** `activityPer: turn`: one activity plays the policy's reply, the analysis and the user's answer. */
 export function wholeTurnSummary(turn: number, emotion: number): string {
   return `turn ${turn} · policy reply, analysis, user reply (emotion ${emotion})`;

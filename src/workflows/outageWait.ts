@@ -9,7 +9,7 @@ import {
 } from '@temporalio/workflow';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
-import type { FinishedCalls, TurnCall, TurnFailure } from '../activities/dialogueTurn.js';
+import type { FinishedCalls, TurnFailure } from '../activities/dialogueTurn.js';
 import { lastErrorOf, operatorFixable, type WaitingCall, type WaitingNotice } from '../core/outageWait.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
@@ -57,14 +57,16 @@ export function finishedCallsOf(error: unknown): FinishedCalls | undefined {
   return details && typeof details === 'object' ? (details as FinishedCalls) : undefined;
 }
 
-/** The call a failed turn activity failed at, as its failure names it (see playDialogueTurn); none from older workers. */
-export function failedCallOf(error: unknown): TurnCall | undefined {
+/** The call (or the journal access) a failed turn activity failed at, as its failure names it (see playDialogueTurn); none from older workers. */
+export function failedCallOf(error: unknown): TurnFailure['failedAt'] | undefined {
   // A local activity's failure reaches the workflow unwrapped.
   const cause = error instanceof ActivityFailure ? error.cause : error;
   const failure =
     cause instanceof ApplicationFailure ? (cause.details?.[1] as Partial<TurnFailure> | undefined) : undefined;
   const failedAt = failure && typeof failure === 'object' ? failure.failedAt : undefined;
-  return failedAt === 'policy' || failedAt === 'analysis' || failedAt === 'reply' ? failedAt : undefined;
+  return failedAt === 'policy' || failedAt === 'analysis' || failedAt === 'reply' || failedAt === 'journal'
+    ? failedAt
+    : undefined;
 }
 
 /** Tells the parent, if any; a parent that is gone has nobody to tell. */

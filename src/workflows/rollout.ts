@@ -5,7 +5,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ResumedTurnInput, TurnCall } from '../activities/dialogueTurn.js';
+import type { ResumedTurnInput, TurnFailure } from '../activities/dialogueTurn.js';
 import type {
   ArtifactActivities,
   DialogueTurnActivities,
@@ -238,9 +238,9 @@ function turnByActivity(
   };
 }
 
-/** Where a turn activity's dialogue waits: the call its failure names, or the whole turn (a worker that names none). */
+/** Where a turn activity's dialogue waits: the call (or journal) its failure names, or the whole turn (a worker that names none). */
 function waitingCallInTurn(
-  failedAt: TurnCall | undefined,
+  failedAt: TurnFailure['failedAt'] | undefined,
   { turn, emotion }: TurnInput,
   at: Endpoints,
 ): { call: string; endpoint: string } {
@@ -251,6 +251,8 @@ function waitingCallInTurn(
       return { call: timeline.analysisSummary(turn, emotion), endpoint: at.simulator };
     case 'reply':
       return { call: timeline.userReplyInTurnSummary(turn), endpoint: at.simulator };
+    case 'journal':
+      return { call: timeline.turnJournalSummary(turn), endpoint: at.store };
     default:
       return { call: timeline.wholeTurnSummary(turn, emotion), endpoint: `${at.policy}, ${at.simulator}` };
   }

@@ -9,6 +9,7 @@ import { attune } from '../cli/attuneProcess.js';
 import { makeTranscript } from '../report/fixtures.js';
 import { FIXTURE_SCENARIOS, testConfigSet } from '../support/rolloutRig.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { pausedBefore } from '../support/pausedBefore.js';
 import { S3_BUILD_TIMEOUT_MS, S3Server, TEST_BUCKET } from '../support/s3Server.js';
 import { statusWhen } from '../support/statusWhen.js';
@@ -48,59 +49,73 @@ describe('the S3 artifact store under faults (real MinIO)', function () {
     'artifacts.retry.maximumAttempts=3',
   ];
 
-  it('the store goes down while step 2 writes its transcripts: the dialogues wait for the operator with the endpoint named; once it is back, attune resume completes the run with every transcript', async () => {
-    const run = 's3-outage';
-    rig = await createTrainingRig({
-      set: [...TINY_TRAINING('grpo', STEPS), ...s3Set('outage')],
-      behaviour: BEHAVIOUR,
-      storeEnv: minio.env,
-    });
-    await rig.startWorkers();
-    const { handle } = await rig.start(run);
-    await pausedBefore(rig, handle, run, 2);
-    await minio.stop();
-    await handle.executeUpdate('resume');
+  /**
+   * Where step 2's dialogues first touch the store, by mode: one activity per call writes the
+   * transcript at the end; a local turn reads its journal before its first call.
+   */
+  const WAITS_AT = {
+    perCall: { call: 'transcript', access: (run: string) => `writing s3://${TEST_BUCKET}/outage/rollouts/${run}/` },
+    localTurn: {
+      call: 'turn 1 · turn journal',
+      access: (run: string) => `reading s3://${TEST_BUCKET}/outage/journals/${run}--s2--`,
+    },
+  } as const;
 
-    const blocked = await statusWhen(
-      rig,
-      run,
-      (s) => s.phase === 'waiting-for-operator' && s.rollouts.waiting === DIALOGUES,
-      'every dialogue of step 2 to wait at its transcript write',
-      300_000,
-    );
-    assert.equal(blocked.step, 2);
-    const reason = new RegExp(
-      `${DIALOGUES} dialogues wait for an operator at a failed call .*transcript.*s3://${TEST_BUCKET}/outage at ${escaped(minio.url)}: the object store at ${escaped(minio.url)} is unreachable while writing s3://${TEST_BUCKET}/outage/rollouts/${run}/`,
-    );
-    assert.match(blocked.blockedReason ?? '', reason);
-    const cli = (args: string[]) =>
-      attune([...args, ...rig!.configSet.flatMap((s) => ['--set', s])], {
-        TEMPORAL_ADDRESS: rig!.address,
-        ...minio.env,
+  for (const mode of ['perCall', 'localTurn'] as const) {
+    it(`${ROLLOUT_MODES[mode].join(' ')}: the store goes down before step 2: the dialogues wait for the operator at ${WAITS_AT[mode].call} with the store named; once it is back, attune resume completes the run with every transcript`, async () => {
+      const run = `s3-outage-${mode.toLowerCase()}`;
+      rig = await createTrainingRig({
+        set: [...TINY_TRAINING('grpo', STEPS), ...s3Set('outage'), ...ROLLOUT_MODES[mode]],
+        behaviour: BEHAVIOUR,
+        storeEnv: minio.env,
       });
-    const shown = await cli(['status', run, '--json']);
-    assert.equal(shown.code, 0, shown.stderr);
-    const status = JSON.parse(shown.stdout) as TrainingStatus;
-    assert.equal(status.phase, 'waiting-for-operator');
-    assert.match(status.blockedReason ?? '', reason);
-    assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied while its transcripts wait');
+      await rig.startWorkers();
+      const { handle } = await rig.start(run);
+      await pausedBefore(rig, handle, run, 2);
+      await minio.stop();
+      await handle.executeUpdate('resume');
 
-    await minio.start();
-    const resumed = await cli(['resume', run]);
-    assert.equal(resumed.code, 0, resumed.stderr);
-    const result = await rig.client.workflow.getHandle(trainingWorkflowId(run)).result();
-    assert.equal(result.stepsApplied, STEPS);
+      const blocked = await statusWhen(
+        rig,
+        run,
+        (s) => s.phase === 'waiting-for-operator' && s.rollouts.waiting === DIALOGUES,
+        `every dialogue of step 2 to wait at ${WAITS_AT[mode].call}`,
+        300_000,
+      );
+      assert.equal(blocked.step, 2);
+      const reason = new RegExp(
+        `${DIALOGUES} dialogues wait for an operator at a failed call .*${WAITS_AT[mode].call}.*, s3://${TEST_BUCKET}/outage at ${escaped(minio.url)}: the object store at ${escaped(minio.url)} is unreachable while ${escaped(WAITS_AT[mode].access(run))}`,
+      );
+      assert.match(blocked.blockedReason ?? '', reason);
+      const cli = (args: string[]) =>
+        attune([...args, ...rig!.configSet.flatMap((s) => ['--set', s])], {
+          TEMPORAL_ADDRESS: rig!.address,
+          ...minio.env,
+        });
+      const shown = await cli(['status', run, '--json']);
+      assert.equal(shown.code, 0, shown.stderr);
+      const status = JSON.parse(shown.stdout) as TrainingStatus;
+      assert.equal(status.phase, 'waiting-for-operator');
+      assert.match(status.blockedReason ?? '', reason);
+      assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied while its transcripts wait');
 
-    const keys = await rig.store.list(`rollouts/${run}`);
-    assert.equal(keys.length, STEPS * DIALOGUES, keys.join(', '));
-    const transcripts = await Promise.all(keys.map((key) => rig!.store.getJson<Transcript>(key)));
-    assert.deepEqual(transcripts.map((t) => t.step).sort(), [1, 1, 1, 1, 2, 2, 2, 2]);
-    assert.ok(transcripts.every((t) => t.turns.length > 0 && t.runName === run));
-    assert.deepEqual(
-      (await rig.metrics(run)).map((r) => r.step),
-      [1, 2],
-    );
-  });
+      await minio.start();
+      const resumed = await cli(['resume', run]);
+      assert.equal(resumed.code, 0, resumed.stderr);
+      const result = await rig.client.workflow.getHandle(trainingWorkflowId(run)).result();
+      assert.equal(result.stepsApplied, STEPS);
+
+      const keys = await rig.store.list(`rollouts/${run}`);
+      assert.equal(keys.length, STEPS * DIALOGUES, keys.join(', '));
+      const transcripts = await Promise.all(keys.map((key) => rig!.store.getJson<Transcript>(key)));
+      assert.deepEqual(transcripts.map((t) => t.step).sort(), [1, 1, 1, 1, 2, 2, 2, 2]);
+      assert.ok(transcripts.every((t) => t.turns.length > 0 && t.runName === run));
+      assert.deepEqual(
+        (await rig.metrics(run)).map((r) => r.step),
+        [1, 2],
+      );
+    });
+  }
 
   describe('wrong credentials or bucket: a non-retryable failure naming what to fix and the endpoint', () => {
     const transcript = makeTranscript(
