@@ -159,9 +159,13 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ file: yamlFile('rollout: !!set {llmCalls}\n'), env: {} }), /rollout\.llmCalls: /);
     assert.throws(() => loadConfig({ env: {}, set: ['rollout=!!set {llmCalls}'] }), /rollout\.llmCalls: /);
   });
-  it('passes rollout.activityPer to the workflows (call by default), with the turns queue', () => {
+  it('passes rollout.activityPer to the workflows (turn by default), with the turns queue', () => {
     assert.throws(() => loadConfig({ env: {}, set: ['rollout.activityPer=dialogue'] }), /rollout\.activityPer/);
-    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).activityPer, 'call');
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).activityPer, 'turn');
+    assert.equal(
+      rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.activityPer=call'] })).activityPer,
+      'call',
+    );
     const settings = rolloutSettingsFromConfig(
       loadConfig({ env: {}, set: ['rollout.activityPer=turn', 'temporal.taskQueuePrefix=t1-'] }),
     );
@@ -169,11 +173,11 @@ describe('configuration', () => {
     assert.equal(settings.turnsTaskQueue, 't1-attune-llm-turns');
   });
 
-  it("gives rollouts a 60 s workflow-task timeout with local calls, Temporal's default otherwise, or rollout.workflowTaskTimeoutMs", () => {
-    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).workflowTaskTimeoutMs, undefined);
+  it("gives rollouts a 60 s workflow-task timeout with local calls (the default), Temporal's default otherwise, or rollout.workflowTaskTimeoutMs", () => {
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).workflowTaskTimeoutMs, 60_000);
     assert.equal(
-      rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).workflowTaskTimeoutMs,
-      60_000,
+      rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=activity'] })).workflowTaskTimeoutMs,
+      undefined,
     );
     assert.equal(
       rolloutSettingsFromConfig(
@@ -200,9 +204,12 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ env: {}, set: ['rollout.maxWaitMinutes=-1'] }), /rollout\.maxWaitMinutes/);
   });
 
-  it('passes rollout.llmCalls to the workflows (activity by default)', () => {
-    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).llmCalls, 'activity');
-    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=local'] })).llmCalls, 'local');
+  it('passes rollout.llmCalls to the workflows (local by default)', () => {
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).llmCalls, 'local');
+    assert.equal(
+      rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=activity'] })).llmCalls,
+      'activity',
+    );
   });
   it('sends the local model server its token: endpoints at that server read LOCAL_LLM_TOKEN once it is set', () => {
     const env = { LOCAL_LLM_TOKEN: 'a-local-token', SIMULATOR_BASE_URL: 'https://api.example.com/v1' };

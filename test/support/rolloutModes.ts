@@ -1,7 +1,6 @@
 /**
  * The four ways a rollout can run its LLM calls, as config overrides. The default (src/config/schema.ts)
- * is `perCall` today, and `localTurn`, cheaper per call, is the candidate to replace it; a test about one mode
- * names it, so the test keeps its subject when the default moves.
+ * is `localTurn`; a test about one mode names it, so the test keeps its subject whichever mode is the default.
  */
 export const ROLLOUT_MODES = {
   /** Each LLM call an activity on its endpoint's task queue. */
