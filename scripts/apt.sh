@@ -4,6 +4,15 @@
 # Source it: . scripts/apt.sh
 ATTUNE_APT_LOCK_TIMEOUT=${ATTUNE_APT_LOCK_TIMEOUT:-600}
 
+# Wall-clock microseconds (bash 5's EPOCHREALTIME, whatever the locale's decimal separator).
+apt_now_us() {
+  if [ -n "${EPOCHREALTIME:-}" ]; then
+    echo "${EPOCHREALTIME//[!0-9]/}"
+  else
+    echo "$(($(date +%s) * 1000000))"
+  fi
+}
+
 apt_get() {
   local -
   set -o pipefail
@@ -11,10 +20,13 @@ apt_get() {
     echo "[apt] ATTUNE_APT_LOCK_TIMEOUT must be a whole number of seconds, not '$ATTUNE_APT_LOCK_TIMEOUT'" >&2
     return 2
   fi
-  local deadline=$((SECONDS + ATTUNE_APT_LOCK_TIMEOUT)) err status left said=""
+  # The deadline in microseconds of wall time: bash's SECONDS counts whole seconds, and a deadline
+  # kept in it could pass up to a second early.
+  local deadline err status left said=""
+  deadline=$(($(apt_now_us) + ATTUNE_APT_LOCK_TIMEOUT * 1000000))
   err=$(mktemp)
   while :; do
-    left=$((deadline - SECONDS))
+    left=$(((deadline - $(apt_now_us) + 999999) / 1000000))
     [ "$left" -lt 0 ] && left=0
     # apt-get itself waits for dpkg's lock (DPkg::Lock::Timeout); the lists lock of `apt-get update`
     # and the archives lock fail at once, so this loop tries again while time is left.
@@ -24,7 +36,7 @@ apt_get() {
       rm -f "$err"
       return "$status"
     fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
+    if [ "$(apt_now_us)" -ge "$deadline" ]; then
       rm -f "$err"
       echo "[apt] gave up after ${ATTUNE_APT_LOCK_TIMEOUT} s: another apt-get or dpkg held apt's lock all that time." \
         "Run this again when it has finished, or wait longer with ATTUNE_APT_LOCK_TIMEOUT=<seconds>." >&2

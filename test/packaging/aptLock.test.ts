@@ -133,6 +133,25 @@ describe('apt_get (scripts/apt.sh): set-up waits for another apt', function () {
     assert.equal(result.code, 0, result.stdout + result.stderr);
   });
 
+  it('gives up no sooner than ATTUNE_APT_LOCK_TIMEOUT wherever in a second it starts (late in one, with the lists lock held)', async () => {
+    // Started in the last 30 ms of a wall-clock second, two quick failures of `apt-get update` 2 s apart
+    // cross into the third second after about 2.05 s: a deadline kept in bash's whole SECONDS gave up there.
+    const lock = await holdLock(join(dir, 'state/lists/lock'));
+    try {
+      const late = 'while (( 10#${EPOCHREALTIME: -6} < 970000 )); do :; done; started=${EPOCHREALTIME//[!0-9]/}';
+      const script = `${late}; . scripts/apt.sh; apt_get update; status=$?; echo "elapsed_us=$((\${EPOCHREALTIME//[!0-9]/} - started))"; exit $status`;
+      const result = await new Running(
+        spawn('bash', ['-c', script], { cwd: REPO_ROOT, env: { ...env, ATTUNE_APT_LOCK_TIMEOUT: '3' } }),
+      ).done;
+      assert.equal(result.code, 100, result.stdout + result.stderr);
+      assert.match(result.stderr, /\[apt\] gave up after 3 s/);
+      const elapsedUs = Number(/elapsed_us=(\d+)/.exec(result.stdout)?.[1]);
+      assert.ok(elapsedUs >= 3_000_000, `gave up after ${elapsedUs / 1000} ms, before the 3 s timeout`);
+    } finally {
+      await lock.release();
+    }
+  });
+
   it('gives up with a message when the lock stays held past ATTUNE_APT_LOCK_TIMEOUT', async () => {
     const lock = await holdLock(join(dir, 'dpkg/lock-frontend'));
     try {
