@@ -8,6 +8,7 @@ import { assertSameEssentials, essentials } from '../support/runEssentials.js';
 import { fakeHostStateSchema } from './fakeHostState.js';
 import { until } from './hostProcess.js';
 import { polledSince } from './pollers.js';
+import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { RunEvidence, type RunPosition } from './runEvidence.js';
 import { ARTIFACT_FAILURE_TYPES } from '../../src/activities/artifactFailure.js';
 import { createNetwork, removeNetwork, setLink } from './network.js';
@@ -102,7 +103,11 @@ describe('a run across hosts in network namespaces (Temporal cluster, MinIO, tra
   it('the same run with faults mid-run (workers-a cut off 60 s, workers-b killed, vllm-2 restarted, s3 away 30 s) ends the same, each fault landing in the run and seen by it', async () => {
     assert.ok(calm, 'the undisturbed run ran first');
     const run = 'mh-faults';
-    const train = trainFromClient(topology, run);
+    // One activity per LLM call, so that both LLM workers run the run's calls and the kill of workers-b
+    // lands in work it is doing: with local turns (the default, which the undisturbed run uses) a step's
+    // four rollouts run in whichever worker took their first workflow task, often all in workers-a.
+    // Ending the same as the undisturbed run also shows that the two modes train the same.
+    const train = trainFromClient(topology, run, ROLLOUT_MODES.perCall);
     const evidence = await RunEvidence.connect(topology.temporalAddress);
     try {
       await faultsLandAndAreSeen(run, train, evidence);
@@ -217,9 +222,9 @@ describe('a run across hosts in network namespaces (Temporal cluster, MinIO, tra
     await finished(run, train);
     // The run saw the dead and cut-off workers (attempts that timed out, taken over by others) and the
     // store away (writes retried after the store was unreachable).
-    const { workflows, activities, retries, startedBy } = await evidence.retries(run);
+    const { workflows, activities, retries, tasksBy } = await evidence.retries(run);
     const ranBy = (pid: number) =>
-      [...startedBy.entries()].filter(([identity]) => identity.startsWith(`${pid}@`)).reduce((n, [, c]) => n + c, 0);
+      [...tasksBy.entries()].filter(([identity]) => identity.startsWith(`${pid}@`)).reduce((n, [, c]) => n + c, 0);
     const seen = (failure: string) => retries.filter((r) => r.lastFailure === failure);
     // Transcript writes fail typed (ArtifactStoreUnreachable); the run's own bookkeeping writes fail
     // with the store's error class (ArtifactStoreUnreachableError): both are the store away.
@@ -235,16 +240,17 @@ describe('a run across hosts in network namespaces (Temporal cluster, MinIO, tra
           '\n',
         )}\n      vllm-2 used again at ${at(vllmSeenAt)}\n      over ${workflows} workflow runs and ${activities} activities: ${
         seen('timeout').length
-      } attempt(s) retried after a timeout, ${storeAway.length} after the store was unreachable; activities by worker: workers-b before the kill ${ranBy(workersBBefore)}, after ${ranBy(workersB.pid!)}, workers-a ${ranBy(workersA.pid!)}\n`,
+      } attempt(s) retried after a timeout, ${storeAway.length} after the store was unreachable; tasks (workflow tasks and activities) by worker: workers-b before the kill ${ranBy(workersBBefore)}, after ${ranBy(workersB.pid!)}, workers-a ${ranBy(workersA.pid!)}\n`,
     );
     // The killed worker was part of the run, and its restart took the run's work after it: the run went
-    // on through the kill, not around a worker it never used. (An attempt the kill cut short shows as a
+    // on through the kill, not around a worker it never used. Workflow tasks count: with local calls (the
+    // default) a rollout's LLM calls are local activities inside them. (An attempt the kill cut short shows as a
     // retry after a timeout when the kill finds one in flight; calls to the fake take milliseconds, so
     // it seldom does.)
-    const byIdentity = JSON.stringify(Object.fromEntries(startedBy));
-    assert.ok(ranBy(workersBBefore) > 0, `workers-b ran activities of the run before the kill: ${byIdentity}`);
-    assert.ok(ranBy(workersB.pid!) > 0, `the restarted workers-b ran activities of the run: ${byIdentity}`);
-    assert.ok(ranBy(workersA.pid!) > 0, `workers-a ran activities of the run: ${byIdentity}`);
+    const byIdentity = JSON.stringify(Object.fromEntries(tasksBy));
+    assert.ok(ranBy(workersBBefore) > 0, `workers-b ran tasks of the run before the kill: ${byIdentity}`);
+    assert.ok(ranBy(workersB.pid!) > 0, `the restarted workers-b ran tasks of the run: ${byIdentity}`);
+    assert.ok(ranBy(workersA.pid!) > 0, `workers-a ran tasks of the run: ${byIdentity}`);
     assert.ok(storeAway.length > 0, `writes retried after the store was away: ${JSON.stringify(retries)}`);
     assertSameEssentials(await assertRunWhole(run), calm!, 'metrics equal to the undisturbed run of the same seed');
   }

@@ -46,13 +46,16 @@ export class RunEvidence {
 
   /**
    * Every retried activity attempt in the run's workflow and all its child workflows (rollouts,
-   * evaluations), and how many activities each worker identity (`pid@host`) ran.
+   * evaluations), and how many tasks each worker identity (`pid@host`) ran: activities, and workflow
+   * tasks (which carry the local activities a rollout with local calls runs, as markers).
    */
   async retries(
     run: string,
-  ): Promise<{ workflows: number; activities: number; retries: ActivityRetry[]; startedBy: Map<string, number> }> {
+  ): Promise<{ workflows: number; activities: number; retries: ActivityRetry[]; tasksBy: Map<string, number> }> {
     const found: ActivityRetry[] = [];
-    const startedBy = new Map<string, number>();
+    const tasksBy = new Map<string, number>();
+    const ran = (identity: string | null | undefined) =>
+      tasksBy.set(identity ?? '?', (tasksBy.get(identity ?? '?') ?? 0) + 1);
     let workflows = 0;
     let activities = 0;
     // The training workflow continues as new between steps: each run of the chain, newest first.
@@ -70,13 +73,14 @@ export class RunEvidence {
         if (event.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED) {
           const child = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
           if (child) pending.push({ id: child });
+        } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
+          ran(event.workflowTaskCompletedEventAttributes?.identity);
         } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
           scheduled.set(eventId, event.activityTaskScheduledEventAttributes?.activityType?.name ?? '?');
         } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
           const started = event.activityTaskStartedEventAttributes;
           activities += 1;
-          const identity = started?.identity ?? '?';
-          startedBy.set(identity, (startedBy.get(identity) ?? 0) + 1);
+          ran(started?.identity);
           if (!started || (started.attempt ?? 1) <= 1) continue;
           const failure = started.lastFailure;
           found.push({
@@ -88,7 +92,7 @@ export class RunEvidence {
         }
       }
     }
-    return { workflows, activities, retries: found, startedBy };
+    return { workflows, activities, retries: found, tasksBy };
   }
 
   async close(): Promise<void> {

@@ -220,11 +220,11 @@ export async function startTopology(temporalAddress: string): Promise<Topology> 
 }
 
 /** `attune train` on the client host, following the run to its end. */
-export function trainFromClient(topology: Topology, run: string): HostProcess {
+export function trainFromClient(topology: Topology, run: string, set: readonly string[] = []): HostProcess {
   const train = new HostProcess(
     'client',
     `train ${run}`,
-    attuneCommand(['train', '--name', run], topology.set),
+    attuneCommand(['train', '--name', run], [...topology.set, ...set]),
     topology.attuneEnv,
   );
   topology.processes.push(train);
