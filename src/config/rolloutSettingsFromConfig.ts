@@ -67,9 +67,7 @@ export function rolloutSettingsFromConfig(
     turnsTaskQueue: queues.turns,
     llmCalls: rollout.llmCalls,
     activityPer: rollout.activityPer,
-    workflowTaskTimeoutMs:
-      rollout.workflowTaskTimeoutMs ??
-      (rollout.llmCalls === 'local' ? LIMITS.localCallsWorkflowTaskTimeoutMs : undefined),
+    workflowTaskTimeoutMs: rolloutWorkflowTaskTimeoutMs(rollout),
     ...dialogue,
     maxWaitMinutes: rollout.maxWaitMinutes,
     ...(rollout.policySystemPrompt !== undefined ? { policySystemPrompt: rollout.policySystemPrompt } : {}),
@@ -86,4 +84,14 @@ export function rolloutSettingsFromConfig(
       ...(analysisMaxChars !== undefined ? { analysisMaxChars } : {}),
     },
   });
+}
+
+/**
+ * The rollouts' workflow-task timeout: the configured one; else 60 s with local calls, where a task
+ * stays open while they run; else none (Temporal's 10 s).
+ */
+export function rolloutWorkflowTaskTimeoutMs(rollout: AttuneConfig['rollout']): number | undefined {
+  return (
+    rollout.workflowTaskTimeoutMs ?? (rollout.llmCalls === 'local' ? LIMITS.localCallsWorkflowTaskTimeoutMs : undefined)
+  );
 }

@@ -17,6 +17,7 @@ import {
 import type { JournalledRun } from '../activities/turnJournal.js';
 import { runClosedVia, sweepWhileRunning, TurnJournalSweeper } from './turnJournalSweeper.js';
 import { deploymentWorkerOptions, type WorkerDeploymentVersion } from './deploymentVersion.js';
+import { warnOnlyOfLateWorkflowTasks } from './workflowTaskWarning.js';
 
 export interface LlmIoWorkerOptions {
   connection: NativeConnection;
@@ -70,6 +71,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   // A turn activity holds its slot while it waits for either endpoint, hence the sum here too.
   const callsInFlight = config.policy.maxConcurrency + config.simulator.maxConcurrency;
   const local = config.rollout.llmCalls === 'local';
+  warnOnlyOfLateWorkflowTasks(config);
   const gates = endpointGates({ policy: config.policy, simulator: config.simulator });
   configureTokenRateLimits({ policy: config.policy, simulator: config.simulator });
   const sweeper = new TurnJournalSweeper(options.store, runClosedVia(options.connection, options.namespace));
