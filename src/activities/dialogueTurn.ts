@@ -2,7 +2,14 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { analysisSchema } from '../core/analysis.js';
-import { playTurn, withoutPrompt, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
+import {
+  playTurn,
+  withoutPrompt,
+  type DialogueCalls,
+  type PlayedTurn,
+  type TurnFailurePoint,
+  type TurnInput,
+} from '../core/dialogueTurn.js';
 import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
 import { turnJournalKey, type TurnJournal } from './turnJournal.js';
@@ -53,7 +60,7 @@ export type TurnCall = keyof FinishedCalls;
  * its endpoint (or the artifact store), not the whole turn.
  */
 export interface TurnFailure {
-  failedAt: TurnCall | 'journal';
+  failedAt: TurnFailurePoint;
 }
 
 /** A turn played again after a wait at its failed call: the calls it had finished (see src/workflows/outageWait.ts). */

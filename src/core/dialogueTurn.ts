@@ -53,7 +53,13 @@ export interface PolicyReplied {
   ended: PlayedTurn | null;
 }
 
-export type TurnPhase = 'policy' | 'analysis' | 'reply';
+/** A turn's calls, in the order they are made. */
+export const TURN_PHASES = ['policy', 'analysis', 'reply'] as const;
+export type TurnPhase = (typeof TURN_PHASES)[number];
+
+/** Where a turn activity can fail, as its failure names it: one of its calls, or its journal (a local turn). */
+export const TURN_FAILURE_POINTS = [...TURN_PHASES, 'journal'] as const;
+export type TurnFailurePoint = (typeof TURN_FAILURE_POINTS)[number];
 
 type OnPhase = (phase: TurnPhase) => void;
 

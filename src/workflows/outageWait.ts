@@ -10,6 +10,7 @@ import {
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
 import type { FinishedCalls, TurnFailure } from '../activities/dialogueTurn.js';
+import { TURN_FAILURE_POINTS, type TurnFailurePoint } from '../core/dialogueTurn.js';
 import { lastErrorOf, operatorFixable, type WaitingCall, type WaitingNotice } from '../core/outageWait.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 
@@ -58,15 +59,13 @@ export function finishedCallsOf(error: unknown): FinishedCalls | undefined {
 }
 
 /** The call (or the journal access) a failed turn activity failed at, as its failure names it (see playDialogueTurn); none from older workers. */
-export function failedCallOf(error: unknown): TurnFailure['failedAt'] | undefined {
+export function failedCallOf(error: unknown): TurnFailurePoint | undefined {
   // A local activity's failure reaches the workflow unwrapped.
   const cause = error instanceof ActivityFailure ? error.cause : error;
   const failure =
     cause instanceof ApplicationFailure ? (cause.details?.[1] as Partial<TurnFailure> | undefined) : undefined;
-  const failedAt = failure && typeof failure === 'object' ? failure.failedAt : undefined;
-  return failedAt === 'policy' || failedAt === 'analysis' || failedAt === 'reply' || failedAt === 'journal'
-    ? failedAt
-    : undefined;
+  const failedAt: unknown = failure && typeof failure === 'object' ? failure.failedAt : undefined;
+  return TURN_FAILURE_POINTS.find((point) => point === failedAt);
 }
 
 /** Tells the parent, if any; a parent that is gone has nobody to tell. */

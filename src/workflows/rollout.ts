@@ -5,7 +5,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ResumedTurnInput, TurnFailure } from '../activities/dialogueTurn.js';
+import type { ResumedTurnInput } from '../activities/dialogueTurn.js';
 import type {
   ArtifactActivities,
   DialogueTurnActivities,
@@ -15,7 +15,14 @@ import type {
 import type { ScenarioRef } from '../activities/scenarios.js';
 import { Dialogue, type EndedDialogue, type TurnHooks } from '../core/dialogue.js';
 import { emotionAfterTurn } from '../core/emotion.js';
-import { playTurn, withPrompt, type DialogueCalls, type PlayedTurn, type TurnInput } from '../core/dialogueTurn.js';
+import {
+  playTurn,
+  withPrompt,
+  type DialogueCalls,
+  type PlayedTurn,
+  type TurnFailurePoint,
+  type TurnInput,
+} from '../core/dialogueTurn.js';
 import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import type { Scenario } from '../core/scenario.js';
 import type { RolloutSummary } from '../core/transcript.js';
@@ -240,7 +247,7 @@ function turnByActivity(
 
 /** Where a turn activity's dialogue waits: the call (or journal) its failure names, or the whole turn (a worker that names none). */
 function waitingCallInTurn(
-  failedAt: TurnFailure['failedAt'] | undefined,
+  failedAt: TurnFailurePoint | undefined,
   { turn, emotion }: TurnInput,
   at: Endpoints,
 ): { call: string; endpoint: string } {
