@@ -9,6 +9,7 @@ import {
   type PlayedTurn,
   type TurnFailurePoint,
   type TurnInput,
+  type TurnPhase,
 } from '../core/dialogueTurn.js';
 import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
@@ -51,9 +52,6 @@ export interface FinishedCalls {
   reply?: UserMessageResult;
 }
 
-/** The calls of a turn, in the order they are made. */
-export type TurnCall = keyof FinishedCalls;
-
 /**
  * What a turn's failure carries beside its finished calls (details[1]): the call it failed at, or
  * the turn journal's read or write, so that a dialogue waiting for an operator names that call and
@@ -94,26 +92,22 @@ export function createDialogueTurnActivities(calls: DialogueCalls, journal?: Tur
       const resumable = !context.info.isLocal;
       const execution = context.info.workflowExecution;
       const journalKey = context.info.isLocal && journal && execution ? turnJournalKey(execution, input.turn) : null;
-      /** Where the turn stands: a failure names the call it failed at, or the journal. */
-      let failedAt: TurnFailure['failedAt'] | null = 'journal';
+      /** What the turn is doing: a failure names it (the call it failed at, or the journal). */
+      let failedAt: TurnFailurePoint | null = 'journal';
       let finished: FinishedCalls = {};
       const record = async () => {
         if (resumable) context.heartbeat(finished);
-        else if (journalKey) {
-          const at = failedAt;
-          failedAt = 'journal';
-          await journal!.write(journalKey, finished);
-          failedAt = at;
-        }
+        else if (journalKey) await journal!.write(journalKey, finished);
       };
       /** The call's result, made unless `finished` holds it, then recorded (heartbeat or journal). */
-      const made = async <K extends TurnCall>(call: K, make: () => Promise<NonNullable<FinishedCalls[K]>>) => {
+      const made = async <K extends TurnPhase>(call: K, make: () => Promise<NonNullable<FinishedCalls[K]>>) => {
         if (finished[call] === undefined) {
           failedAt = call;
           finished[call] = await make();
-          failedAt = null;
         }
+        failedAt = 'journal';
         await record();
+        failedAt = null;
         return finished[call]!;
       };
       const keepAlive = resumable
