@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { hostDir, hostTmpOutside } from './hostFiles.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { hostDir, hostTmpOutside, pathsKeptOnHosts } from './hostFiles.js';
 import { HostProcess } from './hostProcess.js';
 import { createNetwork, removeNetwork, type HostName } from './network.js';
 
 /** A shell command on a host; its exit code and output. */
-async function onHost(host: HostName, script: string): Promise<{ code: number | null; log: string }> {
-  const p = new HostProcess(host, 'sh', ['sh', '-c', script], {}).start();
+async function onHost(host: HostName, script: string, kept?: string[]): Promise<{ code: number | null; log: string }> {
+  const p = new HostProcess(host, 'sh', ['sh', '-c', script], {}, kept).start();
   const code = await p.exitCode();
   return { code, log: p.log };
 }
@@ -37,5 +39,21 @@ describe('hosts share no directory: each has its own /tmp, where its state lives
     assert.equal(wrote.code, 0, wrote.log);
     const other = await onHost('workers-b', 'cat /tmp/attune-home/which');
     assert.notEqual(other.code, 0, `workers-b read workers-a's home: ${other.log}`);
+  });
+
+  it("a checkout under /tmp (a fresh clone there) stays visible on every host, beside the host's own /tmp", async () => {
+    assert.deepEqual(pathsKeptOnHosts('/tmp/attune-clone'), ['/tmp/attune-clone']);
+    assert.deepEqual(pathsKeptOnHosts('/work/attune'), []);
+    // a stand-in for a clone under the real /tmp, kept as the checkout is when it lives there
+    const checkout = mkdtempSync('/tmp/attune-mh-checkout-');
+    try {
+      writeFileSync(join(checkout, 'package.json'), '{"name":"attune"}\n');
+      for (const host of ['vllm-1', 'workers-a'] as const) {
+        const seen = await onHost(host, `cat ${checkout}/package.json && ls -d /tmp/attune-home`, [checkout]);
+        assert.deepEqual(seen, { code: 0, log: '{"name":"attune"}\n/tmp/attune-home\n' }, `on ${host}`);
+      }
+    } finally {
+      rmSync(checkout, { recursive: true, force: true });
+    }
   });
 });

@@ -20,6 +20,8 @@ export class HostProcess {
     readonly label: string,
     private readonly command: string[],
     private readonly env: NodeJS.ProcessEnv,
+    /** The paths under /tmp the host still sees (default: the checkout, when it lives there; hostFiles.ts). */
+    private readonly kept?: string[],
   ) {}
 
   get running(): boolean {
@@ -38,11 +40,15 @@ export class HostProcess {
   start(): this {
     if (this.running) throw new Error(`${this.label} on ${this.host} is running already`);
     this.output = '';
-    const child = spawn('ip', ['netns', 'exec', namespaceOf(this.host), ...withHostFiles(this.host, this.command)], {
-      // the test's own TMPDIR is not on the host
-      env: { ...process.env, ...this.env, TMPDIR: HOST_TMP },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'ip',
+      ['netns', 'exec', namespaceOf(this.host), ...withHostFiles(this.host, this.command, this.kept)],
+      {
+        // the test's own TMPDIR is not on the host
+        env: { ...process.env, ...this.env, TMPDIR: HOST_TMP },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     this.child = child;
     const keep = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
