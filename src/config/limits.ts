@@ -39,6 +39,11 @@ export const LIMITS = {
   turnJournalFirstCheckMs: 250,
   turnJournalCloseWaitMs: 60_000,
   turnJournalSweepMs: 10 * 60_000,
+  /**
+   * A journal whose run the server does not know (past its retention, a restarted dev server, another
+   * namespace sharing the store) is kept this long after a sweep first found it so, then removed.
+   */
+  turnJournalUnknownKeepMs: 7 * 24 * 60 * 60_000,
   /** A stopping worker waits at most this long for its sweeper's checks in flight. */
   turnJournalStopWaitMs: 2_000,
   /** Bound on a turn activity (three LLM calls and their waits for an endpoint slot; `rollout.activityPer: turn`). */

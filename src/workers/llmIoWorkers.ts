@@ -15,7 +15,7 @@ import {
   workflowBundlerOptions,
 } from './workflowSource.js';
 import type { JournalledRun } from '../activities/turnJournal.js';
-import { runClosedVia, sweepWhileRunning, TurnJournalSweeper } from './turnJournalSweeper.js';
+import { runStateVia, sweepWhileRunning, TurnJournalSweeper } from './turnJournalSweeper.js';
 import { deploymentWorkerOptions, type WorkerDeploymentVersion } from './deploymentVersion.js';
 import { warnOnlyOfLateWorkflowTasks } from './workflowTaskWarning.js';
 
@@ -74,7 +74,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   warnOnlyOfLateWorkflowTasks(config);
   const gates = endpointGates({ policy: config.policy, simulator: config.simulator });
   configureTokenRateLimits({ policy: config.policy, simulator: config.simulator });
-  const sweeper = new TurnJournalSweeper(options.store, runClosedVia(options.connection, options.namespace));
+  const sweeper = new TurnJournalSweeper(options.store, runStateVia(options.connection, options.namespace));
   const deps = { store: options.store, gates, runEnding: (run: JournalledRun) => sweeper.afterClose(run) };
   const rollouts = await Worker.create({
     ...common,

@@ -5,8 +5,16 @@ import { journalledRuns, turnJournalRunPrefix, type JournalledRun } from '../act
 import { LIMITS } from '../config/limits.js';
 import { createLogger, type Logger } from '../log.js';
 
-/** Whether a workflow run is closed: no worker will play its turns again, so its journal can go. */
-export type RunClosed = (run: JournalledRun) => Promise<boolean>;
+/**
+ * What the server says of a journalled run: `closed` (no worker will play its turns again, so its
+ * journal can go), `open` (running, paused, or an answer that says nothing), or `unknown` (the server
+ * has no such run: past its retention, a dev server restarted, or another namespace's).
+ */
+export type RunState = 'open' | 'closed' | 'unknown';
+export type RunStateOf = (run: JournalledRun) => Promise<RunState>;
+
+/** The marker a sweep leaves beside a journal whose run the server does not know: when it first found it so. */
+export const unknownSinceKey = (run: JournalledRun) => `${turnJournalRunPrefix(run)}unknown-since.json`;
 
 /**
  * Removes the turn journals of closed rollouts (src/activities/turnJournal.ts). A journal may go
@@ -27,8 +35,9 @@ export class TurnJournalSweeper {
 
   constructor(
     private readonly store: ArtifactStore,
-    private readonly closed: RunClosed,
+    private readonly stateOf: RunStateOf,
     private readonly log: Logger = createLogger({ component: 'turn-journal-sweeper' }),
+    private readonly now: () => number = Date.now,
   ) {}
 
   /**
@@ -113,11 +122,15 @@ export class TurnJournalSweeper {
     clearTimeout(timer);
   }
 
-  /** True when the run is closed and its journal is gone; a failure to ask or to remove is logged and leaves it. */
+  /**
+   * True when the run is closed (or unknown to the server for `LIMITS.turnJournalUnknownKeepMs`) and its
+   * journal is gone; a failure to ask or to remove is logged and leaves it.
+   */
   private async removeIfClosed(run: JournalledRun): Promise<boolean> {
     const prefix = turnJournalRunPrefix(run);
     try {
-      if (!(await this.closed(run))) return false;
+      const state = await this.stateOf(run);
+      if (state === 'open' || (state === 'unknown' && !(await this.unknownLongEnough(run)))) return false;
       await this.store.remove(prefix);
       return true;
     } catch (error) {
@@ -129,30 +142,65 @@ export class TurnJournalSweeper {
     }
   }
 
+  /**
+   * A run the server does not know keeps its journal for a while: another namespace or cluster may share
+   * the store, and a journal removed under a running dialogue repeats its calls. The first sweep that finds
+   * it so marks the time in the store (so a restarted worker does not start the wait again); once that is
+   * `LIMITS.turnJournalUnknownKeepMs` ago, far longer than a dialogue lasts, the journal goes.
+   */
+  private async unknownLongEnough(run: JournalledRun): Promise<boolean> {
+    const marker = unknownSinceKey(run);
+    const text = await this.store.getText(marker);
+    const since = text === null ? null : Number((JSON.parse(text) as { since?: unknown }).since);
+    if (since === null || !Number.isFinite(since)) {
+      await this.store.putJson(marker, { since: this.now() });
+      return false;
+    }
+    if (this.now() - since < LIMITS.turnJournalUnknownKeepMs) return false;
+    this.log.info('removing the turn journal of a run the server has not known for a long time', {
+      journal: this.store.locate(turnJournalRunPrefix(run).replace(/\/$/, '')),
+      unknownSince: new Date(since).toISOString(),
+    });
+    return true;
+  }
+
   private track(work: Promise<void>): void {
     this.pending.add(work);
     void work.finally(() => this.pending.delete(work));
   }
 }
 
-const RUNNING = temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING;
+const STATUS = temporal.api.enums.v1.WorkflowExecutionStatus;
+/** The statuses after which no worker plays the run's turns again. */
+const CLOSED_STATUSES = new Set<number>([
+  STATUS.WORKFLOW_EXECUTION_STATUS_COMPLETED,
+  STATUS.WORKFLOW_EXECUTION_STATUS_FAILED,
+  STATUS.WORKFLOW_EXECUTION_STATUS_CANCELED,
+  STATUS.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+  STATUS.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW,
+  STATUS.WORKFLOW_EXECUTION_STATUS_TIMED_OUT,
+]);
 const GRPC_NOT_FOUND = 5;
 
 /**
- * Asks the server through the worker's own connection. A run the server does not know counts as
- * open: it may be another namespace's or another cluster's that shares the store, and a journal
- * left over costs a few kB, while one removed under a running dialogue repeats its calls.
+ * A described run's state: closed only for a status that says so. Running, paused, unspecified or no
+ * execution info at all count as open: a journal removed under a live dialogue repeats its calls.
  */
-export function runClosedVia(connection: NativeConnection, namespace: string): RunClosed {
+export function runStateOfStatus(status: number | null | undefined): Exclude<RunState, 'unknown'> {
+  return status !== null && status !== undefined && CLOSED_STATUSES.has(status) ? 'closed' : 'open';
+}
+
+/** Asks the server through the worker's own connection; a run it does not know is `unknown`. */
+export function runStateVia(connection: NativeConnection, namespace: string): RunStateOf {
   return async ({ workflowId, runId }) => {
     try {
       const described = await connection.workflowService.describeWorkflowExecution({
         namespace,
         execution: { workflowId, runId },
       });
-      return described.workflowExecutionInfo?.status !== RUNNING;
+      return runStateOfStatus(described.workflowExecutionInfo?.status);
     } catch (error) {
-      if ((error as { code?: number }).code === GRPC_NOT_FOUND) return false;
+      if ((error as { code?: number }).code === GRPC_NOT_FOUND) return 'unknown';
       throw error;
     }
   };

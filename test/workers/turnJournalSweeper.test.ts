@@ -6,7 +6,15 @@ import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { journalIdPart, journalledRuns, turnJournalKey, type JournalledRun } from '../../src/activities/turnJournal.js';
 import { isValidArtifactKey } from '../../src/core/names.js';
 import { createLogger } from '../../src/log.js';
-import { runClosedVia, TurnJournalSweeper } from '../../src/workers/turnJournalSweeper.js';
+import { temporal } from '@temporalio/proto';
+import { LIMITS } from '../../src/config/limits.js';
+import {
+  runStateOfStatus,
+  runStateVia,
+  TurnJournalSweeper,
+  unknownSinceKey,
+  type RunState,
+} from '../../src/workers/turnJournalSweeper.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
 
 const quiet = createLogger({}, 'error');
@@ -53,9 +61,9 @@ describe('turn journal sweeper', () => {
     await store.putJson('transcripts/t.json', {});
     const sweeper = new TurnJournalSweeper(
       store,
-      async (r) => {
+      async (r): Promise<RunState> => {
         if (r.workflowId === 'unknown') throw new Error('server unreachable');
-        return r.workflowId === 'closed';
+        return r.workflowId === 'closed' ? 'closed' : 'open';
       },
       quiet,
     );
@@ -74,7 +82,7 @@ describe('turn journal sweeper', () => {
       store,
       async (r) => {
         asked.push(await store.list(`journals/${r.workflowId}/${r.runId}/`));
-        return asked.length >= 2;
+        return asked.length >= 2 ? 'closed' : 'open';
       },
       quiet,
     );
@@ -86,7 +94,7 @@ describe('turn journal sweeper', () => {
 
   it('afterClose: a run without a journal costs no question to the server', async () => {
     let asked = 0;
-    const sweeper = new TurnJournalSweeper(store, async () => ++asked > 0, quiet);
+    const sweeper = new TurnJournalSweeper(store, async () => (++asked > 0 ? 'closed' : 'open'), quiet);
     assert.equal(await sweeper.afterClose(run('per-call')), false);
     assert.equal(asked, 0);
   });
@@ -94,16 +102,61 @@ describe('turn journal sweeper', () => {
   it('stop: ends the waits at once and leaves the journal', async () => {
     const open = run('open');
     await journal(open);
-    const sweeper = new TurnJournalSweeper(store, async () => false, quiet);
+    const sweeper = new TurnJournalSweeper(store, async () => 'open', quiet);
     const removed = sweeper.afterClose(open);
     await sweeper.stop();
     assert.equal(await removed, false);
     assert.equal(journalledRuns(await store.list('journals/')).length, 1);
   });
 
-  it('runClosedVia (real dev server): a run the server does not know counts as open, so its journal stays', async () => {
+  it('a run is closed only for a status that says so: paused, running, unspecified or no info keep the journal', () => {
+    const S = temporal.api.enums.v1.WorkflowExecutionStatus;
+    const closed = ['COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED', 'CONTINUED_AS_NEW', 'TIMED_OUT'] as const;
+    for (const name of closed) assert.equal(runStateOfStatus(S[`WORKFLOW_EXECUTION_STATUS_${name}`]), 'closed', name);
+    for (const name of ['RUNNING', 'PAUSED', 'UNSPECIFIED'] as const)
+      assert.equal(runStateOfStatus(S[`WORKFLOW_EXECUTION_STATUS_${name}`]), 'open', name);
+    assert.equal(runStateOfStatus(undefined), 'open', 'an answer without execution info');
+    assert.equal(runStateOfStatus(null), 'open', 'an answer without execution info');
+  });
+
+  it('sweep: a run the server does not know keeps its journal for turnJournalUnknownKeepMs from the first sweep that found it so, then it goes', async () => {
+    const gone = run('past-retention');
+    await journal(gone);
+    let now = Date.parse('2026-11-01T00:00:00Z');
+    let asked = 0;
+    const sweep = () =>
+      new TurnJournalSweeper(
+        store,
+        async (): Promise<RunState> => {
+          asked++;
+          return 'unknown';
+        },
+        quiet,
+        () => now,
+      ).sweep();
+    assert.deepEqual(await sweep(), { removed: 0, kept: 1 });
+    assert.ok((await store.getText(unknownSinceKey(gone))) !== null, 'the first sweep marked when');
+    now += LIMITS.turnJournalUnknownKeepMs - 1;
+    // a new sweeper (a restarted worker) reads the mark from the store and does not start the wait again
+    assert.deepEqual(await sweep(), { removed: 0, kept: 1 });
+    now += 1;
+    assert.deepEqual(await sweep(), { removed: 1, kept: 0 });
+    assert.deepEqual(await store.list('journals/'), [], 'the journal and its mark are gone');
+    assert.equal(asked, 3);
+  });
+
+  it('runStateVia (real dev server): a run the server does not know is unknown, a running one open, a finished one closed', async () => {
     const env = await sharedTestEnv();
-    const closed = runClosedVia(env.nativeConnection, env.namespace ?? 'default');
-    assert.equal(await closed(run(`never-started-${Date.now()}`, '01a21d7f-9ad7-7216-a360-345738b1700b')), false);
+    const stateOf = runStateVia(env.nativeConnection, env.namespace ?? 'default');
+    assert.equal(await stateOf(run(`never-started-${Date.now()}`, '01a21d7f-9ad7-7216-a360-345738b1700b')), 'unknown');
+    // a workflow no worker takes stays running until it is terminated
+    const handle = await env.client.workflow.start('sweeperNoSuchWorkflow', {
+      taskQueue: `sweeper-nobody-${Date.now()}`,
+      workflowId: `sweeper-state-${Date.now()}`,
+    });
+    const started = run(handle.workflowId, handle.firstExecutionRunId);
+    assert.equal(await stateOf(started), 'open');
+    await handle.terminate('the test is done with it');
+    assert.equal(await stateOf(started), 'closed');
   });
 });
