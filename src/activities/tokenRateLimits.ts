@@ -3,18 +3,34 @@ import { estimateRequestTokens, TokenBucket } from '../core/tokenBucket.js';
 /**
  * Tokens-per-minute budgets of the LLM endpoints in this worker process, by role (`policy`,
  * `simulator`). Every LLM call passes here whichever way it runs (its endpoint's queue, a local
- * activity, a turn activity), so all of a process's calls to an endpoint share one budget. Like
- * `maxConcurrency`, the budget is per worker process: N workers may together use N times it.
+ * activity, a turn activity), so all of a process's calls to an endpoint share one budget. With
+ * several worker processes each holds its share (`shareTokenRateLimits`, kept up to date by
+ * src/workers/workerCensus.ts), so that together they keep the configured budget.
  */
 const buckets = new Map<string, TokenBucket>();
+/** The configured budget of each role, and how many processes share it now. */
+const configured = new Map<string, number>();
+let sharedBy = 1;
+
+/** Each role's budget becomes 1/`workers` of the configured one (refilled at the old rate up to now). */
+export function shareTokenRateLimits(workers: number): void {
+  sharedBy = Math.max(1, Math.floor(workers));
+  const now = Date.now();
+  for (const [role, tokensPerMinute] of configured) buckets.get(role)?.setRate(tokensPerMinute / sharedBy, now);
+}
 
 /** Sets this process's budgets from a worker's config; a role without `tokensPerMinute` has none. */
 export function configureTokenRateLimits(limits: Record<string, { tokensPerMinute?: number | undefined }>): void {
   for (const [role, { tokensPerMinute }] of Object.entries(limits)) {
-    if (tokensPerMinute === undefined) buckets.delete(role);
+    if (tokensPerMinute === undefined) {
+      buckets.delete(role);
+      configured.delete(role);
+    }
     // The same limit keeps its bucket, so a second worker set in one process does not refill it.
-    else if (buckets.get(role)?.tokensPerMinute !== tokensPerMinute)
-      buckets.set(role, new TokenBucket(tokensPerMinute, Date.now()));
+    else if (configured.get(role) !== tokensPerMinute) {
+      configured.set(role, tokensPerMinute);
+      buckets.set(role, new TokenBucket(tokensPerMinute / sharedBy, Date.now()));
+    }
   }
 }
 

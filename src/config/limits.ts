@@ -44,6 +44,13 @@ export const LIMITS = {
    * namespace sharing the store) is kept this long after a sweep first found it so, then removed.
    */
   turnJournalUnknownKeepMs: 7 * 24 * 60 * 60_000,
+  /**
+   * With local calls each worker process takes its share of every endpoint limit
+   * (src/workers/workerCensus.ts): the rollout queue's pollers are counted this often, and a worker
+   * seen polling within the window counts as live (a workflow poll waits up to a minute on the server).
+   */
+  workerCensusMs: 10_000,
+  workerLiveWindowMs: 75_000,
   /** A stopping worker waits at most this long for its sweeper's checks in flight. */
   turnJournalStopWaitMs: 2_000,
   /** Bound on a turn activity (three LLM calls and their waits for an endpoint slot; `rollout.activityPer: turn`). */

@@ -40,20 +40,22 @@ const endpointFields = {
     .int()
     .positive()
     .default(16)
-    .describe('Calls of this endpoint running at once in one worker process.'),
+    .describe(
+      'Calls of this endpoint running at once. Where the calls pass through the worker processes (local calls, the default, or turn activities) the live workers split it, each taking its share (at least one call); with one activity per call on the task queue, per worker process.',
+    ),
   requestsPerSecond: z
     .number()
     .positive()
     .optional()
     .describe(
-      'Requests per second to this endpoint; absent = none. Per rollout worker process with `rollout.llmCalls: local` (the default); task-queue-wide (all worker processes together) with `activity`.',
+      'Requests per second to this endpoint; absent = none. Held across worker processes: with local calls (the default) or turn activities the live workers split it evenly; with one activity per call, task-queue-wide.',
     ),
   tokensPerMinute: z
     .number()
     .positive()
     .optional()
     .describe(
-      'Tokens-per-minute budget per worker process (prompt and completion, as providers count them); absent = none. A call is charged its estimate (prompt chars / 4 + maxTokens) before it starts, waits while the budget is spent, and is settled with the usage its response reports.',
+      'Tokens-per-minute budget (prompt and completion, as providers count them), split evenly among the live worker processes like requestsPerSecond; absent = none. A call is charged its estimate (prompt chars / 4 + maxTokens) before it starts, waits while the budget is spent, and is settled with the usage its response reports.',
     ),
   timeoutMs: callFields.timeoutMs.default(120_000),
   retry: retryPolicySchema

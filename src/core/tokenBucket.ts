@@ -11,19 +11,27 @@ export class TokenBucket {
   private updatedAt: number;
 
   constructor(
-    readonly tokensPerMinute: number,
+    private rate: number,
     now: number,
   ) {
     this.tokens = 0;
     this.updatedAt = now;
   }
 
+  get tokensPerMinute(): number {
+    return this.rate;
+  }
+
+  /** A new rate from `now` on (a worker's share of a budget that more or fewer workers split): earned at the old rate until then. */
+  setRate(tokensPerMinute: number, now: number): void {
+    this.refill(now);
+    this.rate = tokensPerMinute;
+    this.tokens = Math.min(this.tokens, tokensPerMinute);
+  }
+
   private refill(now: number): void {
     if (now > this.updatedAt) {
-      this.tokens = Math.min(
-        this.tokensPerMinute,
-        this.tokens + ((now - this.updatedAt) * this.tokensPerMinute) / 60_000,
-      );
+      this.tokens = Math.min(this.rate, this.tokens + ((now - this.updatedAt) * this.rate) / 60_000);
       this.updatedAt = now;
     }
   }
@@ -32,13 +40,13 @@ export class TokenBucket {
   reserve(cost: number, now: number): number {
     this.refill(now);
     this.tokens -= cost;
-    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 60_000) / this.tokensPerMinute);
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 60_000) / this.rate);
   }
 
   /** The call used `actual` tokens where `estimated` were reserved: gives back or takes the difference. */
   settle(estimated: number, actual: number, now: number): void {
     this.refill(now);
-    this.tokens = Math.min(this.tokensPerMinute, this.tokens + estimated - actual);
+    this.tokens = Math.min(this.rate, this.tokens + estimated - actual);
   }
 
   available(now: number): number {

@@ -15,7 +15,9 @@ import {
   workflowBundlerOptions,
 } from './workflowSource.js';
 import type { JournalledRun } from '../activities/turnJournal.js';
-import { runStateVia, sweepWhileRunning, TurnJournalSweeper } from './turnJournalSweeper.js';
+import { runStateVia, TurnJournalSweeper } from './turnJournalSweeper.js';
+import { alongsideWorker } from './alongsideWorker.js';
+import { pollersVia, WorkerCensus, type CensusQueue } from './workerCensus.js';
 import { deploymentWorkerOptions, type WorkerDeploymentVersion } from './deploymentVersion.js';
 import { warnOnlyOfLateWorkflowTasks } from './workflowTaskWarning.js';
 
@@ -115,5 +117,16 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     maxHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,
     defaultHeartbeatThrottleInterval: LIMITS.turnHeartbeatThrottleMs,
   });
-  return [sweepWhileRunning(rollouts, sweeper), policy, simulator, turns];
+  // Where the calls pass through this process's gates, its workers split the endpoint limits.
+  const gatedOn: CensusQueue | null = local
+    ? { name: queues.rollouts, type: 'workflow' }
+    : config.rollout.activityPer === 'turn'
+      ? { name: queues.turns, type: 'activity' }
+      : null;
+  if (gatedOn) {
+    const pollers = pollersVia(options.connection, options.namespace, gatedOn);
+    const census = new WorkerCensus(rollouts.options.identity, pollers, gates, config);
+    alongsideWorker(gatedOn.type === 'workflow' ? rollouts : turns, census);
+  }
+  return [alongsideWorker(rollouts, sweeper), policy, simulator, turns];
 }

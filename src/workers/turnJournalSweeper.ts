@@ -1,4 +1,4 @@
-import type { NativeConnection, Worker } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { journalledRuns, turnJournalRunPrefix, type JournalledRun } from '../activities/turnJournal.js';
@@ -204,18 +204,4 @@ export function runStateVia(connection: NativeConnection, namespace: string): Ru
       throw error;
     }
   };
-}
-
-/** The sweeper runs while `worker` does: started by its `run`, stopped when that returns. */
-export function sweepWhileRunning(worker: Worker, sweeper: TurnJournalSweeper): Worker {
-  const run = worker.run.bind(worker);
-  worker.run = async () => {
-    sweeper.start();
-    try {
-      return await run();
-    } finally {
-      await sweeper.stop();
-    }
-  };
-  return worker;
 }

@@ -71,4 +71,42 @@ describe('endpoint gate (limits for LLM calls run as local activities)', () => {
     assert.equal(await activities.add(2, 3), 5);
     assert.equal(await activities.echo('x'), 'x');
   });
+
+  it('shareWith: a smaller share takes effect as calls end, a larger one lets waiters in at once', async () => {
+    const rated = new EndpointGate({ maxConcurrency: 4, requestsPerSecond: 10 });
+    rated.shareWith(2);
+    assert.deepEqual(rated.current, { maxConcurrency: 2, requestsPerSecond: 5 });
+
+    const gate = new EndpointGate({ maxConcurrency: 4 });
+    const calls = Array.from({ length: 6 }, () => heldCall());
+    const started: number[] = [];
+    const results = calls.map((c, i) =>
+      gate.run(async () => {
+        started.push(i);
+        await c.done;
+      }),
+    );
+    const settle = () => new Promise((r) => setImmediate(r));
+    await settle();
+    assert.deepEqual(started, [0, 1, 2, 3]);
+    gate.shareWith(2);
+    for (const i of [0, 1]) {
+      calls[i]!.finish();
+      await results[i];
+    }
+    await settle();
+    assert.deepEqual(started, [0, 1, 2, 3], 'the freed slots were given up down to the share, none passed on');
+    assert.equal(gate.inFlight, 2);
+    calls[2]!.finish();
+    await results[2];
+    await settle();
+    assert.deepEqual(started, [0, 1, 2, 3, 4], 'within the share a slot passes on again');
+    gate.shareWith(1);
+    await settle();
+    assert.deepEqual(started, [0, 1, 2, 3, 4, 5], 'a larger share let the waiter in at once');
+    assert.equal(gate.inFlight, 3);
+    for (const c of calls) c.finish();
+    await Promise.all(results);
+    assert.equal(gate.inFlight, 0);
+  });
 });
