@@ -1,18 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApplicationFailure } from '@temporalio/common';
+import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { isValidArtifactKey } from '../core/names.js';
 import { artifactFailure } from './artifactFailure.js';
+import { canonicalJson } from './journalInput.js';
 
 /**
  * Where a local turn activity keeps the calls it has finished, so that a turn played again after
  * its worker died does not make them again. A local activity cannot heartbeat, and its result
  * reaches the history only when the workflow task completes, which may be several turns later; the
  * journal holds each call's result from the moment it returns.
+ *
+ * Each record names the input its calls were made from (a hash, src/activities/journalInput.ts): an
+ * attempt made from another input treats it as absent. Each attempt claims the record before its
+ * first call, with a compare-and-swap that raises the record's epoch, and writes only while its claim
+ * is the latest: an older attempt still running (its workflow task timed out, its worker stalled or
+ * cut off from Temporal) finds itself superseded at its next write and stops.
  */
 export interface TurnJournal {
-  /** The finished calls recorded for this turn, or null when there are none. */
-  read(key: string): Promise<unknown>;
-  /** Replaces the turn's record with `finished`: every call finished so far. */
-  write(key: string, finished: unknown): Promise<void>;
+  /** Claims `key` for an attempt made from input `inputHash`: what earlier attempts recorded from it, and a fenced writer. */
+  claim(key: string, inputHash: string): Promise<TurnClaim>;
+}
+
+export interface TurnClaim {
+  /** The finished calls recorded from the same input by earlier attempts (unchecked: the reader checks their shape), or null. */
+  readonly recorded: unknown;
+  /** Why a record found was not reused (another input, an older format), for the log; null when none was ignored. */
+  readonly ignored: string | null;
+  /**
+   * Replaces the record's calls with `finished` (every call finished so far) while this attempt's
+   * claim is the latest, retrying a failed write in place; a superseded attempt's write fails with
+   * TURN_SUPERSEDED and writes nothing.
+   */
+  write(finished: unknown): Promise<void>;
+}
+
+/** The failure type of an attempt whose turn a newer attempt claimed: not retried (the newer one plays the turn). */
+export const TURN_SUPERSEDED = 'TurnAttemptSuperseded';
+
+export const isTurnSuperseded = (error: unknown): boolean =>
+  error instanceof ApplicationFailure && error.type === TURN_SUPERSEDED;
+
+/** A record as an attempt writes it. */
+const journalRecordSchema = z.object({
+  input: z.string().min(1),
+  attempt: z.object({ epoch: z.number().int().nonnegative(), token: z.string().min(1) }),
+  finished: z.unknown(),
+});
+type JournalRecord = z.infer<typeof journalRecordSchema>;
+
+/** Rounds of read-then-claim before an attempt gives up on others claiming the same turn. */
+const CLAIM_ROUNDS = 20;
+/** Pauses between in-place retries of a failed write (then the failure carries the calls). */
+export const JOURNAL_WRITE_RETRY_DELAYS_MS = [100, 400, 1600];
+
+function recordOf(text: string | null): JournalRecord | null {
+  if (text === null) return null;
+  try {
+    return journalRecordSchema.safeParse(JSON.parse(text)).data ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** What a record read tells a new attempt made from `inputHash`. */
+function seenBy(text: string | null, inputHash: string): { epoch: number; recorded: unknown; ignored: string | null } {
+  if (text === null) return { epoch: 0, recorded: null, ignored: null };
+  const record = recordOf(text);
+  if (!record) return { epoch: 0, recorded: null, ignored: 'it names no input (an older format, or unreadable)' };
+  const { input, attempt, finished } = record;
+  if (input !== inputHash)
+    return {
+      epoch: attempt.epoch,
+      recorded: null,
+      ignored: `its calls were made from another input (${input.slice(0, 12)}, this turn's is ${inputHash.slice(0, 12)})`,
+    };
+  return { epoch: attempt.epoch, recorded: finished, ignored: null };
 }
 
 /** Marks a workflow id written in base64url in a journal key (see journalIdPart). */
@@ -70,26 +135,102 @@ export function journalledRuns(keys: readonly string[]): JournalledRun[] {
 
 /**
  * The journal in the run's artifact store (a local directory or S3: wherever the next worker can read
- * it). Its failures are the store's, as a transcript write's are (artifactFailure): a full disk fails
- * the turn naming the store, so the run waits for the operator instead of failing its dialogues.
+ * it), fenced by the store's conditional writes. Its failures are the store's, as a transcript write's
+ * are (artifactFailure): a full disk fails the turn naming the store, so the run waits for the
+ * operator instead of failing its dialogues.
  */
-export function storeTurnJournal(store: ArtifactStore): TurnJournal {
-  const asStoreFailure = async <T>(key: string, io: () => Promise<T>): Promise<T> => {
+export function storeTurnJournal(
+  store: ArtifactStore,
+  retryDelaysMs: readonly number[] = JOURNAL_WRITE_RETRY_DELAYS_MS,
+): TurnJournal {
+  const io: StoreIo = async (key, call) => {
     try {
-      return await io();
+      return await call();
     } catch (error) {
       throw artifactFailure(error, store.locate(key));
     }
   };
   return {
-    read: (key) =>
-      asStoreFailure(key, async () => {
-        const text = await store.getText(key);
-        return text === null ? null : (JSON.parse(text) as unknown);
-      }),
-    write: (key, finished) =>
-      asStoreFailure(key, async () => {
-        await store.putJson(key, finished);
-      }),
+    claim: async (key, inputHash) => {
+      let lastToken: string | null = null;
+      for (let round = 1; round <= CLAIM_ROUNDS; round++) {
+        const current = await io(key, () => store.getVersioned(key));
+        const found = recordOf(current?.text ?? null);
+        // Our claim of the round before landed although its answer was lost (an S3 retry then meets 412).
+        if (current && found && found.attempt.token === lastToken)
+          return fencedClaim(
+            store,
+            io,
+            key,
+            found,
+            current.version,
+            { recorded: found.finished, ignored: null },
+            retryDelaysMs,
+          );
+        const seen = seenBy(current?.text ?? null, inputHash);
+        const claimed = {
+          input: inputHash,
+          attempt: { epoch: seen.epoch + 1, token: randomUUID() },
+          finished: seen.recorded ?? {},
+        };
+        lastToken = claimed.attempt.token;
+        const version = await io(key, () => store.putJsonIf(key, claimed, current?.version ?? null));
+        if (version !== null) return fencedClaim(store, io, key, claimed, version, seen, retryDelaysMs);
+        // Another attempt wrote between our read and our claim: read again, so the newest claim wins.
+      }
+      throw ApplicationFailure.retryable(
+        `the turn journal ${store.locate(key)}: other attempts kept claiming it`,
+        'TurnJournalContended',
+      );
+    },
+  };
+}
+
+type StoreIo = <T>(key: string, call: () => Promise<T>) => Promise<T>;
+
+/** The writer of an attempt that claimed `key` (its record `claimed`, at `version`). */
+function fencedClaim(
+  store: ArtifactStore,
+  io: StoreIo,
+  key: string,
+  claimed: JournalRecord,
+  version: string,
+  seen: { recorded: unknown; ignored: string | null },
+  retryDelaysMs: readonly number[],
+): TurnClaim {
+  let held = version;
+  const writeOnce = async (finished: unknown): Promise<void> => {
+    const record: JournalRecord = { ...claimed, finished };
+    const next = await io(key, () => store.putJsonIf(key, record, held));
+    if (next !== null) {
+      held = next;
+      return;
+    }
+    // Either our write landed although its answer was lost, or a newer attempt claimed the turn.
+    const current = await io(key, () => store.getVersioned(key));
+    const found = recordOf(current?.text ?? null);
+    if (current && found?.attempt.token === claimed.attempt.token) {
+      held = current.version;
+      if (canonicalJson(found.finished) === canonicalJson(finished)) return;
+      throw new Error(`the turn journal ${store.locate(key)} changed under its writer; writing again`);
+    }
+    throw ApplicationFailure.nonRetryable(
+      `a newer attempt (epoch ${found?.attempt.epoch ?? '?'}, this one's ${claimed.attempt.epoch}) claimed the turn journal ${store.locate(key)}: this attempt stops`,
+      TURN_SUPERSEDED,
+    );
+  };
+  return {
+    recorded: seen.recorded,
+    ignored: seen.ignored,
+    write: async (finished) => {
+      for (let retry = 0; ; retry++) {
+        try {
+          return await writeOnce(finished);
+        } catch (error) {
+          if (isTurnSuperseded(error) || retry >= retryDelaysMs.length) throw error;
+          await sleep(retryDelaysMs[retry]!);
+        }
+      }
+    },
   };
 }

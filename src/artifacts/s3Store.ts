@@ -124,11 +124,39 @@ export class S3ArtifactStore implements ArtifactStore {
     return this.put(key, bytes, 'application/octet-stream');
   }
 
+  /** If-Match the version read (its ETag), or If-None-Match * for a key that must not exist yet. */
+  async putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null> {
+    const condition = expected === null ? { IfNoneMatch: '*' } : { IfMatch: expected };
+    try {
+      return await this.putObject(key, `${JSON.stringify(value, null, 2)}\n`, 'application/json', condition);
+    } catch (error) {
+      // 412 (or 409 while another write is under way); If-Match on a key removed since is a 404.
+      if (error instanceof ConditionalWriteLost || error instanceof ArtifactNotFoundError) return null;
+      throw error;
+    }
+  }
+
+  async getVersioned(key: string): Promise<{ text: string; version: string } | null> {
+    const found = await this.read(key);
+    return found ? { text: found.text, version: found.etag } : null;
+  }
+
   private async put(
     key: string,
     body: string | Uint8Array,
     contentType: string,
     condition: Pick<PutObjectCommandInput, 'IfMatch' | 'IfNoneMatch' | 'Metadata'> = {},
+  ): Promise<string> {
+    await this.putObject(key, body, contentType, condition);
+    return key;
+  }
+
+  /** One PUT; the new object's ETag. */
+  private async putObject(
+    key: string,
+    body: string | Uint8Array,
+    contentType: string,
+    condition: Pick<PutObjectCommandInput, 'IfMatch' | 'IfNoneMatch' | 'Metadata'>,
   ): Promise<string> {
     const command = new PutObjectCommand({
       Bucket: this.bucket,
@@ -138,11 +166,10 @@ export class S3ArtifactStore implements ArtifactStore {
       ...condition,
     });
     try {
-      await this.client.send(command);
+      return (await this.client.send(command)).ETag ?? '';
     } catch (error) {
       throw s3Failure(error, this.context('writing', key));
     }
-    return key;
   }
 
   /** The object's text, ETag and the ids of its latest appends, or null when there is none. */

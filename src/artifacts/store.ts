@@ -1,7 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isValidArtifactKey } from './keys.js';
 import { ArtifactNotFoundError } from './storeErrors.js';
 
@@ -13,7 +14,16 @@ export interface ArtifactStore {
   putText(key: string, text: string): Promise<string>;
   /** Writes bytes atomically, like putJson (TensorBoard event files). */
   putBytes(key: string, bytes: Uint8Array): Promise<string>;
+  /**
+   * Writes JSON only if the key still holds version `expected` (null: only if there is no such key),
+   * atomically against other conditional writes of the key from any instance: the compare-and-swap
+   * that fences a stale writer. Returns the new version, or null when another writer came first
+   * (nothing was written).
+   */
+  putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null>;
   getJson<T = unknown>(key: string): Promise<T>;
+  /** The text of an artifact and its version (an opaque string for putJsonIf), or null when it does not exist. */
+  getVersioned(key: string): Promise<{ text: string; version: string } | null>;
   /** The text of an artifact (JSONL files), or null when it does not exist. */
   getText(key: string): Promise<string | null>;
   /**
@@ -39,6 +49,14 @@ export interface ArtifactStore {
 }
 
 export { ArtifactNotFoundError } from './storeErrors.js';
+
+/** A lock file older than this was left by a writer that died holding it (a conditional write holds it for milliseconds). */
+const LOCK_STALE_MS = 10_000;
+/** How long a conditional write waits for another's lock before it fails. */
+const LOCK_WAIT_MS = 30_000;
+
+/** A directory store's version of a key: its content's hash (records written with putJsonIf carry a fresh token, so content never repeats). */
+const contentVersion = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 export class FileArtifactStore implements ArtifactStore {
   readonly root: string;
@@ -103,6 +121,49 @@ export class FileArtifactStore implements ArtifactStore {
       await directory.close();
     }
     return key;
+  }
+
+  async putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null> {
+    const text = `${JSON.stringify(value, null, 2)}\n`;
+    return this.withKeyLock(key, async () => {
+      const current = await this.getText(key);
+      if ((current === null ? null : contentVersion(current)) !== expected) return null;
+      await this.putData(key, text);
+      return contentVersion(text);
+    });
+  }
+
+  /**
+   * Runs `io` holding the key's lock file (created exclusively; `.tmp`, so listings skip it), so a
+   * read-compare-write is atomic against every other conditional write of the key, from any process
+   * or host sharing the directory. A lock left by a dead writer is broken once it is stale.
+   */
+  private async withKeyLock<T>(key: string, io: () => Promise<T>): Promise<T> {
+    const lock = `${this.pathOf(key)}.lock.tmp`;
+    await mkdir(dirname(lock), { recursive: true });
+    const deadline = Date.now() + LOCK_WAIT_MS;
+    for (;;) {
+      try {
+        await (await open(lock, 'wx')).close();
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const held = await stat(lock).catch(() => null);
+      if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) await rm(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`${lock}: another writer held the lock for ${LOCK_WAIT_MS} ms`);
+      else await sleep(1 + Math.floor(Math.random() * 10));
+    }
+    try {
+      return await io();
+    } finally {
+      await rm(lock, { force: true });
+    }
+  }
+
+  async getVersioned(key: string): Promise<{ text: string; version: string } | null> {
+    const text = await this.getText(key);
+    return text === null ? null : { text, version: contentVersion(text) };
   }
 
   async getJson<T = unknown>(key: string): Promise<T> {

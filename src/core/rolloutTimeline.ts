@@ -31,6 +31,11 @@ export function userReplyInTurnSummary(turn: number): string {
 }
 
 /** A local turn's read or write of its journal of finished calls (in the artifact store). */
+/** The opening's record in the turn journal (local turns), where a dialogue waits when the store fails. */
+export function openingJournalSummary(): string {
+  return 'opening · turn journal';
+}
+
 export function turnJournalSummary(turn: number): string {
   return `turn ${turn} · turn journal`;
 }

@@ -53,7 +53,8 @@ export function endpointName(endpoint: Pick<EndpointCall, 'baseURL' | 'model'>):
 
 /** The calls a failed turn activity had finished, as its failure carries them (see playDialogueTurn). */
 export function finishedCallsOf(error: unknown): FinishedCalls | undefined {
-  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  // A local activity's failure reaches the workflow unwrapped (local turns carry their calls too).
+  const cause = error instanceof ActivityFailure ? error.cause : error;
   const details = cause instanceof ApplicationFailure ? cause.details?.[0] : undefined;
   return details && typeof details === 'object' ? (details as FinishedCalls) : undefined;
 }

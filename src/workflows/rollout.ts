@@ -65,6 +65,12 @@ export const TURN_JOURNAL_FORGOTTEN_PATCH = 'turn-journal-forgotten';
 /** Rollouts started after this patch leave their local turns' journal to the worker's sweeper, which removes it once they are closed. */
 export const TURN_JOURNAL_SWEPT_PATCH = 'turn-journal-swept';
 
+/**
+ * Rollouts with local turns started after this patch journal the simulator's opening like a turn's
+ * calls (`playDialogueOpening`), so a worker that takes over reuses it rather than writing another.
+ */
+export const OPENING_JOURNALLED_PATCH = 'opening-journalled';
+
 /** Where the rollout's calls go, as the details and the waits name them. */
 interface Endpoints {
   policy: string;
@@ -129,7 +135,14 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
 
   const opening = view.say(timeline.openingSummary);
   await dialogue.open(
-    view.waitable(summarisedCall(simulator.writeUserMessage, opening), timeline.openingSummary, at.simulator),
+    turnActivity && local
+      ? // Waits at the simulator's call, or at the store when its journal failed.
+        view.gate.guard(journalledOpening(turnActivity, simulator, scenario, opening), (error) =>
+          failedCallOf(error) === 'journal'
+            ? { call: timeline.openingJournalSummary(), endpoint: at.store }
+            : { call: timeline.openingSummary(), endpoint: at.simulator },
+        )
+      : view.waitable(summarisedCall(simulator.writeUserMessage, opening), timeline.openingSummary, at.simulator),
   );
   const playOne = turnActivity ? turnByActivity(turnActivity, view, at) : turnByCalls(policy, simulator, view, at);
   // A transcript is written in parts as it grows, so no payload ever carries all of it.
@@ -182,6 +195,27 @@ async function scenarioOf(
     artifacts.loadScenario,
     say(() => timeline.scenarioLoadSummary(ref.id)),
   )(ref);
+}
+
+/**
+ * The opening with local turns: journalled as turn 0 by the turn activities' worker. Its result
+ * reaches the history only when the workflow task completes, tens of seconds later; a worker that
+ * died before then must not leave the next one to write a different opening under turn 1's
+ * journalled reply. The patch is asked only when the simulator writes the opening (no `firstMessage`),
+ * so histories of other rollouts keep their markers.
+ */
+function journalledOpening(
+  turnActivity: ActivityProxy<DialogueTurnActivities>,
+  simulator: ActivityProxy<SimulatorActivities>,
+  scenario: Scenario,
+  say: () => string | undefined,
+): DialogueCalls['writeUserMessage'] {
+  const journalled = summarisedCall(turnActivity.playDialogueOpening, say);
+  const plain = summarisedCall(simulator.writeUserMessage, say);
+  return (callInput) =>
+    patched(OPENING_JOURNALLED_PATCH)
+      ? journalled({ ...callInput, scenarioId: scenario.id, scenarioHash: scenarioHash(scenario) })
+      : plain(callInput);
 }
 
 /**

@@ -4,15 +4,40 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { ARTIFACT_FAILURE_TYPES } from '../../src/activities/artifactFailure.js';
-import { storeTurnJournal } from '../../src/activities/turnJournal.js';
+import { turnInputHash } from '../../src/activities/journalInput.js';
+import { storeTurnJournal, TURN_SUPERSEDED } from '../../src/activities/turnJournal.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
+import { dialogueScenario, dialogueSettings } from '../support/fakeDialogueCalls.js';
+import type { TurnInput } from '../../src/core/dialogueTurn.js';
 
 /** A directory store whose writes fail as a full disk's do. */
 class FullDiskStore extends FileArtifactStore {
-  override async putJson(): Promise<string> {
+  override async putJsonIf(): Promise<string | null> {
     throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
   }
 }
+
+/** A directory store whose next `failures` conditional writes after `after` good ones fail (a store blip). */
+class BlippingStore extends FileArtifactStore {
+  writes = 0;
+  constructor(
+    root: string,
+    private readonly after: number,
+    private failures: number,
+  ) {
+    super(root);
+  }
+  override async putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null> {
+    if (++this.writes > this.after && this.failures > 0) {
+      this.failures--;
+      throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
+    }
+    return super.putJsonIf(key, value, expected);
+  }
+}
+
+const KEY = 'journals/w/r/turn-1.json';
+const NO_WAIT = [1, 1, 1];
 
 describe('turn journal in the artifact store', () => {
   let dir: string;
@@ -21,22 +46,111 @@ describe('turn journal in the artifact store', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('reads back what it wrote, and null for a turn it holds nothing of', async () => {
-    const journal = storeTurnJournal(new FileArtifactStore(dir));
-    assert.equal(await journal.read('journals/w/r/turn-1.json'), null);
-    await journal.write('journals/w/r/turn-1.json', { policy: { text: 'hi' } });
-    assert.deepEqual(await journal.read('journals/w/r/turn-1.json'), { policy: { text: 'hi' } });
+  it('a claim reads back what an attempt from the same input wrote, and nothing for a turn it holds nothing of', async () => {
+    const journal = storeTurnJournal(new FileArtifactStore(dir), NO_WAIT);
+    const first = await journal.claim(KEY, 'input-a');
+    assert.equal(first.recorded, null);
+    assert.equal(first.ignored, null);
+    await first.write({ policy: { text: 'hi' } });
+    const second = await journal.claim(KEY, 'input-a');
+    assert.deepEqual(second.recorded, { policy: { text: 'hi' } });
+  });
+
+  it('a record made from another input is not reused (absent, and said why), nor is one that names no input', async () => {
+    const store = new FileArtifactStore(dir);
+    const journal = storeTurnJournal(store, NO_WAIT);
+    const made = await journal.claim(KEY, 'input-a');
+    await made.write({ policy: { text: 'answered the old opening' } });
+    const other = await journal.claim(KEY, 'input-b');
+    assert.equal(other.recorded, null);
+    assert.match(other.ignored ?? '', /another input/);
+    // The format before records named their input: the finished calls alone.
+    await store.putJson(KEY, { policy: { text: 'from an older worker' } });
+    const old = await journal.claim(KEY, 'input-b');
+    assert.equal(old.recorded, null);
+    assert.match(old.ignored ?? '', /names no input/);
+  });
+
+  it("a turn's input hash changes with its history, seeds, policy version and turn number, not with key order", () => {
+    const scenario = dialogueScenario();
+    const settings = dialogueSettings();
+    const input: TurnInput = {
+      settings,
+      scenario,
+      systemPrompt: 'be kind',
+      history: [{ role: 'user', content: 'opening one' }],
+      emotion: 40,
+      turn: 1,
+      seed: 7,
+    };
+    const hash = turnInputHash(input);
+    assert.match(hash, /^[0-9a-f]{64}$/);
+    const reordered = Object.fromEntries(Object.entries(input).reverse()) as unknown as TurnInput;
+    assert.equal(turnInputHash(reordered), hash);
+    for (const changed of [
+      { ...input, history: [{ role: 'user' as const, content: 'opening two' }] },
+      { ...input, seed: 8 },
+      { ...input, turn: 2 },
+      { ...input, settings: { ...settings, policy: { ...settings.policy, model: 'fake-policy@2' } } },
+      { ...input, settings: { ...settings, policy: { ...settings.policy, weightVersion: 'run@3' } } },
+    ])
+      assert.notEqual(turnInputHash(changed), hash, JSON.stringify(changed).slice(0, 80));
+  });
+
+  it("a superseded attempt's write is refused and changes nothing; the newer attempt's writes land", async () => {
+    // Two workers' journals over one directory: the stale attempt and the one that replaced it.
+    const stale = await storeTurnJournal(new FileArtifactStore(dir), NO_WAIT).claim(KEY, 'input-a');
+    await stale.write({ policy: { text: 'stale policy' } });
+    const newer = await storeTurnJournal(new FileArtifactStore(dir), NO_WAIT).claim(KEY, 'input-a');
+    assert.deepEqual(newer.recorded, { policy: { text: 'stale policy' } }, 'it goes on from what was journalled');
+    await assert.rejects(stale.write({ policy: { text: 'stale policy' }, analysis: { text: 'stale' } }), (error) => {
+      assert.ok(error instanceof ApplicationFailure, String(error));
+      assert.equal(error.type, TURN_SUPERSEDED);
+      assert.equal(error.nonRetryable, true);
+      return true;
+    });
+    await newer.write({ policy: { text: 'stale policy' }, analysis: { text: 'newer' } });
+    const record = JSON.parse((await new FileArtifactStore(dir).getText(KEY))!) as { finished: unknown };
+    assert.deepEqual(record.finished, { policy: { text: 'stale policy' }, analysis: { text: 'newer' } });
+    await assert.rejects(stale.write({}), (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED);
+  });
+
+  it('attempts claiming one turn at once: exactly one of them can still write', async () => {
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, () => storeTurnJournal(new FileArtifactStore(dir), NO_WAIT).claim(KEY, 'input-a')),
+    );
+    const wrote = await Promise.all(
+      claims.map((claim, i) =>
+        claim.write({ policy: { text: `attempt ${i}` } }).then(
+          () => true,
+          (error: unknown) => {
+            assert.equal((error as ApplicationFailure).type, TURN_SUPERSEDED, String(error));
+            return false;
+          },
+        ),
+      ),
+    );
+    assert.equal(wrote.filter(Boolean).length, 1, `writers: ${JSON.stringify(wrote)}`);
+  });
+
+  it('a write that fails once is retried in place and lands', async () => {
+    const store = new BlippingStore(dir, 1, 1);
+    const claim = await storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a');
+    await claim.write({ policy: { text: 'kept' } });
+    assert.equal(store.writes, 3, 'the claim, the failed write and its retry');
+    assert.deepEqual((await storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a')).recorded, {
+      policy: { text: 'kept' },
+    });
   });
 
   it('a full disk fails the write as the store being full, naming where (the run then waits for the operator)', async () => {
     const store = new FullDiskStore(dir);
-    const journal = storeTurnJournal(store);
-    await assert.rejects(journal.write('journals/w/r/turn-1.json', {}), (error: unknown) => {
+    await assert.rejects(storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a'), (error: unknown) => {
       assert.ok(error instanceof ApplicationFailure, String(error));
       assert.equal(error.type, ARTIFACT_FAILURE_TYPES.full);
       assert.equal(error.nonRetryable, true);
       assert.match(error.message, /^artifact store .*turn-1\.json is full \(ENOSPC/);
-      assert.ok(error.message.includes(store.locate('journals/w/r/turn-1.json')));
+      assert.ok(error.message.includes(store.locate(KEY)));
       return true;
     });
   });

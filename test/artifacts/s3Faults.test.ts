@@ -51,12 +51,14 @@ describe('the S3 artifact store under faults (real MinIO)', function () {
 
   /**
    * Where step 2's dialogues first touch the store, by mode: one activity per call writes the
-   * transcript at the end; a local turn reads its journal before its first call.
+   * transcript at the end; a local turn reads its journal before its first call (the opening's, for a
+   * scenario without a first message).
    */
   const WAITS_AT = {
     perCall: { call: 'transcript', access: (run: string) => `writing s3://${TEST_BUCKET}/outage/rollouts/${run}/` },
     localTurn: {
-      call: 'turn 1 · turn journal',
+      // A scenario without a first message reads the journal first for its opening (a regular expression).
+      call: '(?:opening|turn 1) · turn journal',
       access: (run: string) => `reading s3://${TEST_BUCKET}/outage/journals/${run}--s2--`,
     },
   } as const;

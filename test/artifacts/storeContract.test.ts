@@ -127,6 +127,29 @@ for (const subject of STORES) {
       );
     });
 
+    it('a conditional write lands only on the version it read (none: only a new key); of writers racing from one version, exactly one lands', async () => {
+      const { store, again, where } = subject.fresh();
+      const key = 'journals/w/r/turn-1.json';
+      assert.equal(await store.getVersioned(key), null);
+      const v1 = await store.putJsonIf(key, { n: 1 }, null);
+      assert.ok(v1, `${where(key)}: the first conditional write of a new key lands`);
+      assert.equal(await again().putJsonIf(key, { n: 0 }, null), null, 'a key that exists is not new');
+      const read = await again().getVersioned(key);
+      assert.equal(read?.version, v1, 'another instance reads the version the write returned');
+      assert.deepEqual(JSON.parse(read.text), { n: 1 });
+      const v2 = await store.putJsonIf(key, { n: 2 }, v1);
+      assert.ok(v2 && v2 !== v1);
+      assert.equal(await again().putJsonIf(key, { n: 3 }, v1), null, 'a stale version is refused');
+      assert.deepEqual(await store.getJson(key), { n: 2 });
+      const racing = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 ? store : again()).putJsonIf(key, { n: 10 + i }, v2)),
+      );
+      const landed = racing.flatMap((version, i) => (version === null ? [] : [10 + i]));
+      assert.equal(landed.length, 1, `${where(key)}: ${landed.length} of 10 racing writes landed`);
+      assert.deepEqual(await store.getJson(key), { n: landed[0] });
+      assert.deepEqual(await store.list('journals'), [key], 'no lock or temp file is listed');
+    });
+
     it('appendLine from two instances at once: every appended line is there exactly once (2 x 50), whole and in its writer order', async () => {
       const { store, again, where } = subject.fresh();
       const other = again();

@@ -6,6 +6,7 @@ import { localActivityTypes } from '../support/historyMarkers.js';
 import { storedPayloadValue } from '../support/temporalEnv.js';
 import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 import { eventually } from '../support/eventually.js';
+import type { Transcript } from '../../src/core/transcript.js';
 
 describe('rollout durability', function () {
   let rig: RolloutRig | undefined;
@@ -159,8 +160,9 @@ describe('rollout durability', function () {
       const deadline = Date.now() + 30_000;
       for (;;) {
         const text = await rig!.store.getText(key);
-        const journal = text === null ? null : (JSON.parse(text) as Record<string, unknown>);
-        if (journal?.policy && journal.analysis) return;
+        // A record names its input and attempt; the finished calls are under `finished`.
+        const journal = text === null ? null : (JSON.parse(text) as { finished?: Record<string, unknown> });
+        if (journal?.finished?.policy && journal.finished.analysis) return;
         if (Date.now() > deadline) throw new Error(`turn 3's journal never held its analysis: ${text}`);
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -177,6 +179,45 @@ describe('rollout durability', function () {
     await eventually('the finished dialogue left no journal', async () =>
       (await ran.store.list('journals/')).length === 0 ? true : undefined,
     );
+  });
+
+  it("local turns (the default): after a SIGKILL in turn 1, the transcript's turn 1 answered the opening it records, and no finished call was made twice", async () => {
+    // A simulator that samples its opening (a different one each call) and a policy that echoes the
+    // message it answers, so a reply kept for another opening shows in the transcript.
+    rig = await createRolloutRig({
+      behaviour: {
+        analysis: () => ({ emotionChange: 2 }),
+        opening: (ctx) => `Hey. Can we talk? (opening ${ctx.nth})`,
+        policy: (ctx) => `You said: ${ctx.last}`,
+      },
+      set: [...ROLLOUT_MODES.localTurn, 'simulator.timeoutMs=15000'],
+    });
+    const first = WorkerProcess.start(rig.env.address, rig.configSet);
+    workers.push(first);
+    await first.ready();
+    rig.fake.inject('analysis', 1, 'hold');
+    const { firstMessage: _, ...scenario } = fixtureScenario('test-venting-negative-baker');
+    const handle = await rig.startRollout(scenario, 23, { maxTurns: 2 });
+    // Turn 1's policy reply is made (and journalled: its write comes before the analysis call).
+    await rig.fake.waitForCall('analysis', 1);
+    // The opening has not reached the history: the first workflow task is still open.
+    assert.deepEqual(localActivityTypes((await handle.fetchHistory()).events ?? []), []);
+    await first.kill('SIGKILL');
+    const second = WorkerProcess.start(rig.env.address, rig.configSet);
+    workers.push(second);
+    await second.ready();
+    const summary = await handle.result();
+
+    const transcript = await rig.store.getJson<Transcript>(summary.artifact);
+    assert.equal(transcript.opening.writtenBySimulator, true);
+    assert.equal(transcript.turns[0]?.userMessage, transcript.opening.text);
+    assert.equal(transcript.turns[0]?.policy.reply, `You said: ${transcript.opening.text}`);
+    assert.equal(rig.fake.count('opening'), 1, 'the opening was written once, and reused by the second worker');
+    assert.equal(rig.fake.count('policy'), 2, 'one policy call a turn');
+    // 2 analyses plus the one lost with the worker; the dialogue ends at its turn limit after turn 2's.
+    assert.equal(rig.fake.count('analysis'), 2 + 1);
+    for (const [key, count] of rig.fake.successCountsByKey())
+      assert.equal(count, 1, `request ${key} answered ${count} times`);
   });
 
   /** Seconds from a new worker being ready to the dead worker's call arriving again at the endpoint. */
