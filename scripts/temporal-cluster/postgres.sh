@@ -2,12 +2,13 @@
 # Starts a throwaway PostgreSQL for the Temporal cluster: installs Debian's package when initdb is
 # missing, initdb's a fresh data dir under $1 and starts it on 127.0.0.1:$2 as the `postgres` user
 # (PostgreSQL refuses to run as root), then creates the `temporal` role. The databases themselves
-# are created by the schema tool.
+# are created by the schema tool. `postgres.sh --install-only` installs the package and stops (for
+# callers that start it where no registry can be reached: test:multihost's network namespaces).
 set -euo pipefail
 # shellcheck source=scripts/apt.sh
 . "$(dirname "$0")/../apt.sh"
 state="$1"
-port="$2"
+port="${2:-}"
 pg_bin() {
   local dir
   for dir in /usr/lib/postgresql/*/bin; do [ -x "$dir/initdb" ] && echo "$dir" && return; done
@@ -21,6 +22,7 @@ if ! bindir=$(pg_bin); then
   }
   bindir=$(pg_bin)
 fi
+[ "$state" = --install-only ] && exit 0
 as_postgres() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
