@@ -96,3 +96,11 @@ export function createNetwork(): void {
 export function setLink(host: HostName, state: 'up' | 'down'): void {
   ipIn(BRIDGE_NAMESPACE, ['link', 'set', linkOf(host), state]);
 }
+
+/**
+ * Cuts (or restores) the routes from `host` to `to` alone: a partition, the host's other links working. A
+ * blackhole route drops what the host sends there, so its connections to `to` stall and none can be made.
+ */
+export function setRoute(host: HostName, to: HostName, state: 'up' | 'down'): void {
+  ipIn(namespaceOf(host), ['route', state === 'down' ? 'add' : 'del', 'blackhole', `${HOSTS[to]}/32`]);
+}

@@ -95,6 +95,40 @@ export class RunEvidence {
     return { workflows, activities, retries: found, tasksBy };
   }
 
+  /**
+   * Which worker holds each running rollout of the run (its training workflow's and its evaluations'):
+   * the identity (`pid@host`) that started the rollout's last workflow task. With local turns a rollout's
+   * LLM calls run inside its workflow tasks on the worker that took them (sticky), until that worker
+   * stops completing them and the task times out to another.
+   */
+  async rolloutHolders(run: string): Promise<Map<string, string>> {
+    const holders = new Map<string, string>();
+    const pending = [trainingWorkflowId(run)];
+    for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
+      const { raw } = await this.client.workflow.getHandle(id).describe();
+      for (const child of raw.pendingChildren ?? []) {
+        if (!child.workflowId) continue;
+        if (child.workflowTypeName === 'rollout') {
+          const held = await this.holderOf(child.workflowId);
+          if (held.running && held.identity) holders.set(child.workflowId, held.identity);
+        } else pending.push(child.workflowId);
+      }
+    }
+    return holders;
+  }
+
+  /** Whether the workflow is running, and the identity that started its last workflow task. */
+  async holderOf(workflowId: string): Promise<{ running: boolean; identity: string | null }> {
+    const handle = this.client.workflow.getHandle(workflowId);
+    const { status } = await handle.describe();
+    const history = await handle.fetchHistory();
+    let identity: string | null = null;
+    for (const event of history.events ?? [])
+      if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED)
+        identity = event.workflowTaskStartedEventAttributes?.identity ?? null;
+    return { running: status.name === 'RUNNING', identity };
+  }
+
   async close(): Promise<void> {
     await this.connection.close();
   }

@@ -26,7 +26,10 @@ export const urls = {
   s3: `http://${HOSTS.s3}:${S3_PORT}`,
   fake: (host: 'vllm-1' | 'vllm-2' | 'users') => `http://${HOSTS[host]}:${SERVICE_PORT}`,
   /** The fake server's `GET /state` (fakeServerHost.ts). */
-  fakeState: (host: 'vllm-1' | 'vllm-2') => `http://${HOSTS[host]}:${SERVICE_PORT + 1}/state`,
+  fakeState: (host: 'vllm-1' | 'vllm-2' | 'users') => `http://${HOSTS[host]}:${SERVICE_PORT + 1}/state`,
+  /** The fake server's `POST /latency?ms=N` (fakeServerHost.ts). */
+  fakeLatency: (host: 'vllm-1' | 'vllm-2' | 'users', ms: number) =>
+    `http://${HOSTS[host]}:${SERVICE_PORT + 1}/latency?ms=${ms}`,
 };
 
 /** The Temporal cluster of test:postgres, started inside the `temporal` namespace on its address. */
