@@ -50,6 +50,11 @@ export interface FakeBehaviour {
   opening?: (ctx: CallContext) => string;
   /** A fault decided per call (e.g. for one persona), besides the ones injected by number. */
   fault?: (ctx: CallContext) => Fault | undefined;
+  /**
+   * A sampling simulator: a request answered before (200, delivered) gets a different answer each
+   * time it is made again, so a call made twice shows in what was recorded.
+   */
+  samples?: boolean;
 }
 
 export interface RecordedCall {
@@ -62,6 +67,16 @@ export interface RecordedCall {
   seed: number | null;
   /** When the request arrived (epoch ms, sub-millisecond). */
   arrivedAtMs: number;
+  /** When it was answered (epoch ms). */
+  answeredAtMs: number;
+  /** The request's messages, as sent. */
+  messages: { role: string; content: string }[];
+  /** The answer's content (200 only; '' otherwise). */
+  answer: string;
+  /** Whether the answer went to a client still connected (a killed client's socket is closed first). */
+  delivered: boolean;
+  /** The client's TCP port: which process made the call (see `onArrival`). */
+  remotePort: number;
 }
 
 function hashOf(text: string): number {
@@ -82,7 +97,7 @@ function isFirstTokenProbe(body: FakeRequest): boolean {
 }
 
 /** Default behaviour: deterministic text derived from the request, so identical requests get identical answers. */
-export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs' | 'latencyFor' | 'fault'>> = {
+export const DEFAULT_BEHAVIOUR: Required<Omit<FakeBehaviour, 'latencyMs' | 'latencyFor' | 'fault' | 'samples'>> = {
   policy: (ctx) => {
     const think = (ctx.body.messages[0]?.content ?? '').includes('<think>');
     const reply = `It sounds like that has been weighing on you (${hashOf(ctx.last) % 997}). What part of it stays with you most?`;
@@ -113,6 +128,8 @@ export class FakeOpenAIServer {
   private releaseHeld: (() => void)[] = [];
   /** While set, `GET /v1/models` waits for `release()`; `modelListAsked` resolves when one arrives. */
   holdModelList = false;
+  /** Told of each chat completion as it arrives (before it is answered), with the client's TCP port. */
+  onArrival: ((remotePort: number) => void) | null = null;
   private modelListArrived: (() => void) | undefined;
   readonly modelListAsked = new Promise<void>((resolve) => (this.modelListArrived = resolve));
   behaviour: FakeBehaviour;
@@ -260,8 +277,22 @@ export class FakeOpenAIServer {
       this.faults.get(`${role}:${nth}`) ??
       this.behaviour.fault?.({ role, nth, body, turn, last: lastMessage, persona: personaName });
     const arrivedAtMs = performance.timeOrigin + performance.now();
-    const record = (status: number): void => {
-      this.calls.push({ role, nth, key, status, seed: body.seed ?? null, arrivedAtMs });
+    const remotePort = req.socket.remotePort ?? 0;
+    this.onArrival?.(remotePort);
+    const record = (status: number, answer = ''): void => {
+      this.calls.push({
+        role,
+        nth,
+        key,
+        status,
+        seed: body.seed ?? null,
+        arrivedAtMs,
+        answeredAtMs: performance.timeOrigin + performance.now(),
+        messages: body.messages,
+        answer,
+        delivered: status !== 0 && !res.destroyed && !req.socket.destroyed,
+        remotePort,
+      });
     };
 
     if (fault === 'hold') {
@@ -317,7 +348,8 @@ export class FakeOpenAIServer {
     } else {
       content = (this.behaviour[role] ?? DEFAULT_BEHAVIOUR[role])(ctx);
     }
-    record(200);
+    if (this.behaviour.samples && fault === undefined) content = this.sampled(key, role, content);
+    record(200, content);
     const promptTokens = messages.reduce((n, m) => n + Math.ceil(m.content.length / 4), 0);
     const completionTokens = Math.ceil(content.length / 4);
     this.send(res, 200, {
@@ -332,6 +364,15 @@ export class FakeOpenAIServer {
         total_tokens: promptTokens + completionTokens,
       },
     });
+  }
+
+  /** A sampling simulator's answer: what a request answered `n` times before gets, `n` > 0, differs. */
+  private sampled(key: string, role: CallRole, content: string): string {
+    const before = this.calls.filter((c) => c.key === key && c.status === 200 && c.delivered).length;
+    if (before === 0) return content;
+    if (role !== 'analysis') return `${content} (sample ${before + 1})`;
+    const fields = JSON.parse(content) as { innerThoughts: string };
+    return JSON.stringify({ ...fields, innerThoughts: `${fields.innerThoughts} (sample ${before + 1})` });
   }
 
   /** vLLM's answer for a name it does not serve (an adapter lost in a restart, or unloaded). */
