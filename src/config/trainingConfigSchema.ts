@@ -114,6 +114,15 @@ export const trainingConfigSchema = z
     hyperparameters: hyperparametersSchema
       .prefault({})
       .describe("The trainer's hyperparameters, by the trainer's names."),
+    snapshotEvery: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .optional()
+      .describe(
+        "Steps between the trainer's snapshots of the weights and AdamW states (its `snapshot_every`); the steps between are durable by the trainer's step log and replayed after a crash. Default: every step with `lora`, every 10 for full weights.",
+      ),
     publish: publishConfigSchema,
     trainer: z
       .strictObject({

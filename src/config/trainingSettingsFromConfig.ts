@@ -72,7 +72,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       tokenEnv: config.trainer.tokenEnv,
       baseModel: t.baseModel,
       lora: t.lora,
-      hyperparameters: t.hyperparameters,
+      hyperparameters: trainerHyperparameters(t),
       optimizerTaskQueue: queues.optimizer,
       ...t.trainer,
     },
@@ -93,6 +93,29 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     evalConcurrency: config.evaluation.concurrency,
     ...(tracking ? { tracking } : {}),
   });
+}
+
+/**
+ * The trainer's hyperparameters: the config's own, `training.snapshotEvery` as `snapshot_every`, and
+ * `export_keep`, the steps whose weights the trainer keeps on disk between its snapshots for what reads
+ * them: a vLLM publish (the newest `publish.keep` versions, which a restarted vLLM loads again) and
+ * rollouts that sample a version up to `maxStaleness` steps old (the NCCL send reads them too). On-policy
+ * training served by the trainer needs none: it samples the live weights.
+ */
+export function trainerHyperparameters(t: AttuneConfig['training']): AttuneConfig['training']['hyperparameters'] {
+  const own = t.hyperparameters;
+  if (t.snapshotEvery !== undefined && own.snapshot_every !== undefined && own.snapshot_every !== t.snapshotEvery)
+    throw new Error(
+      `training.snapshotEvery (${t.snapshotEvery}) and training.hyperparameters.snapshot_every (${own.snapshot_every}) differ: set training.snapshotEvery only`,
+    );
+  const window = t.maxStaleness + 1;
+  const exportKeep =
+    t.publish.mode === 'vllm' ? Math.max(t.publish.keep ?? 1, window) : t.maxStaleness > 0 ? window : 0;
+  return {
+    ...own,
+    ...(t.snapshotEvery !== undefined ? { snapshot_every: t.snapshotEvery } : {}),
+    ...(exportKeep > 0 && own.export_keep === undefined ? { export_keep: exportKeep } : {}),
+  };
 }
 
 /** The run's own evaluations (`training.evalEvery`): their scenarios, settings and held-out simulators; none when off. */

@@ -49,6 +49,7 @@ describe('config files that extend others', () => {
           training: {
             ...full.training,
             lora: lora.training.lora,
+            snapshotEvery: lora.training.snapshotEvery, // full weights: a snapshot every 10 steps, LoRA every step
             hyperparameters: { ...full.training.hyperparameters, learning_rate: 1e-5 },
           },
         },

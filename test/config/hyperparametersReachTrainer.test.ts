@@ -59,4 +59,31 @@ describe('trainer hyperparameters from a config file', () => {
       /adam_beta1/,
     );
   });
+
+  describe('training.snapshotEvery and the exports a publish reads', () => {
+    const settingsOf = (...set: string[]) =>
+      trainingSettingsFromConfig(loadConfig({ env: {}, set: [`scenarios.train=${FIXTURE_SCENARIOS}`, ...set] }), 'snap')
+        .trainer.hyperparameters;
+
+    it('reaches the trainer as snapshot_every; on-policy training served by the trainer keeps no exports', () => {
+      assert.deepEqual(settingsOf('training.snapshotEvery=5'), { snapshot_every: 5 });
+      assert.deepEqual(settingsOf(), {});
+    });
+
+    it('keeps the exports that a vLLM publish (publish.keep) and the staleness window read', () => {
+      const vllm = ['training.publish.mode=vllm', 'policy.baseURL=http://127.0.0.1:9/v1', 'policy.model=m'];
+      assert.equal(settingsOf(...vllm).export_keep, 2); // publish.keep's default
+      assert.equal(settingsOf(...vllm, 'training.publish.keep=3').export_keep, 3);
+      assert.equal(settingsOf(...vllm, 'training.lora.r=8', 'training.maxStaleness=3').export_keep, 4);
+      assert.equal(settingsOf('training.maxStaleness=1').export_keep, 2);
+    });
+
+    it('refuses snapshotEvery and hyperparameters.snapshot_every that disagree, naming both', () => {
+      assert.throws(
+        () => settingsOf('training.snapshotEvery=5', 'training.hyperparameters.snapshot_every=2'),
+        /training\.snapshotEvery \(5\) and training\.hyperparameters\.snapshot_every \(2\) differ/,
+      );
+      assert.throws(() => settingsOf('training.snapshotEvery=0'), /snapshotEvery/);
+    });
+  });
 });

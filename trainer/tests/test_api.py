@@ -41,6 +41,22 @@ def test_create_idempotent_and_conflict(client):
     assert g["step"] == 0 and g["algorithm"] == "grpo" and g["checkpoints"][0]["step"] == 0
 
 
+def test_recreate_that_changes_only_storage_settings_adopts_them(client):
+    """A run created before snapshot_every/export_keep existed, or by a config that now publishes to vLLM,
+    is re-created with them: it goes on under them (no 409), and its training settings still conflict."""
+    r = client.post("/v1/runs", json=tiny_run("s"))
+    assert r.status_code == 201
+    r = client.post("/v1/runs", json=tiny_run("s", snapshot_every=5, export_keep=2))
+    assert r.status_code == 200, r.json()
+    run_json = client.get("/v1/runs/s").json()
+    assert run_json["step"] == 0
+    r = client.post("/v1/runs", json=tiny_run("s", snapshot_every=5, export_keep=2))
+    assert r.status_code == 200, "the adopted settings are the run's now"
+    r = client.post("/v1/runs", json=tiny_run("s", snapshot_every=5, export_keep=2, learning_rate=0.5))
+    assert r.status_code == 409
+    assert r.json()["error"]["differing_keys"] == ["hyperparameters.learning_rate"]
+
+
 def test_errors_name_the_problem(client):
     r = client.get("/v1/runs/nope")
     assert r.status_code == 404 and "nope" in r.json()["error"]["message"]
@@ -216,7 +232,7 @@ def test_exports_load_in_peft_and_transformers(client, engine, tmp_path):
         got = m(input_ids=ids).logits
     assert torch.allclose(want, got, atol=1e-5)
 
-    client.post("/v1/runs", json=tiny_run("full"))
+    client.post("/v1/runs", json=tiny_run("full", export_keep=2))  # what a vLLM publish asks for
     r = client.post("/v1/runs/full/steps", json={"step": 1, "samples": fixed_samples(1)}).json()
     assert r["checkpoint"]["export_format"] == "hf_full"
     full = AutoModelForCausalLM.from_pretrained(r["checkpoint"]["export_path"])

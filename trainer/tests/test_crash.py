@@ -8,7 +8,7 @@ import torch
 from conftest import fixed_samples, policy_tensors, tiny_run
 
 STEPS = 4
-RUN_PPO = tiny_run("crash", algorithm="ppo", seed=5)
+RUN_PPO = tiny_run("crash", algorithm="ppo", seed=5, snapshot_every=1)  # a snapshot a step (test_step_log: between)
 RUN_LORA = tiny_run("crash", algorithm="grpo", lora={"r": 4}, kl_coef=0.05, seed=6)
 
 

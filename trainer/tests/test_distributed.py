@@ -67,7 +67,8 @@ def test_two_ranks_match_one_process(tmp_path, engine):
         assert url, (tmp_path / "dist.log").read_text()[-3000:]
         threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
         for rid, run in (
-            ("dp", tiny_run("dp", algorithm="ppo", kl_coef=0.05, learning_rate=1e-3)),
+            # snapshots every step: the weights compared below are read from step 2's checkpoint
+            ("dp", tiny_run("dp", algorithm="ppo", kl_coef=0.05, learning_rate=1e-3, snapshot_every=1)),
             ("dg", tiny_run("dg", algorithm="grpo", lora={"r": 4}, kl_coef=0.05, learning_rate=1e-3)),
         ):
             assert httpx.post(f"{url}/v1/runs", json=run, timeout=120).status_code == 201

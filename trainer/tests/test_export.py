@@ -14,7 +14,7 @@ PROMPT = P + [{"role": "assistant", "content": "I hear you"}, {"role": "user", "
 
 
 def trained(engine, run_id, **run):
-    engine.create_run(tiny_run(run_id, **run))
+    engine.create_run(tiny_run(run_id, **{"snapshot_every": 1, **run}))  # step 1 has a snapshot to export
     engine.apply_step(run_id, {"step": 1, "samples": fixed_samples(1)})
     return engine.loaded[run_id]
 
@@ -89,7 +89,7 @@ def test_lora_merged_and_adapter_alone_match_the_trainer(engine, tmp_path):
 
 def test_refusals_name_the_run_step_or_path(engine, tmp_path):
     trained(engine, "r")
-    with pytest.raises(ExportError, match=r"no checkpoint of step 7 \(committed: 0, 1"):
+    with pytest.raises(ExportError, match=r"no checkpoint of step 7: .*nearest steps with weights: 1"):
         export_checkpoint(engine.state_dir, "r", 7, tmp_path / "a")
     with pytest.raises(ExportError, match="no such run"):
         export_checkpoint(engine.state_dir, "nope", 1, tmp_path / "a")

@@ -26,7 +26,7 @@ def _plant_run(tmp_path: Path, where: Path) -> Path:
     from attune_trainer.engine.engine import Engine
 
     other = Engine(tmp_path / "other-state", device="cpu")
-    other.create_run(tiny_run("planted"))
+    other.create_run(tiny_run("planted", snapshot_every=1))  # step 1 snapshotted, optimizer.pt too
     other.apply_step("planted", {"step": 1, "samples": fixed_samples(1)})
     other.state_lock.release()
     shutil.copytree(other.runs.store("planted").dir, where)
@@ -96,7 +96,7 @@ def test_checkpoints_load_as_plain_tensors_never_as_pickled_code(client, engine,
     """Even a pickle inside the state directory (a tampered checkpoint) never runs: weights_only loading."""
     from attune_trainer.engine.engine import Engine
 
-    client.post("/v1/runs", json=tiny_run("t"))
+    client.post("/v1/runs", json=tiny_run("t", snapshot_every=1))
     assert client.post("/v1/runs/t/steps", json={"step": 1, "samples": fixed_samples(1)}).status_code == 200
     optimizer = engine.state_dir / "runs" / "t" / "checkpoints" / "step-000001" / "optimizer.pt"
     # what the trainer writes loads with weights_only=True

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 from attune_trainer import log as trainer_log
 
 # PPO with two optimizer updates per step: policy, critic and both AdamW states must all come back
-RUN = tiny_run("f", algorithm="ppo", mini_batch_size=3, kl_coef=0.05, seed=9)
+# every step a snapshot: the commit faults fire inside the snapshot write
+RUN = tiny_run("f", algorithm="ppo", mini_batch_size=3, kl_coef=0.05, seed=9, snapshot_every=1)
 STEPS = 3
 FAILING_STEP = 2
 
@@ -142,11 +143,13 @@ def test_torchs_short_write_on_a_full_disk_answers_507_and_the_step_applies_once
 
 
 PAGE = 4096
-# Every file a step's commit writes, in the order it writes them: the policy (full weights with the
-# tokenizer, or the LoRA adapter), the critic, the optimizer states, the checkpoint's metadata,
-# then (after the rename that commits the step) the step's stored result.
+# Every file a step's commit writes, in the order it writes them: the step's log entry (before the
+# update), the policy (full weights with the tokenizer, or the LoRA adapter), the critic, the
+# optimizer states, the checkpoint's metadata, then (after the rename that commits the step) the
+# step's stored result.
 COMMIT_FILES = {
     "full": [
+        "log",
         "policy/config.json",
         "policy/generation_config.json",
         "policy/model.safetensors",
@@ -159,6 +162,7 @@ COMMIT_FILES = {
         "result",
     ],
     "lora": [
+        "log",
         "policy/README.md",
         "policy/adapter_model.safetensors",
         "policy/adapter_config.json",
@@ -181,7 +185,8 @@ def _files_written(state_dir, run_id, step):
     run_dir = state_dir / "runs" / run_id
     ckpt = run_dir / "checkpoints" / f"step-{step:06d}"
     files = sorted((p for p in ckpt.rglob("*") if p.is_file()), key=lambda p: p.stat().st_ino)
-    named = {p.relative_to(ckpt).as_posix(): p for p in files}
+    named = {"log": run_dir / "steplog" / f"step-{step:06d}.json"}
+    named.update({p.relative_to(ckpt).as_posix(): p for p in files})
     named["result"] = run_dir / "results" / f"step-{step:06d}.json"
     return named
 
@@ -195,6 +200,8 @@ def _left_behind(store):
             out["state.json" if name.startswith(".tmp-state.json") else name] = p.stat().st_size
     for p in store.results_dir.glob(".tmp-*"):
         out["result"] = p.stat().st_size
+    for p in (store.dir / "steplog").glob(".tmp-*"):
+        out["log"] = p.stat().st_size
     return out
 
 
@@ -249,7 +256,9 @@ def test_each_file_of_a_commit_written_on_a_full_tmpfs_answers_507_and_rolls_bac
             written = cleaned[0]
             order = COMMIT_FILES[kind]
             assert written.get(target, 0) < previous[target].stat().st_size, (target, written)
-            whole = {} if target == "result" else {n: previous[n].stat().st_size for n in order[: order.index(target)]}
+            # the log entry is renamed into place before the update, so it is never among the temporary files
+            before_target = [n for n in order[: order.index(target)] if n != "log"]
+            whole = {} if target == "result" else {n: previous[n].stat().st_size for n in before_target}
             assert {n: size for n, size in written.items() if n != target} == whole, (target, written)
             error = failed.json()["error"]
             assert error["type"] == "storage_error" and error["state_dir"] == str(state_dir), (target, error)

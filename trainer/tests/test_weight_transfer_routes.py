@@ -42,7 +42,7 @@ def sender():
 def api(engine, sender):
     from attune_trainer.service.server import create_app
 
-    engine.create_run(tiny_run("full"))
+    engine.create_run(tiny_run("full", export_keep=2))  # what a vLLM publish asks for
     engine.apply_step("full", {"step": 1, "samples": fixed_samples(1)})
     with TestClient(create_app(engine, token=TOKEN, weight_sender=sender)) as c:
         yield c

@@ -31,6 +31,10 @@ const HYPERPARAMETER_HELP = {
   append_eos: "append the end-of-turn token to each completion; the trainer's default: true",
   gradient_checkpointing: "the trainer's default: false",
   keep_checkpoints: "keep only the last N weight checkpoints (0 = all); the trainer's default: 0",
+  snapshot_every:
+    "snapshot weights and AdamW states every N steps; the steps between are durable by the step log and replayed after a crash (null = the mode's default: every step for LoRA, every 10 for full weights); the trainer's default: null",
+  export_keep:
+    "write each step's policy weights in the served dtype and keep the newest N (what a vLLM publish, a replica's download or sampling an older step within maxStaleness reads); 0 = only the snapshots and the live weights have them; the trainer's default: 0",
   is_truncation:
     "off-policy correction: each token's policy loss is weighted by min(exp(logp_before_update - logp_sampler), is_truncation); the trainer's default: 2",
 } as const;
@@ -61,6 +65,8 @@ export const trainerHyperparametersSchema = z.strictObject({
   append_eos: z.boolean().describe(HYPERPARAMETER_HELP.append_eos).optional(),
   gradient_checkpointing: z.boolean().describe(HYPERPARAMETER_HELP.gradient_checkpointing).optional(),
   keep_checkpoints: z.number().int().min(0).describe(HYPERPARAMETER_HELP.keep_checkpoints).optional(),
+  snapshot_every: z.number().int().min(1).nullable().describe(HYPERPARAMETER_HELP.snapshot_every).optional(),
+  export_keep: z.number().int().min(0).max(1000).describe(HYPERPARAMETER_HELP.export_keep).optional(),
   is_truncation: z.number().gt(0).describe(HYPERPARAMETER_HELP.is_truncation).optional(),
 });
 

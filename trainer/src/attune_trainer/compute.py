@@ -91,3 +91,9 @@ def seed_for(*parts: int | str) -> int:
     """A stable 63-bit seed from the run's seed and a purpose (e.g. `seed, "step", 3`)."""
     h = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
     return int.from_bytes(h[:8], "little") % (2**63 - 1)
+
+
+def step_seeds(run_seed: int, step: int) -> dict[str, int]:
+    """Every seed a step's update draws from: the torch RNG (dropout) and the mini-batch shuffle.
+    Reseeded per step, so a replayed step needs these and no RNG state from before it."""
+    return {"torch": seed_for(run_seed, "step", step), "shuffle": seed_for(run_seed, "shuffle", step)}

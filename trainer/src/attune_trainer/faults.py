@@ -1,7 +1,9 @@
 """Test-only fault injection: makes a step fail at a chosen point, so tests can show that a failed
 step leaves the run at its last committed checkpoint. Off unless `ATTUNE_TRAINER_FAULT_INJECTION`
 is set; never set it in production. (`ATTUNE_TRAINER_FAULT_DELAY_S=N`, the other test hook, holds
-each step's commit open N seconds so a test can SIGKILL the service mid-step.)
+each step's commit open N seconds so a test can SIGKILL the service mid-step;
+`ATTUNE_TRAINER_FAULT_REPLAY_DELAY_S=N` holds each replayed step N seconds, so a test can SIGKILL
+the service during a recovery by replay.)
 
 Syntax: comma-separated `point[@step]:count`, e.g. `during_commit@2:1` (fail once, at step 2) or
 `after_update:2` (fail the first two steps that get there). Faults fire only in steps (n >= 1),
@@ -24,6 +26,7 @@ from attune_trainer.log import log
 
 ENV = "ATTUNE_TRAINER_FAULT_INJECTION"
 DELAY_ENV = "ATTUNE_TRAINER_FAULT_DELAY_S"
+REPLAY_DELAY_ENV = "ATTUNE_TRAINER_FAULT_REPLAY_DELAY_S"
 POINTS = ("during_update", "after_update", "during_commit", "after_commit")
 
 
@@ -39,15 +42,20 @@ class _Armed:
 
 
 class FaultInjection:
-    def __init__(self, spec: str = "", commit_delay_s: float = 0.0):
+    def __init__(self, spec: str = "", commit_delay_s: float = 0.0, replay_delay_s: float = 0.0):
         self.armed: list[_Armed] = [self._parse(part.strip()) for part in spec.split(",") if part.strip()]
         self.commit_delay_s = commit_delay_s
+        self.replay_delay_s = replay_delay_s
         if self.armed:
             log("warning", "fault injection is on (tests only)", spec=spec)
 
     @classmethod
     def from_env(cls) -> FaultInjection:
-        return cls(os.environ.get(ENV, ""), float(os.environ.get(DELAY_ENV, "0") or 0))
+        return cls(
+            os.environ.get(ENV, ""),
+            float(os.environ.get(DELAY_ENV, "0") or 0),
+            float(os.environ.get(REPLAY_DELAY_ENV, "0") or 0),
+        )
 
     @staticmethod
     def _parse(part: str) -> _Armed:
@@ -73,3 +81,8 @@ class FaultInjection:
         if self.commit_delay_s > 0 and step > 0:
             log("warning", "fault delay before commit", step=step, seconds=self.commit_delay_s)
             time.sleep(self.commit_delay_s)
+
+    def delay_replay(self, step: int) -> None:
+        if self.replay_delay_s > 0:
+            log("warning", "fault delay before a replayed step", step=step, seconds=self.replay_delay_s)
+            time.sleep(self.replay_delay_s)

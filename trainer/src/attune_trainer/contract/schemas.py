@@ -96,6 +96,21 @@ class Hyperparameters(Strict):
     append_eos: bool = Field(True, description="append the end-of-turn token to each completion")
     gradient_checkpointing: bool = False
     keep_checkpoints: int = Field(0, ge=0, description="keep only the last N weight checkpoints (0 = all)")
+    snapshot_every: int | None = Field(
+        None,
+        ge=1,
+        description="snapshot weights and AdamW states every N steps; the steps between are durable by the "
+        "step log and replayed after a crash (null = the mode's default: every step for LoRA, every 10 for full "
+        "weights)",
+    )
+    export_keep: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="write each step's policy weights in the served dtype and keep the newest N (what a vLLM "
+        "publish, a replica's download or sampling an older step within maxStaleness reads); 0 = only the "
+        "snapshots and the live weights have them",
+    )
     is_truncation: float = Field(
         2.0,
         gt=0,

@@ -1,7 +1,8 @@
 """The exactly-once step protocol: step n of a run is applied once; posting it again replays its result.
 
 `step` must be `last + 1`. An applied step posted again returns the stored result (409 if its
-samples differ). A step is computed, then checkpointed; the checkpoint's rename is the commit.
+samples differ). A step is logged, computed, then committed (`state/durable_steps.py`): by its
+snapshot's rename on a snapshot step, else by its stored result.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import time
 from pathlib import Path
 
-from attune_trainer.compute import Compute
+from attune_trainer.compute import Compute, step_seeds
 from attune_trainer.contract.errors import DiskFull, StepConflict
 from attune_trainer.contract.schemas import StepRequest
 from attune_trainer.engine.prometheus import TrainerMetrics
@@ -19,8 +20,11 @@ from attune_trainer.faults import FaultInjection
 from attune_trainer.log import log
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.disk_full import out_of_space
+from attune_trainer.state.durable_steps import DurableSteps
 from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.recovery import ReplayError
 from attune_trainer.state.runs import RunRegistry
+from attune_trainer.state.step_weights import step_weights
 from attune_trainer.update.credit import assign_credit
 from attune_trainer.update.step_pad import StepPad
 from attune_trainer.update.update import PolicyUpdate
@@ -46,7 +50,9 @@ class StepApplier:
         self.compute = compute
         self.runs = runs
         self.checkpoints = checkpoints
+        self.durable = DurableSteps(compute, checkpoints)
         self.faults = faults
+        runs.replay_step = self.replay_logged_step  # recovery (state layer) applies logged steps through us
 
     def apply_step(self, run_id: str, req: dict) -> dict:
         request = StepRequest.model_validate(req)
@@ -105,6 +111,11 @@ class StepApplier:
         try:
             log("info", "applying step", run_id=run.run_id, step=step, samples=len(request.samples))
             update = PolicyUpdate(self.compute, run, request, self.faults)
+            self._export_for_live_replies(run)
+            # logged before the weights change: the step can be applied again from the newest snapshot
+            log_bytes = self.durable.begin(
+                run, request.model_dump(mode="json", exclude_none=True), digest, update.hp.model_dump(mode="json")
+            )
             metrics = update.apply()
             self.faults.fire("after_update", step)
             self.pad.hold(started)
@@ -124,7 +135,7 @@ class StepApplier:
                     "export_format": "peft_lora" if run.lora is not None else "hf_full",
                 },
             }
-            self.checkpoints.save(run, step, stored=stored, digest=digest)
+            self.durable.commit(run, stored, digest, t0, log_bytes)
             committed = time.monotonic()
         except Exception as e:
             self.metrics.step_failed()
@@ -146,6 +157,36 @@ class StepApplier:
         )
         return stored, committed
 
+    def _export_for_live_replies(self, run: LoadedRun) -> None:
+        """Replies in flight on the live weights go on from a copy once this step changes them: when no
+        snapshot or export has the current step's weights, they are exported first (on demand only)."""
+        step = run.step
+        need = self.runs.has_live_replies(run.run_id, step) and step_weights(run.store, step) is None
+        if self.compute.any_rank(need):
+            self.durable.exports.write(run, step)
+            log("info", "live weights exported for replies in flight", run_id=run.run_id, step=step)
+
+    def replay_logged_step(self, run: LoadedRun, entry: dict) -> None:
+        """Apply a logged, committed step again (recovery by replay): same samples, settings and seeds."""
+        request = StepRequest.model_validate(entry["request"])
+        step = request.step
+        seed = run.config["seed"]
+        if samples_digest([s.digest_form() for s in request.samples]) != entry["samples_sha256"]:
+            raise ReplayError(f"run {run.run_id!r}: the log entry of step {step} does not match its digest")
+        if entry["seeds"] != step_seeds(seed, step):
+            raise ReplayError(f"run {run.run_id!r}: step {step} was logged with other seeds")
+        self.faults.delay_replay(step)
+        # faults armed for a step are the step's own: its replay is not a new attempt
+        update = PolicyUpdate(self.compute, run, request, FaultInjection())
+        if update.hp.model_dump(mode="json") != entry["hyperparameters"]:
+            raise ReplayError(f"run {run.run_id!r}: step {step} was logged with other hyperparameters")
+        run.in_progress_step = step
+        try:
+            update.apply()
+        finally:
+            run.in_progress_step = None
+        log("info", "logged step replayed", run_id=run.run_id, step=step)
+
     def _recover(self, run: LoadedRun, step: int, error: Exception) -> None:
         """After a failure inside a step, the run is exactly its newest committed checkpoint.
 
@@ -161,7 +202,7 @@ class StepApplier:
                 store.reconcile_results()
             except OSError as cleanup_error:
                 log("warning", "clean-up after a failed step failed", run_id=run.run_id, error=repr(cleanup_error))
-        committed = store.latest_step()
+        committed = store.last_applied_step()
         log(
             "error",
             "step failed; the run is back at its newest committed checkpoint",

@@ -40,7 +40,7 @@ class Status(Open):
 
 class Checkpoint(Open):
     step: int
-    path: str
+    path: str | None  # null: the step's weights are an export only (no snapshot)
     export_path: str | None
     export_format: str | None
     model: str
@@ -67,9 +67,9 @@ class RunList(BaseModel):
 
 class StepCheckpoint(Open):
     step: int
-    path: str
-    export_path: str
-    export_format: str
+    path: str | None  # null: no snapshot this step, its weights are an export only
+    export_path: str | None
+    export_format: str | None
 
 
 class AdapterFile(BaseModel):
@@ -101,7 +101,8 @@ class StepResult(Open):
     model: str
     # numbers, and `staleness_histogram`: sample counts by staleness
     metrics: dict[str, float | dict[str, int] | None]
-    checkpoint: StepCheckpoint
+    checkpoint: StepCheckpoint | None  # null: no snapshot and no export this step (live weights, then a replay)
+    storage: dict[str, float | bool] | None = None  # bytes written, snapshot and export seconds
     trained_samples: list[TrainedSample] | None = None
     replayed: bool | None = None
     # ms from the checkpoint's commit to this answer, on the trainer's clock; null for a stored result

@@ -41,6 +41,7 @@ from attune_trainer.service.responses import (
 )
 from attune_trainer.service.weight_transfer_routes import add_weight_transfer_routes
 from attune_trainer.state.adapter_files import adapter_file, adapter_manifest
+from attune_trainer.state.step_weights import step_weights
 from attune_trainer.state.weights_files import weights_file, weights_manifest
 from attune_trainer.transfer.sender import VllmNcclSender, WeightSender
 
@@ -231,6 +232,10 @@ def _stored_step_result(engine: Engine, run_id: str, step: int) -> dict:
         raise NotFound(f"run {run_id!r} has not applied step {step} (last applied: {last})", field="step")
     res = dict(res)
     res.pop("samples_sha256", None)
+    if res.get("checkpoint"):
+        # where the step's weights are now: a snapshot pruned since may still have its export, or none
+        weights = step_weights(store, step) or {}
+        res["checkpoint"] = {**res["checkpoint"], "export_path": weights.get("path")}
     return res
 
 

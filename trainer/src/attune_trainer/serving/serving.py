@@ -10,6 +10,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from contextlib import ExitStack
 from pathlib import Path
 
 from attune_trainer.compute import Compute
@@ -21,6 +22,7 @@ from attune_trainer.models import load_causal_lm
 from attune_trainer.serving.sampling import Forward, Generated, forward_pass, generate
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.runs import RunRegistry
+from attune_trainer.state.step_weights import no_weights, step_weights, steps_with_weights
 
 CHECKPOINTS_KEPT_FOR_INFERENCE = 2
 DEFAULT_MAX_TOKENS = 512
@@ -52,12 +54,10 @@ class Sampler:
             step = int(step_text)
         except ValueError:
             raise InvalidRequest("model", f"model {model!r}: the part after '@' must be a step number") from None
-        if step not in store.committed_steps():
-            raise NotFound(
-                f"model {model!r}: run {run_id!r} has no checkpoint for step {step} "
-                f"(available: {store.committed_steps()})",
-                field="model",
-            )
+        current = store.last_applied_step()
+        if step != current and step_weights(store, step) is None:
+            error = no_weights(store, step, "model", current=current)
+            raise NotFound(f"model {model!r}: {error.message}", field="model", **error.details)
         return run_id, step
 
     def _checkpoint_model(self, run: LoadedRun, step: int):
@@ -69,16 +69,18 @@ class Sampler:
         if key in self.checkpoint_models:
             self.checkpoint_models.move_to_end(key)
             return self.checkpoint_models[key]
-        if step not in run.store.committed_steps():
-            raise NotFound(f"model {key!r}: the checkpoint of step {step} is gone (pruned); retry", field="model")
+        weights = step_weights(run.store, step)
+        if weights is None:
+            error = no_weights(run.store, step, "model", current=run.step)
+            raise NotFound(f"model {key!r}: {error.message}", field="model", **error.details)
         frozen_dtype = self.compute.frozen_dtype
         if run.lora is not None:
             from peft import PeftModel
 
             base = load_causal_lm(run.base_path, frozen_dtype)
-            model = PeftModel.from_pretrained(base, str(run.store.ckpt(step) / "policy"))
+            model = PeftModel.from_pretrained(base, weights["path"])
         else:
-            model = load_causal_lm(Path(run.store.export_info(step)["path"]), frozen_dtype)
+            model = load_causal_lm(Path(weights["path"]), frozen_dtype)
         model.to(self.compute.device).eval()
         self.checkpoint_models[key] = model
         while len(self.checkpoint_models) > CHECKPOINTS_KEPT_FOR_INFERENCE:
@@ -122,19 +124,28 @@ class Sampler:
         if request.stream:
             raise InvalidRequest("stream", "stream: streaming is not supported by the trainer; set stream=false")
         run_id, step = self.resolve_model(request.model)
-        compute = self.compute
         beside = self.runs.loaded.get(run_id) if step is not None and self.runs.lock.held_whole_by_another() else None
-        if beside is not None:
-            # A step (or a load) holds the engine: a committed checkpoint is sampled from its own copy
-            # of the weights beside it, as the rollouts of the next step do while this one trains.
-            run, used_step, live = beside, step, False
-            prompt, context, max_tokens, forward = self._prepare(run, request, used_step, live)
-        else:
-            with self.runs.lock:
-                run = self.runs.ensure_loaded(run_id)
-                used_step = run.step if step is None else step
-                live = used_step == run.step
+        if beside is not None and step_weights(beside.store, step) is None:
+            beside = None  # only the live weights have it (if the step holding the engine has not moved them)
+        with ExitStack() as reply:
+            if beside is not None:
+                # A step (or a load) holds the engine: a committed checkpoint is sampled from its own copy
+                # of the weights beside it, as the rollouts of the next step do while this one trains.
+                run, used_step, live = beside, step, False
                 prompt, context, max_tokens, forward = self._prepare(run, request, used_step, live)
+            else:
+                with self.runs.lock:
+                    run = self.runs.ensure_loaded(run_id)
+                    used_step = run.step if step is None else step
+                    live = used_step == run.step
+                    prompt, context, max_tokens, forward = self._prepare(run, request, used_step, live)
+                    if live:  # registered under the lock: a step that changes these weights exports them first
+                        reply.enter_context(self.runs.live_reply(run_id, used_step))
+            return self._generate(run, request, step, used_step, live, prompt, context, max_tokens, forward)
+
+    def _generate(self, run, request, step, used_step, live, prompt, context, max_tokens, forward) -> dict:
+        compute = self.compute
+        run_id = run.run_id
         collective = live and compute.world > 1
         tokenizer = run.tokenizer
         room = context - len(prompt)
@@ -179,7 +190,8 @@ class Sampler:
             store = self.runs.store(run_id)
             created = int(store.read_meta().get("created") or 0)
             out.append({"id": run_id, "object": "model", "created": created, "owned_by": "attune-trainer"})
-            for step in store.committed_steps():
+            current = store.last_applied_step()
+            for step in sorted({*steps_with_weights(store), current}):
                 out.append(
                     {
                         "id": f"{run_id}@{step}",

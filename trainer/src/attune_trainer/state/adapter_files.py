@@ -13,6 +13,7 @@ import hashlib
 from pathlib import Path
 
 from attune_trainer.contract.errors import NotFound, RunNotFound
+from attune_trainer.state.step_weights import require_weights
 from attune_trainer.state.store import RunStore
 
 # The files of a peft adapter that vLLM and peft load; the local export copies the same ones.
@@ -35,17 +36,11 @@ def adapter_digest(files: list[dict]) -> str:
 
 
 def committed_export(store: RunStore, step: int) -> dict:
-    """The export record of a committed step, or NotFound naming what is missing (the run or the step)."""
+    """Where a step's policy weights are on disk (snapshot or export), or NotFound naming what is
+    missing: the run, or the step's weights with the nearest steps that have them."""
     if not store.exists():
         raise RunNotFound(store.run_id)
-    steps = store.committed_steps()
-    if step not in steps:
-        raise NotFound(
-            f"run {store.run_id!r} has no checkpoint of step {step} "
-            f"(committed: {', '.join(map(str, steps)) or 'none'}; older ones are pruned after keep_checkpoints)",
-            field="step",
-        )
-    return store.export_info(step) or {}
+    return require_weights(store, step)
 
 
 def adapter_dir(store: RunStore, step: int) -> Path:

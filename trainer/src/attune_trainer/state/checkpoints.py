@@ -1,4 +1,4 @@
-"""Writing a run's checkpoint for a step: policy (in the form vLLM loads), critic, AdamW states.
+"""Writing a run's checkpoint (a snapshot, see `snapshots.py`): policy (in the form vLLM loads), critic, AdamW states.
 
 Written to a temporary folder, fsynced and renamed into place: the rename is the commit.
 """
@@ -6,6 +6,7 @@ Written to a temporary folder, fsynced and renamed into place: the rename is the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -14,7 +15,14 @@ from attune_trainer.compute import Compute, inner_optimizer
 from attune_trainer.faults import FaultInjection
 from attune_trainer.log import log
 from attune_trainer.state.loaded_run import LoadedRun
-from attune_trainer.state.store import now
+from attune_trainer.state.snapshots import retain
+from attune_trainer.state.store import fsync_tree, now
+
+OnWritten = Callable[[dict, int], None]
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 class CheckpointWriter:
@@ -22,8 +30,13 @@ class CheckpointWriter:
         self.compute = compute
         self.faults = faults
 
-    def save(self, run: LoadedRun, step: int, stored: dict | None, digest: str | None) -> dict:
-        """Save the run's state as checkpoint `step` and commit it. Collective: every rank calls it."""
+    def save(
+        self, run: LoadedRun, step: int, stored: dict | None, digest: str | None, on_written: OnWritten | None = None
+    ) -> dict:
+        """Save the run's state as checkpoint `step` and commit it. Collective: every rank calls it.
+
+        `on_written(stored, bytes)` runs once the snapshot's files are written, before its marker:
+        the stored result then times the whole step, snapshot included."""
         compute = self.compute
         acc = compute.acc
         need_policy = run.lora is not None or step > 0
@@ -45,7 +58,7 @@ class CheckpointWriter:
         error = None
         if compute.is_main:
             try:
-                self._write(run, step, stored, digest, policy_sd, critic_sd, optimizer_states)
+                self._write(run, step, stored, digest, policy_sd, critic_sd, optimizer_states, on_written)
             except Exception as e:  # noqa: BLE001 - re-raised below, after every rank has heard of it
                 error = e
         # every rank learns whether rank 0's write failed, so all of them fail the step together
@@ -57,13 +70,13 @@ class CheckpointWriter:
         run.step = step
         return {"step": step, "path": str(run.store.ckpt(step).resolve())}
 
-    def _write(self, run, step, stored, digest, policy_sd, critic_sd, optimizer_states) -> None:
+    def _write(self, run, step, stored, digest, policy_sd, critic_sd, optimizer_states, on_written) -> None:
         store = run.store
         tmp = store.new_tmp_ckpt(step)
         unwrapped = self.compute.unwrap(run.policy)
         if run.lora is not None:
             unwrapped.save_pretrained(str(tmp / "policy"), state_dict=policy_sd, safe_serialization=True)
-            _patch_adapter_config(tmp / "policy", run.base_path)
+            patch_adapter_config(tmp / "policy", run.base_path)
             export = {"path": f"checkpoints/step-{step:06d}/policy", "format": "peft_lora"}
         elif step == 0:
             # step 0 of full fine-tuning is the base model itself: no copy
@@ -84,6 +97,9 @@ class CheckpointWriter:
         if optimizer_states is not None:
             torch.save(optimizer_states, tmp / "optimizer.pt")
         self.faults.delay_commit(step)
+        if stored is not None and on_written is not None:
+            fsync_tree(tmp)  # durable before it is timed (the commit's own fsync then finds little left)
+            on_written(stored, tree_bytes(tmp))
         state = {
             "step": step,
             "samples_sha256": digest,
@@ -97,10 +113,10 @@ class CheckpointWriter:
         self.faults.fire("after_commit", step)
         if stored is not None:
             store.write_result(step, stored)
-        store.prune(run.hp.keep_checkpoints)
+        retain(store, run.hp.keep_checkpoints)
 
 
-def _patch_adapter_config(adapter_dir: Path, base_path: Path) -> None:
+def patch_adapter_config(adapter_dir: Path, base_path: Path) -> None:
     """Make the adapter self-describing for vLLM: base model path, no modules_to_save."""
     p = adapter_dir / "adapter_config.json"
     if not p.exists():

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from attune_trainer.state.adapter_files import ADAPTER_FILES
+from attune_trainer.state.step_weights import no_weights, step_weights
 from attune_trainer.state.store import RunStore, fsync_tree, readable_like_others
 
 # Files of a model directory that make up the weights and the model's own settings.
@@ -32,13 +33,9 @@ def export_checkpoint(state_dir: Path, run_id: str, step: int, out: Path, merge_
     store = RunStore(Path(state_dir), run_id)  # refuses a run id that could name a path elsewhere
     if not store.exists():
         raise ExportError(f"run {run_id!r}: no such run in {store.dir.parent}")
-    steps = store.committed_steps()
-    if step not in steps:
-        raise ExportError(
-            f"run {run_id!r} has no checkpoint of step {step} (committed: {', '.join(map(str, steps)) or 'none'}; "
-            "older ones are pruned after keep_checkpoints)"
-        )
-    info = store.export_info(step) or {}
+    info = step_weights(store, step)
+    if info is None:
+        raise ExportError(no_weights(store, step, "step").message)
     source, fmt = Path(info.get("path", "")), info.get("format")
     if fmt not in ("hf_full", "peft_lora") or not source.is_dir():
         raise ExportError(f"run {run_id!r} step {step}: checkpoint names no policy directory ({info})")

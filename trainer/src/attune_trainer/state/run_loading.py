@@ -17,6 +17,7 @@ from attune_trainer.models import build_critic, load_causal_lm, load_tokenizer, 
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.reference import ensure_reference
+from attune_trainer.state.snapshots import newest_snapshot
 from attune_trainer.state.store import RunStore
 
 
@@ -120,14 +121,14 @@ def load_trainable(module: torch.nn.Module, tensors: dict) -> None:
 def load_run(
     compute: Compute, store: RunStore, state_dir: Path, checkpoints: CheckpointWriter, models_dir: Path | None = None
 ) -> LoadedRun:
-    """Load the run at its newest checkpoint; a new run gets its step-0 checkpoint written here."""
+    """Load the run at its newest complete snapshot; a new run gets its step-0 checkpoint written here."""
     t0 = time.time()
     config = store.read_meta()["config"]
     spec = RunCreate.model_validate(config)
     hp = spec.hyperparameters
     base_path = resolve_base(spec.base_model, state_dir, store.dir, models_dir)
     tokenizer = load_tokenizer(store.tokenizer_dir)
-    latest = store.latest_step()
+    latest = newest_snapshot(store)  # the steps after it are replayed from the step log (recovery.py)
     latest_dir = store.ckpt(latest) if latest is not None else None
 
     policy = _build_policy(compute, spec, base_path, latest_dir)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import gc
 import os
 import shutil
-from collections import OrderedDict
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +20,17 @@ from attune_trainer.contract.schemas import RunCreate, valid_run_id
 from attune_trainer.log import log
 from attune_trainer.models import ModelError, build_tiny_random, check_base, load_tokenizer, resolve_base
 from attune_trainer.state.checkpoints import CheckpointWriter
+from attune_trainer.state.disk_budget import check_fits, estimate
 from attune_trainer.state.engine_lock import EngineLock
 from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.recovery import ReplayStep, replay_logged_steps
 from attune_trainer.state.run_loading import load_run
+from attune_trainer.state.step_weights import step_weights, steps_with_weights
 from attune_trainer.state.store import RunStore, now, readable_like_others, write_json_atomic
+
+# How a run's state is kept, not what it trains: a re-create that changes only these (a run created before
+# they existed, or a publish mode that now needs exports) adopts them instead of failing with 409.
+STORAGE_SETTINGS = ("hyperparameters.snapshot_every", "hyperparameters.export_keep")
 
 
 def config_diff(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -52,6 +62,28 @@ class RunRegistry:
         self.loaded: OrderedDict[str, LoadedRun] = OrderedDict()
         # serialises heavy work (load, step) in this process; sampling takes it one token at a time
         self.lock = EngineLock()
+        # applies a logged step again after a load (the engine's update, set by the engine)
+        self.replay_step: ReplayStep | None = None
+        # replies being sampled from a run's live weights, by (run, step): a step that would change
+        # those weights exports them first when no snapshot has them (the replies go on from the copy)
+        self._live_replies: Counter[tuple[str, int]] = Counter()
+        self._live_lock = threading.Lock()
+
+    @contextmanager
+    def live_reply(self, run_id: str, step: int) -> Iterator[None]:
+        with self._live_lock:
+            self._live_replies[run_id, step] += 1
+        try:
+            yield
+        finally:
+            with self._live_lock:
+                self._live_replies[run_id, step] -= 1
+                if self._live_replies[run_id, step] <= 0:
+                    del self._live_replies[run_id, step]
+
+    def has_live_replies(self, run_id: str, step: int) -> bool:
+        with self._live_lock:
+            return self._live_replies[run_id, step] > 0
 
     def store(self, run_id: str) -> RunStore:
         return RunStore(self.state_dir, run_id)
@@ -79,10 +111,13 @@ class RunRegistry:
         with self.lock:
             if store.exists():
                 # defaults added since the run was created count as given (a re-create still matches)
-                stored = RunCreate.model_validate(store.read_meta()["config"]).model_dump(mode="json")
+                meta = store.read_meta()
+                stored = RunCreate.model_validate(meta["config"]).model_dump(mode="json")
                 diff = config_diff(stored, config)
-                if diff:
+                if [key for key in diff if key not in STORAGE_SETTINGS]:
                     raise ConfigConflict(spec.run_id, diff)
+                if diff:
+                    self._adopt_storage_settings(store, meta, config, diff)
                 self.ensure_loaded(spec.run_id)  # completes an interrupted creation
                 return False, self.run_state(spec.run_id)
             try:
@@ -93,18 +128,48 @@ class RunRegistry:
                 self._write_new_run(spec, config, store)
             self.compute.barrier()
             try:
-                self.ensure_loaded(spec.run_id)
+                self._check_disk_budget(self.ensure_loaded(spec.run_id))
             except Exception:
-                # a run that cannot load would stay on disk answering 500 for good: it was never created
+                # a run that cannot load (or fit) would stay on disk answering errors for good: never created
+                self.evict(spec.run_id)
                 self._remove_new_run(store)
                 raise
             return True, self.run_state(spec.run_id)
+
+    def _check_disk_budget(self, run: LoadedRun) -> None:
+        """Refuse, at its start, a run whose retention cannot fit on this disk (every rank together)."""
+        error = None
+        if self.compute.is_main:
+            served = torch.tensor([], dtype=self.compute.frozen_dtype).element_size()
+            try:
+                check_fits(run, estimate(run, self.compute.unwrap, served), self.state_dir)
+            except InvalidRequest as e:
+                error = e
+        if self.compute.any_rank(error is not None):
+            raise error or InvalidRequest("hyperparameters", "the run's retention does not fit on the trainer's disk")
 
     def _remove_new_run(self, store: RunStore) -> None:
         if self.compute.is_main:
             shutil.rmtree(store.dir, ignore_errors=True)
             log("warning", "run removed: its first load failed", run_id=store.run_id)
         self.compute.barrier()
+
+    def _adopt_storage_settings(self, store: RunStore, meta: dict, config: dict, diff: list[str]) -> None:
+        """The run keeps its state as `config` now asks (STORAGE_SETTINGS only). A loaded run is released, so
+        that it is loaded again under them: from its newest snapshot and its step log, as after a restart."""
+        hyperparameters = {**meta["config"].get("hyperparameters", {})}
+        for key in diff:
+            name = key.split(".", 1)[1]
+            hyperparameters[name] = config["hyperparameters"][name]
+        if self.compute.is_main:
+            write_json_atomic(
+                store.dir / "run.json", {**meta, "config": {**meta["config"], "hyperparameters": hyperparameters}}
+            )
+        self.compute.barrier()
+        loaded = self.loaded.pop(store.run_id, None)
+        if loaded is not None:
+            self._release(loaded)
+        log("info", "run adopted new storage settings", run_id=store.run_id, changed=diff)
 
     def _write_new_run(self, spec: RunCreate, config: dict, store: RunStore) -> None:
         tmp = self.runs_dir / f".tmp-{spec.run_id}-{os.getpid()}"
@@ -134,14 +199,15 @@ class RunRegistry:
             raise RunNotFound(run_id)
         meta = store.read_meta()
         config = meta["config"]
-        steps = store.committed_steps()
+        snapshots = set(store.committed_steps())
         checkpoints = []
-        for step in steps:
-            export = store.export_info(step) or {}
+        for step in steps_with_weights(store):
+            export = step_weights(store, step) or {}
             checkpoints.append(
                 {
                     "step": step,
-                    "path": str(store.ckpt(step).resolve()),
+                    # null: an export only (no snapshot of the step's AdamW states)
+                    "path": str(store.ckpt(step).resolve()) if step in snapshots else None,
                     "export_path": export.get("path"),
                     "export_format": export.get("format"),
                     "model": f"{run_id}@{step}",
@@ -150,7 +216,7 @@ class RunRegistry:
         run = self.loaded.get(run_id)
         return {
             "run_id": run_id,
-            "step": steps[-1] if steps else 0,
+            "step": store.last_applied_step(),
             "algorithm": config["algorithm"],
             "base_model": config["base_model"],
             "lora": config["lora"],
@@ -183,6 +249,11 @@ class RunRegistry:
                 self._release(old)
                 log("info", "run unloaded (LRU)", run_id=old_id)
             run = load_run(self.compute, store, self.state_dir, self.checkpoints, self.models_dir)
+            try:
+                replay_logged_steps(run, self.replay_step)
+            except BaseException:
+                self._release(run)  # half-replayed weights are never used: the next use starts over
+                raise
             self.loaded[run_id] = run
             return run
 

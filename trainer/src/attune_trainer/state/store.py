@@ -13,6 +13,8 @@
       critic.safetensors          PPO: the critic's trainable tensors (value head, + LoRA or backbone)
       optimizer.pt                AdamW states (policy, critic), kept in the newest 2 checkpoints
       state.json                  {"step", "samples_sha256", "result", "export", ...}
+    steplog/step-000004.json      what step 4 needs to be applied again (step_log.py); the checkpoints
+                                  are snapshots every `snapshot_every` steps (snapshots.py)
     results/step-000003.json      the stored response of each applied step (never pruned)
 """
 
@@ -138,6 +140,21 @@ class RunStore:
         steps = self.committed_steps()
         return steps[-1] if steps else None
 
+    def result_steps(self) -> list[int]:
+        if not self.results_dir.exists():
+            return []
+        out = []
+        for p in self.results_dir.glob("step-*.json"):
+            try:
+                out.append(int(p.name[5:-5]))
+            except ValueError:
+                pass
+        return sorted(out)
+
+    def last_applied_step(self) -> int:
+        """The run's step: a step is committed by its snapshot or, between snapshots, its stored result."""
+        return max([0, *self.committed_steps(), *self.result_steps()])
+
     def ckpt(self, step: int) -> Path:
         return self.ckpt_dir / step_name(step)
 
@@ -164,7 +181,7 @@ class RunStore:
 
     def cleanup_tmp(self) -> int:
         n = 0
-        for d in (self.ckpt_dir, self.results_dir, self.dir):
+        for d in (self.ckpt_dir, self.results_dir, self.dir, self.dir / "steplog", self.dir / "exports"):
             if d.exists():
                 for p in d.iterdir():
                     if p.name.startswith(".tmp-"):

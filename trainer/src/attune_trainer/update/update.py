@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attune_trainer.compute import Compute, inner_optimizer, seed_for
+from attune_trainer.compute import Compute, inner_optimizer, step_seeds
 from attune_trainer.contract.schemas import StepRequest
 from attune_trainer.encoding import encode_sample, pad_batch
 from attune_trainer.faults import FaultInjection
@@ -149,7 +149,7 @@ class PolicyUpdate:
 
         `allow_old_from_training=False` always makes the separate no-grad pass for the old log-probs
         (tests compare the two ways)."""
-        torch.manual_seed(seed_for(self.run.config["seed"], "step", self.step))  # dropout, if any, is reproducible
+        torch.manual_seed(step_seeds(self.run.config["seed"], self.step)["torch"])  # dropout, if any, is reproducible
         self.old_from_training = allow_old_from_training and old_logprobs_from_training(
             self.hp, len(self.samples), self.compute.unwrap(self.run.policy)
         )
@@ -247,7 +247,7 @@ class PolicyUpdate:
         run.policy_opt.zero_grad(set_to_none=True)
         if run.critic_opt is not None:
             run.critic_opt.zero_grad(set_to_none=True)
-        shuffle = torch.Generator().manual_seed(seed_for(run.config["seed"], "shuffle", self.step))
+        shuffle = torch.Generator().manual_seed(step_seeds(run.config["seed"], self.step)["shuffle"])
         for epoch in range(hp.ppo_epochs):
             order = list(range(n_samples))
             if epoch > 0 or mini_batch_size < n_samples:

@@ -1,0 +1,122 @@
+"""Durable steps by a log (issue 43), measured on CPU: full fine-tuning (GRPO) with a snapshot every
+1 (what every step wrote before), 5 and 10 steps.
+
+For each setting: seconds per step with and without a snapshot, bytes written per step (log entry,
+snapshot, export), disk left after the run, and the time to recover a run killed three steps past a
+snapshot (a new engine on the same state directory: load the snapshot, replay the logged steps).
+
+    .venv/bin/python bench/trainer/step_log.py                       # smollm2-135m, 30 steps
+    .venv/bin/python bench/trainer/step_log.py --model tiny-random --steps 12
+
+Writes bench/results/trainer-step-log.json (tiny-random: trainer-step-log-tiny.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "trainer" / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench import synthetic_batch
+
+
+def disk_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and p.stat().st_nlink >= 1)
+
+
+def run_setting(model: str, every: int, steps: int, samples: list, keep: int) -> dict:
+    from attune_trainer.engine.engine import Engine
+
+    state = Path(tempfile.mkdtemp(prefix=f"steplog-{every}-"))
+    try:
+        engine = Engine(state / "state", device="cpu")
+        run = {
+            "run_id": "bench",
+            "base_model": model,
+            "algorithm": "grpo",
+            "lora": None,
+            "seed": 1,
+            "hyperparameters": {"learning_rate": 1e-6, "micro_batch_size": 4, "snapshot_every": every,
+                                "keep_checkpoints": keep},
+        }
+        engine.create_run(run)
+        rows = []
+        for step in range(1, steps + 1):
+            t0 = time.perf_counter()
+            out = engine.apply_step("bench", {"step": step, "samples": samples})
+            rows.append({"step": step, "wall_s": time.perf_counter() - t0, **out["storage"]})
+        run_dir = state / "state" / "runs" / "bench"
+        disk = disk_bytes(run_dir / "checkpoints") + disk_bytes(run_dir / "steplog") + disk_bytes(run_dir / "results")
+        recover_s = None
+        if every > 3:
+            # a kill three steps past the snapshot `every` (a fresh run stopped there, its engine gone):
+            # a new engine on the same directory recovers by replay
+            engine.state_lock.release()
+            shutil.rmtree(state / "state")
+            engine = Engine(state / "state", device="cpu")
+            engine.create_run(run)
+            for step in range(1, every + 4):
+                engine.apply_step("bench", {"step": step, "samples": samples})
+            engine.state_lock.release()
+            recovered = Engine(state / "state", device="cpu")
+            t0 = time.perf_counter()
+            loaded = recovered.runs.ensure_loaded("bench")
+            recover_s = time.perf_counter() - t0
+            assert loaded.step == every + 3, loaded.step
+        with_snap = [r["wall_s"] for r in rows if r["snapshot"]]
+        without = [r["wall_s"] for r in rows if not r["snapshot"]]
+        return {
+            "snapshot_every": every,
+            "steps": steps,
+            "seconds_per_step_with_snapshot": statistics.median(with_snap) if with_snap else None,
+            "seconds_per_step_without_snapshot": statistics.median(without) if without else None,
+            "bytes_written_per_step": sum(r["bytes_written"] for r in rows) / len(rows),
+            "snapshot_bytes": max(r["snapshot_bytes"] for r in rows),
+            "log_bytes_per_step": statistics.median(r["bytes_written"] - r["snapshot_bytes"] for r in rows),
+            "disk_after_run_bytes": disk,
+            "recover_three_past_snapshot_s": recover_s,
+            "per_step": rows,
+        }
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--every", default="1,5,10")
+    ap.add_argument("--keep", type=int, default=0, help="keep_checkpoints (0 = all, as before)")
+    args = ap.parse_args()
+    samples = synthetic_batch(8, 24, 16, 4)
+    results = [run_setting(args.model, int(e), args.steps, samples, args.keep) for e in args.every.split(",")]
+    today = next((r for r in results if r["snapshot_every"] == 1), None)
+    print(f"{'every':>5} {'s/step snap':>11} {'s/step no':>9} {'MB/step':>9} {'x fewer':>7} {'disk MB':>8} {'recover s':>9}")
+    for r in results:
+        ratio = today["bytes_written_per_step"] / r["bytes_written_per_step"] if today else None
+        r["bytes_per_step_vs_every_1"] = ratio
+        fmt = lambda v, f: "-" if v is None else format(v, f)
+        print(f"{r['snapshot_every']:>5} {fmt(r['seconds_per_step_with_snapshot'], '11.2f')} "
+              f"{fmt(r['seconds_per_step_without_snapshot'], '9.2f')} {r['bytes_written_per_step'] / 1e6:9.1f} "
+              f"{fmt(ratio, '7.2f')} {r['disk_after_run_bytes'] / 1e6:8.0f} {fmt(r['recover_three_past_snapshot_s'], '9.2f')}")
+    name = "trainer-step-log.json" if args.model != "tiny-random" else "trainer-step-log-tiny.json"
+    out = ROOT / "bench" / "results" / name
+    out.write_text(json.dumps({"model": args.model, "device": "cpu", "host": platform.node(),
+                               "python": platform.python_version(), "keep_checkpoints": args.keep,
+                               "command": "python bench/trainer/step_log.py " + " ".join(sys.argv[1:]),
+                               "results": results}, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
