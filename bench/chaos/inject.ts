@@ -1,6 +1,11 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import type { training } from '../../src/workflows/training.js';
+import { existsSync, writeFileSync } from 'node:fs';
 import type { OutageProxy } from '../../test/support/outageProxy.js';
+import type { CallRole } from '../../test/support/fakeOpenAI.js';
+import { LIMITS } from '../../src/config/limits.js';
+import { rolloutWorkflowTaskTimeoutMs } from '../../src/config/rolloutSettingsFromConfig.js';
+import type { CallOwners, ProcessFault } from './calls.js';
 import type { TrainingRig } from '../../test/support/trainingRig.js';
 import type { Operator } from './operator.js';
 import { FAULT_KINDS, SWITCH_POINTS, type PlannedFault } from './plan.js';
@@ -16,6 +21,10 @@ export interface SoakRun {
   ended: Promise<void>;
   say(line: string): void;
   total: number;
+  /** Windows in which a worker process's answered calls may be made again by whoever takes over. */
+  processFaults: ProcessFault[];
+  /** Which worker process made each call. */
+  owners: CallOwners;
 }
 
 export interface InjectedFault {
@@ -25,6 +34,9 @@ export interface InjectedFault {
   backAtMs: number | null;
   /** A killed process: what "max recovery" is measured over. */
   killed: boolean;
+  /** When the fault struck (kill, SIGSTOP, cut, failed write), and the worker process it struck. */
+  atMs?: number;
+  pid?: number;
   error?: string;
 }
 
@@ -39,23 +51,157 @@ async function unlessEnded<T>(run: SoakRun, promise: Promise<T>): Promise<T | ty
  * Resolves during the step's dialogues: once the run is at `step`, at the next simulator analysis
  * call (the middle of a dialogue). A run already past that point gets the fault at once.
  */
-async function duringRollouts(run: SoakRun, step: number): Promise<boolean> {
+async function duringRollouts(
+  run: SoakRun,
+  step: number,
+  role: CallRole = 'analysis',
+  byPid: () => number | undefined = () => undefined,
+): Promise<boolean> {
   let ended = false;
   void run.ended.then(() => (ended = true));
+  // The openings come first in a step, and a late status would miss them: arm from the step before.
+  if (role === 'opening') return atOpenings(run, step, () => ended);
   for (;;) {
     if (ended) return false;
     const status = await statusOf(run.handle);
     if (status && status.step >= step) {
-      const early = ['starting', 'rollouts', 'paused', 'waiting-for-operator'].includes(status.phase);
-      if (status.step === step && early) {
+      const early = ['starting', 'rollouts', 'paused', 'waiting-for-operator'];
+      if (status.step === step && early.includes(status.phase)) {
         const fake = run.rig.fake;
-        const next = fake.waitForCall('analysis', fake.count('analysis') + 1);
-        return (await unlessEnded(run, Promise.race([next, sleep(60_000)]))) !== ENDED;
+        // A call of `role` (made by the worker `byPid` names, when it names one).
+        for (let tries = 0; ; tries++) {
+          const next = fake.waitForCall(role, fake.count(role) + 1);
+          if ((await unlessEnded(run, Promise.race([next, sleep(60_000)]))) === ENDED) return false;
+          const pid = byPid();
+          if (pid === undefined || run.owners.lastPid === pid || tries >= 20) return true;
+          // Not past the step's dialogues: strike there even if that worker made none of its calls.
+          const now = await statusOf(run.handle);
+          if (now && (now.step !== step || !early.includes(now.phase))) return true;
+        }
       }
       return true;
     }
     await sleep(150);
   }
+}
+
+/**
+ * How long a paused or cut-off worker stays so: past the rollouts' workflow-task timeout (local turns)
+ * or the turn activities' heartbeat timeout (one activity per turn or call), whichever is longer.
+ */
+function pastTimeoutsMs(run: SoakRun): number {
+  const wft = rolloutWorkflowTaskTimeoutMs(run.rig.config.rollout) ?? 10_000;
+  return Math.max(wft, LIMITS.turnHeartbeatTimeoutMs, LIMITS.llmCallHeartbeatTimeoutMs) + 5_000;
+}
+
+/** A zombie's calls after its fault may be repeated by whoever took over, until it finds itself superseded. */
+const ZOMBIE_GRACE_MS = 10_000;
+/** A killed or paused worker may have had an answer just before the fault that it could not journal yet. */
+const IN_FLIGHT_MS = 250;
+
+/**
+ * The sampling simulator: on from the step's start (its dialogues' first calls) until its rollouts
+ * end, and the fault strikes at the step's first reply call (the LLM worker is SIGKILLed there).
+ */
+async function samplingFrom(run: SoakRun, step: number): Promise<boolean> {
+  const fake = run.rig.fake;
+  for (;;) {
+    const status = await statusOf(run.handle);
+    if (
+      status &&
+      (status.step >= step ||
+        (status.step === step - 1 &&
+          !['starting', 'rollouts', 'paused', 'waiting-for-operator'].includes(status.phase)))
+    )
+      break;
+    if ((await unlessEnded(run, sleep(150))) === ENDED) return false;
+  }
+  fake.behaviour = { ...fake.behaviour, samples: true };
+  void (async () => {
+    for (;;) {
+      const status = await statusOf(run.handle);
+      const over =
+        status &&
+        (status.step > step ||
+          (status.step === step && !['starting', 'rollouts', 'paused', 'waiting-for-operator'].includes(status.phase)));
+      if (over || (await unlessEnded(run, sleep(250))) === ENDED) break;
+    }
+    fake.behaviour = { ...fake.behaviour, samples: false };
+  })();
+  return duringRollouts(run, step, 'analysis');
+}
+
+/** The LLM worker that made the call the fault waited for (the first one when it is not known). */
+function callerRole(run: SoakRun): 'llm' | 'llm2' {
+  return run.owners.lastPid !== null && run.owners.lastPid === run.stack.workers.llm2?.pid ? 'llm2' : 'llm';
+}
+
+/** The new kinds: true when `fault` was one of them (and is now over). */
+async function injectNew(run: SoakRun, fault: PlannedFault, outcome: InjectedFault): Promise<boolean> {
+  const { rig, stack } = run;
+  const window = (pid: number | undefined, fromMs: number, toMs: number) => {
+    if (pid !== undefined) run.processFaults.push({ n: fault.n, kind: fault.kind, pid, fromMs, toMs });
+  };
+  switch (fault.kind) {
+    case 'kill-llm-worker':
+    case 'kill-llm-worker-opening':
+    case 'sampling-simulator': {
+      const role = callerRole(run);
+      outcome.killed = true;
+      outcome.pid = stack.workers[role]?.pid;
+      outcome.atMs = now();
+      window(outcome.pid, outcome.atMs - IN_FLIGHT_MS, outcome.atMs + IN_FLIGHT_MS);
+      await stack.replaceWorker(rig, role);
+      return true;
+    }
+    case 'stop-llm-worker': {
+      const role = callerRole(run);
+      outcome.killed = true;
+      outcome.pid = stack.workers[role]?.pid;
+      outcome.atMs = now();
+      await stack.pauseWorker(role, pastTimeoutsMs(run));
+      window(outcome.pid, outcome.atMs - IN_FLIGHT_MS, now() + ZOMBIE_GRACE_MS);
+      return true;
+    }
+    case 'partition-llm-worker': {
+      outcome.killed = true;
+      outcome.pid = stack.workers.llm2?.pid;
+      outcome.atMs = now();
+      await stack.partition(pastTimeoutsMs(run));
+      window(outcome.pid, outcome.atMs - IN_FLIGHT_MS, now() + ZOMBIE_GRACE_MS);
+      if (!stack.workers.llm2?.running) await stack.startWorker(rig, 'llm2');
+      return true;
+    }
+    case 'journal-write-fails': {
+      writeFileSync(stack.journalFaultFile, '');
+      while (existsSync(stack.journalFaultFile))
+        if ((await unlessEnded(run, sleep(50))) === ENDED) {
+          outcome.injected = false;
+          return true;
+        }
+      outcome.atMs = now();
+      run.say(`fault ${fault.n}/${run.total}: a journal write failed`);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/** Resolves at the step's first opening call: the next one once the step before left its dialogues. */
+async function atOpenings(run: SoakRun, step: number, ended: () => boolean): Promise<boolean> {
+  const early = ['starting', 'rollouts', 'paused', 'waiting-for-operator'];
+  for (;;) {
+    if (ended()) return false;
+    const status = await statusOf(run.handle);
+    if (status && status.step > step) return true;
+    if (step === 1 || (status && (status.step === step || (status.step === step - 1 && !early.includes(status.phase)))))
+      break;
+    await sleep(100);
+  }
+  const fake = run.rig.fake;
+  const next = fake.waitForCall('opening', fake.count('opening') + 1);
+  return (await unlessEnded(run, Promise.race([next, sleep(60_000)]))) !== ENDED;
 }
 
 /** `"step": N` in the trainer's JSON log lines, and not N0, N1, ... */
@@ -86,16 +232,24 @@ export async function injectFault(run: SoakRun, fault: PlannedFault): Promise<In
     }
     if (fault.phase === 'optimizer') {
       if ((await unlessEnded(run, commitHeld)) === ENDED) return outcome;
-    } else if (!(await duringRollouts(run, fault.step))) {
+    } else if (fault.kind === 'sampling-simulator') {
+      if (!(await samplingFrom(run, fault.step))) return outcome;
+    } else if (
+      !(await duringRollouts(run, fault.step, fault.kind === 'kill-llm-worker-opening' ? 'opening' : 'analysis'))
+    ) {
       return outcome;
     }
     outcome.injected = true;
     run.say(label);
+    if (await injectNew(run, fault, outcome)) {
+      outcome.backAtMs ??= now();
+      run.say(`fault ${fault.n}/${run.total}: ${outcome.killed ? 'process' : 'endpoint'} back`);
+      return outcome;
+    }
     switch (fault.kind) {
-      case 'kill-llm-worker':
       case 'kill-optimizer-worker':
         outcome.killed = true;
-        await stack.replaceWorker(rig, fault.kind === 'kill-llm-worker' ? 'llm' : 'optimizer');
+        await stack.replaceWorker(rig, 'optimizer');
         break;
       case 'kill-trainer':
         outcome.killed = true;

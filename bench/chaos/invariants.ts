@@ -78,7 +78,56 @@ export function recoverySeconds(faults: InjectedFault[], calls: RecordedCall[], 
   for (const f of faults) {
     if (f.backAtMs === null) continue;
     const after = calls.filter((c) => c.status === 200 && c.arrivedAtMs >= f.backAtMs!).map((c) => c.arrivedAtMs);
+    // Back only after the run ended: nothing was left to recover.
+    if (after.length === 0 && runEndMs < f.backAtMs) continue;
     out.set(f.fault.n, ((after.length > 0 ? Math.min(...after) : runEndMs) - f.backAtMs) / 1000);
+  }
+  return out;
+}
+
+/** The persona a simulator call plays (its dialogue, within a step). */
+const personaOf = (call: RecordedCall): string | null =>
+  /Name: (.+)/.exec(call.messages[0]?.content ?? '')?.[1] ?? null;
+
+/**
+ * Hole 5's measure, per fault that struck a worker process: seconds from the fault (the kill, the
+ * SIGSTOP, the cut) until the run goes on with every dialogue that worker held (a dialogue it had a
+ * call of in the 3 s before the fault): each one's next answered simulator call made by another
+ * worker, or, for a dialogue with no call left, its transcript's end. Faults whose worker held none
+ * fall back to `recoverySeconds`.
+ */
+export function takeoverSeconds(
+  faults: InjectedFault[],
+  calls: RecordedCall[],
+  ownerOf: (port: number, atMs: number) => number | null,
+  endedAt: (persona: string) => number[],
+): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const f of faults) {
+    if (f.atMs === undefined || f.pid === undefined) continue;
+    const at = f.atMs;
+    const held = new Set(
+      calls
+        .filter((c) => c.arrivedAtMs <= at && c.arrivedAtMs >= at - 3000)
+        .filter((c) => ownerOf(c.remotePort, c.answeredAtMs) === f.pid)
+        .map(personaOf)
+        .filter((p): p is string => p !== null),
+    );
+    const resumed = [...held].map((persona) => {
+      // Made by another worker: a paused or cut-off one may still finish the call it had under way.
+      const next = calls.find(
+        (c) =>
+          c.arrivedAtMs > at &&
+          c.status === 200 &&
+          c.delivered &&
+          personaOf(c) === persona &&
+          ownerOf(c.remotePort, c.answeredAtMs) !== f.pid,
+      );
+      const ends = endedAt(persona).filter((ms) => ms > at);
+      return Math.min(next?.arrivedAtMs ?? Infinity, ...ends);
+    });
+    const last = Math.max(...resumed);
+    if (resumed.length > 0 && Number.isFinite(last)) out.set(f.fault.n, (last - at) / 1000);
   }
   return out;
 }

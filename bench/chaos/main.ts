@@ -5,13 +5,18 @@
  *
  *   npm run chaos [-- --steps 6 --faults 4 --seed 7]
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '../../src/paths.js';
 import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
+import type { CallContext } from '../../test/support/fakeOpenAI.js';
 import { TINY_TRAINING } from '../../test/support/trainingRig.js';
-import { checkInvariants, recoverySeconds } from './invariants.js';
+import { runTranscriptsPrefix } from '../../src/artifacts/keys.js';
+import { countCalls, transcriptsOf, type CallCounts, type LoggedCall } from './calls.js';
+import type { InjectedFault } from './inject.js';
+import { checkInvariants, recoverySeconds, takeoverSeconds } from './invariants.js';
 import { ALL_FAULT_KINDS, FAULT_KINDS, planFaults, type FaultKind } from './plan.js';
 import { disturbedRun, undisturbedRun } from './runs.js';
 import { ChaosStack, now, sleep } from './stack.js';
@@ -27,6 +32,9 @@ Usage: npm run chaos [-- options]
   --seed N          chooses the faults and their steps, and seeds both runs (default 1)
   --kinds LIST      comma-separated fault kinds to choose from (default: all)
   --timeout S       give up (and fail) after S seconds (default 1800)
+  --set KEY=VALUE   a config setting for both runs (repeatable), e.g. the per-call mode:
+                    --set rollout.llmCalls=activity --set rollout.activityPer=call
+  --dump FILE       also write every logged call and transcript there (to look into a failure)
   --out FILE        results: the plan, the faults injected, each invariant and the recoveries
                     (default bench/results/chaos.json)
   --help            this text
@@ -44,20 +52,42 @@ completed, the trainer applied each step once, one metrics line per step, every 
 once, metrics identical to the undisturbed run. Recovery: from a killed process's return to the
 run's next successful LLM call (or the run's end).
 
-The last line reads: chaos: N faults injected, invariants held, max recovery S s`;
+Every call is counted (see bench/chaos/calls.ts): finished calls made twice, calls made by superseded
+attempts, and transcripts whose turns do not chain, per fault kind and in total.
+
+The last line reads: chaos: N faults injected, invariants held; M made twice, C not chaining (of T
+transcripts), S superseded; max recovery R s`;
 
 const ROLLOUTS_PER_STEP = 4;
 // Simulator answers depend only on the request, so every run of the same seed sees the same dialogues.
+// Openings differ per dialogue (persona and seed), so every dialogue's calls can be told apart by its opening.
 const BEHAVIOUR = {
   latencyMs: 100,
   analysis: (ctx: { last: string }) => ({ emotionChange: (ctx.last.length % 7) - 3 }),
+  opening: (ctx: CallContext) =>
+    `Hey, it's ${ctx.persona ?? 'me'}. Can I talk to you about something that has been bugging me (${ctx.body.seed ?? 0})?`,
 };
 
-function soakSet(steps: number, seed: number): string[] {
+/**
+ * The soak's scenarios: every training scenario without `firstMessage` (the simulator writes the
+ * opening, as for the RLVER profiles) and two with one, so most dialogues open with a simulator call.
+ */
+function soakScenarios(dir: string): string {
+  const from = join(REPO_ROOT, 'scenarios', 'train');
+  const files = readdirSync(from)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort();
+  const opened = (f: string) => /^firstMessage:/m.test(readFileSync(join(from, f), 'utf8'));
+  for (const f of [...files.filter((f) => !opened(f)), ...files.filter(opened).slice(0, 2)])
+    writeFileSync(join(dir, f), readFileSync(join(from, f)));
+  return dir;
+}
+
+function soakSet(steps: number, seed: number, scenarios: string, extra: string[]): string[] {
   return [
     ...TINY_TRAINING('ppo', steps),
     `training.seed=${seed}`,
-    `scenarios.train=${join(REPO_ROOT, 'scenarios', 'train')}`,
+    `scenarios.train=${scenarios}`,
     `training.scenariosPerStep=${ROLLOUTS_PER_STEP}`,
     // Sampling as in training: outages are waited out at the failed call, never rolled out again.
     'policy.temperature=1',
@@ -66,8 +96,11 @@ function soakSet(steps: number, seed: number): string[] {
     // Any failed dialogue stops the step for the operator instead of training on fewer.
     'training.maxFailedShare=0',
     'training.trainer.heartbeatTimeoutMs=3000',
+    // A snapshot (the commit the optimizer faults wait for) every step, whatever the model's default.
+    'training.snapshotEvery=1',
     'policy.retry.maximumAttempts=3',
     'simulator.retry.maximumAttempts=3',
+    ...extra,
   ];
 }
 
@@ -78,8 +111,10 @@ function options() {
       faults: { type: 'string', default: '4' },
       seed: { type: 'string', default: '1' },
       kinds: { type: 'string' },
+      set: { type: 'string', multiple: true, default: [] },
       timeout: { type: 'string', default: '1800' },
       out: { type: 'string' },
+      dump: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -101,7 +136,12 @@ function options() {
     seed: int('seed', 0),
     timeout: int('timeout', 1),
     kinds,
-    out: resolve(values.out ?? defaultResultsFile('chaos', null)),
+    set: values.set ?? [],
+    dump: values.dump ? resolve(values.dump) : null,
+    // The per-call mode's results go to a file of their own (bench/results/chaos-per-call.json).
+    out: resolve(
+      values.out ?? defaultResultsFile('chaos', values.set?.includes('rollout.activityPer=call') ? 'per-call' : null),
+    ),
   };
 }
 
@@ -120,6 +160,46 @@ function ignoreStragglers(): void {
   process.on('unhandledRejection', ignore);
 }
 
+const countLine = (c: CallCounts): string =>
+  `${c.madeTwice} made twice, ${c.chainFailures} not chaining (of ${c.transcripts} transcripts), ${c.superseded} superseded`;
+
+/** Recovery seconds per fault kind (every fault of the kind). */
+function byKind(faults: InjectedFault[], recoveries: Map<number, number>): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  for (const f of faults)
+    if (recoveries.has(f.fault.n)) (out[f.fault.kind] ??= []).push(Number(recoveries.get(f.fault.n)!.toFixed(1)));
+  return out;
+}
+
+/** Every call of the disturbed run counted against every transcript it left (bench/chaos/calls.ts). */
+async function countEveryCall(
+  disturbed: Awaited<ReturnType<typeof disturbedRun>>['disturbed'],
+  faults: InjectedFault[],
+  dump: string | null,
+): Promise<CallCounts> {
+  const { rig, proxy, runName, owners, processFaults } = disturbed;
+  const calls: LoggedCall[] = [
+    ...rig.fake.calls.map((c) => ({ ...c, source: 'simulator' as const })),
+    ...proxy.calls.map((c) => ({ ...c, source: 'policy' as const, role: 'policy' })),
+  ];
+  const struck = faults.filter((f) => f.injected);
+  const when = (f: InjectedFault) => f.atMs ?? f.backAtMs ?? null;
+  const transcripts = await transcriptsOf(rig.store, runTranscriptsPrefix(runName));
+  if (dump) writeResults(dump, { calls, processFaults, faults, transcripts });
+  return countCalls({
+    calls,
+    owners,
+    processFaults,
+    transcripts,
+    kindsOfStep: (step) => struck.filter((f) => f.fault.step === step).map((f) => f.fault.kind),
+    kindOfTime: (atMs) => {
+      const before = struck.filter((f) => when(f) !== null && when(f)! <= atMs && atMs - when(f)! < 120_000);
+      const last = before.sort((a, b) => when(b)! - when(a)!)[0];
+      return last ? [last.fault.kind] : [];
+    },
+  });
+}
+
 /** Runs the soak; its verdict line comes back to be printed last, after every process is stopped. */
 async function main(): Promise<{ code: number; verdict: string }> {
   const opts = options();
@@ -130,6 +210,7 @@ async function main(): Promise<{ code: number; verdict: string }> {
   say(`seed ${opts.seed}, ${opts.steps} steps, ${plan.length} faults planned:`);
   for (const f of plan) say(`  ${f.n}. step ${f.step} (${f.phase}): ${f.kind}`);
 
+  const scenarioDir = mkdtempSync(join(tmpdir(), 'attune-chaos-scenarios-'));
   const stack = await ChaosStack.start();
   const cleanUp = async (signal: string) => {
     process.stdout.write(`chaos: ${signal}: stopping every process it started\n`);
@@ -144,29 +225,52 @@ async function main(): Promise<{ code: number; verdict: string }> {
   });
   deadline.catch(() => {});
   try {
-    const set = soakSet(opts.steps, opts.seed);
+    const set = soakSet(opts.steps, opts.seed, soakScenarios(scenarioDir), opts.set);
     const baseline = await undisturbedRun(stack, set, BEHAVIOUR, deadline, say);
     const { disturbed, faults } = await disturbedRun({ stack, set, behaviour: BEHAVIOUR, plan, deadline, say });
     const { rig, runName, runError, stepsApplied, runEndMs } = disturbed;
     const recoveries = recoverySeconds(faults, rig.fake.calls, runEndMs);
+    const transcripts = await transcriptsOf(rig.store, runTranscriptsPrefix(runName));
+    const takeovers = takeoverSeconds(
+      faults,
+      rig.fake.calls,
+      (port, at) => disturbed.owners.ownerOf(port, at),
+      (persona) => transcripts.filter((t) => t.scenario.persona.name === persona).map((t) => Date.parse(t.finishedAt)),
+    );
+    for (const [n, s] of takeovers) recoveries.set(n, s);
     for (const f of faults)
       if (recoveries.has(f.fault.n))
         say(
-          `fault ${f.fault.n} (${f.fault.kind}): next successful LLM call ${recoveries.get(f.fault.n)!.toFixed(1)} s after it was back`,
+          `fault ${f.fault.n} (${f.fault.kind}): recovery ${recoveries.get(f.fault.n)!.toFixed(1)} s (${takeovers.has(f.fault.n) ? 'from the fault until every dialogue its worker held went on' : 'from its return to the next successful LLM call'})`,
         );
-    const checks = checkInvariants({
-      steps: opts.steps,
-      rolloutsPerStep: ROLLOUTS_PER_STEP,
-      stepsApplied,
-      runError,
-      trainerStep: await rig.trainer
-        .runState(runName)
-        .then((s) => s.step)
-        .catch(() => null),
-      metrics: await rig.metrics(runName),
-      baseline,
-      faults,
-    });
+    const counts = await countEveryCall(disturbed, faults, opts.dump);
+    say(
+      `calls: ${counts.answered} answered, ${counts.madeTwice} finished calls made twice, ${counts.superseded} made by superseded attempts, ${counts.unrecorded} answers recorded nowhere; ${counts.chainFailures} of ${counts.transcripts} transcripts do not chain`,
+    );
+    for (const [kind, c] of Object.entries(counts.byKind)) say(`  ${kind}: ${JSON.stringify(c)}`);
+    for (const p of counts.problems.slice(0, 12)) say(`  problem: ${p}`);
+    const checks = [
+      ...checkInvariants({
+        steps: opts.steps,
+        rolloutsPerStep: ROLLOUTS_PER_STEP,
+        stepsApplied,
+        runError,
+        trainerStep: await rig.trainer
+          .runState(runName)
+          .then((s) => s.step)
+          .catch(() => null),
+        metrics: await rig.metrics(runName),
+        baseline,
+        faults,
+      }),
+      { name: 'no finished call made twice', ok: counts.madeTwice === 0, detail: `${counts.madeTwice}` },
+      {
+        name: 'every transcript chains',
+        ok: counts.chainFailures === 0 && counts.transcripts >= opts.steps * ROLLOUTS_PER_STEP,
+        detail: `${counts.chainFailures} of ${counts.transcripts} do not`,
+      },
+      { name: 'no call made by a superseded attempt', ok: counts.superseded === 0, detail: `${counts.superseded}` },
+    ];
     for (const c of checks) say(`invariant: ${c.name}: ${c.ok ? 'ok' : 'VIOLATED'}${c.detail ? ` (${c.detail})` : ''}`);
     const injected = faults.filter((f) => f.injected).length;
     const kills = faults.filter((f) => f.killed && recoveries.has(f.fault.n)).map((f) => recoveries.get(f.fault.n)!);
@@ -181,24 +285,31 @@ async function main(): Promise<{ code: number; verdict: string }> {
       injected,
       invariantsHeld: failed.length === 0,
       invariants: checks,
+      mode: opts.set.filter((x) => x.startsWith('rollout.')).join(' ') || 'default (local turns)',
+      set: opts.set,
       recoverySeconds: Object.fromEntries(recoveries),
+      recoveryByKind: byKind(faults, recoveries),
+      // Faults whose recovery runs from the fault until every dialogue its worker held went on (the rest: from the return).
+      recoveryFromTheFault: [...takeovers.keys()],
       maxRecoverySeconds: maxRecovery,
+      calls: counts,
       wallS,
     });
     say(`wrote ${opts.out}`);
     if (failed.length > 0)
       return {
         code: 1,
-        verdict: `chaos: ${injected} faults injected, invariants VIOLATED: ${failed.map((c) => c.name).join('; ')}`,
+        verdict: `chaos: ${injected} faults injected, invariants VIOLATED: ${failed.map((c) => c.name).join('; ')}; ${countLine(counts)}`,
       };
     return {
       code: 0,
-      verdict: `chaos: ${injected} faults injected, invariants held, max recovery ${maxRecovery.toFixed(1)} s`,
+      verdict: `chaos: ${injected} faults injected, invariants held; ${countLine(counts)}; max recovery ${maxRecovery.toFixed(1)} s`,
     };
   } finally {
     say('stopping every process the soak started');
     ignoreStragglers();
     await stack.close();
+    rmSync(scenarioDir, { recursive: true, force: true });
   }
 }
 

@@ -7,6 +7,29 @@ export type FaultPhase = 'rollouts' | 'optimizer';
 /** What each fault does; `phase` is the part of a step it is injected into. */
 export const FAULT_KINDS = {
   'kill-llm-worker': { phase: 'rollouts', describe: 'SIGKILL of the LLM worker process, then a new one' },
+  'kill-llm-worker-opening': {
+    phase: 'rollouts',
+    describe: "SIGKILL of the LLM worker at a simulator's opening (a scenario without firstMessage), then a new one",
+  },
+  'stop-llm-worker': {
+    phase: 'rollouts',
+    describe:
+      'SIGSTOP of the LLM worker past the workflow-task timeout, then SIGCONT (a zombie; the second worker takes over)',
+  },
+  'partition-llm-worker': {
+    phase: 'rollouts',
+    describe:
+      'the second LLM worker cut off from the Temporal frontend (not from the LLMs and the store) past the workflow-task timeout',
+  },
+  'journal-write-fails': {
+    phase: 'rollouts',
+    describe: "a turn journal write after a finished call fails once (the worker's test-only switch)",
+  },
+  'sampling-simulator': {
+    phase: 'rollouts',
+    describe:
+      'the simulator samples (a request made again gets another answer) and the LLM worker is SIGKILLed at an analysis',
+  },
   'kill-dev-server': { phase: 'rollouts', describe: 'SIGKILL of the Temporal dev server, then a restart' },
   'policy-outage': { phase: 'rollouts', describe: 'policy endpoint answers 500 until the run waits for the operator' },
   'simulator-outage': {

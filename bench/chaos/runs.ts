@@ -1,6 +1,8 @@
 import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import type { FakeBehaviour } from '../../test/support/fakeOpenAI.js';
+import type { OutageProxy } from '../../test/support/outageProxy.js';
 import type { TrainingRig } from '../../test/support/trainingRig.js';
+import { CallOwners, type ProcessFault } from './calls.js';
 import { injectFault, type InjectedFault, type SoakRun } from './inject.js';
 import { Operator } from './operator.js';
 import { faultSwitchSpec, type PlannedFault } from './plan.js';
@@ -27,10 +29,15 @@ export async function undisturbedRun(
 
 export interface DisturbedRun {
   rig: TrainingRig;
+  /** The proxy in front of the policy: its log of the policy's calls. */
+  proxy: OutageProxy;
   runName: string;
   stepsApplied: number | null;
   runError: string | null;
   runEndMs: number;
+  /** Which worker process made each call (by its TCP port). */
+  owners: CallOwners;
+  processFaults: ProcessFault[];
 }
 
 /**
@@ -57,16 +64,36 @@ export async function disturbedRun(input: {
     trainerEnv: { ATTUNE_TRAINER_FAULT_DELAY_S: '1', ...(spec ? { ATTUNE_TRAINER_FAULT_INJECTION: spec } : {}) },
   });
   proxy.target = rig.trainer.url;
-  await Promise.all([stack.startWorker(rig, 'llm'), stack.startWorker(rig, 'optimizer')]);
+  const owners = new CallOwners(() => stack.pids);
+  rig.fake.onArrival = (port) => owners.note(port);
+  proxy.onArrival = (port) => owners.note(port);
+  // Two LLM workers: when one is killed, paused or cut off, the other takes its dialogues over.
+  await Promise.all([
+    stack.startWorker(rig, 'llm'),
+    stack.startWorker(rig, 'llm2'),
+    stack.startWorker(rig, 'optimizer'),
+  ]);
   const runName = 'soak-disturbed';
   const { handle } = await rig.start(runName);
   say('disturbed run: started');
   const operator = new Operator(handle, say);
   let markEnded: () => void = () => {};
   const ended = new Promise<void>((resolve) => (markEnded = resolve));
-  const run: SoakRun = { stack, rig, proxy, handle, operator, ended, say, total: plan.length };
+  const processFaults: ProcessFault[] = [];
+  const run: SoakRun = { stack, rig, proxy, handle, operator, ended, say, total: plan.length, processFaults, owners };
   operator.start();
-  const injecting = Promise.all(plan.map((f) => injectFault(run, f)));
+  // A pause or a cut lasts past a timeout while the run goes on: the rollouts' faults strike one after
+  // another, so two never overlap (a later one waits, then strikes at once if its step has passed).
+  const rollouts = plan.filter((f) => f.phase === 'rollouts');
+  const inTurn = (async () => {
+    const out: InjectedFault[] = [];
+    for (const f of rollouts) out.push(await injectFault(run, f));
+    return out;
+  })();
+  const injecting = Promise.all([
+    inTurn,
+    Promise.all(plan.filter((f) => f.phase !== 'rollouts').map((f) => injectFault(run, f))),
+  ]).then(([a, b]) => [...a, ...b].sort((x, y) => x.fault.n - y.fault.n));
   let stepsApplied: number | null = null;
   let runError: string | null = null;
   try {
@@ -80,5 +107,5 @@ export async function disturbedRun(input: {
   await operator.stop();
   const faults = await injecting;
   say(`disturbed run: ${runError ?? `ended, ${stepsApplied} steps applied`}; operator resumed ${operator.resumes}x`);
-  return { disturbed: { rig, runName, stepsApplied, runError, runEndMs }, faults };
+  return { disturbed: { rig, proxy, runName, stepsApplied, runError, runEndMs, owners, processFaults }, faults };
 }

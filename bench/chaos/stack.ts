@@ -6,10 +6,12 @@ import { DevServer } from '../../src/temporal/devServer.js';
 import { trainingStatusQuery, type training, type TrainingStatus } from '../../src/workflows/training.js';
 import type { FakeBehaviour } from '../../test/support/fakeOpenAI.js';
 import { OutageProxy } from '../../test/support/outageProxy.js';
+import { TcpCutProxy } from '../../test/support/tcpCutProxy.js';
 import { createTrainingRig, type TrainingRig } from '../../test/support/trainingRig.js';
 import { WorkerProcess } from '../../test/support/workerProcess.js';
 
-export type WorkerRole = 'llm' | 'optimizer';
+/** `llm2` is a second `llm` worker, reaching the Temporal frontend through a proxy that can be cut. */
+export type WorkerRole = 'llm' | 'llm2' | 'optimizer';
 
 /** Milliseconds on the clock the fake server stamps its calls with. */
 export const now = (): number => performance.timeOrigin + performance.now();
@@ -21,7 +23,11 @@ export const now = (): number => performance.timeOrigin + performance.now();
  * `close` ends every process it started, whatever state they are in.
  */
 export class ChaosStack {
-  readonly workers: Record<WorkerRole, WorkerProcess | null> = { llm: null, optimizer: null };
+  readonly workers: Record<WorkerRole, WorkerProcess | null> = { llm: null, llm2: null, optimizer: null };
+  /** The second LLM worker's way to the Temporal frontend (see `partition`). */
+  frontendCut: TcpCutProxy | null = null;
+  /** While this file exists, the next journal write after a finished call fails once (the workers' test-only switch). */
+  readonly journalFaultFile: string;
   private readonly spawned: WorkerProcess[] = [];
   private readonly rigs: TrainingRig[] = [];
   private proxies: OutageProxy[] = [];
@@ -31,7 +37,9 @@ export class ChaosStack {
   private constructor(
     readonly server: DevServer,
     private readonly home: string,
-  ) {}
+  ) {
+    this.journalFaultFile = join(home, 'journal-write-fails-once');
+  }
 
   static async start(): Promise<ChaosStack> {
     const home = mkdtempSync(join(tmpdir(), 'attune-chaos-soak-'));
@@ -59,10 +67,25 @@ export class ChaosStack {
     return proxy;
   }
 
+  /** The process ids of every worker process started (live or not). */
+  get pids(): number[] {
+    return this.spawned.map((w) => w.pid).filter((pid): pid is number => pid !== undefined);
+  }
+
   /** Starts an `attune worker --role ROLE` process for the rig and waits until it polls. */
   startWorker(rig: TrainingRig, role: WorkerRole): Promise<WorkerProcess> {
     return this.guarded(async () => {
-      const worker = WorkerProcess.start(this.server.address, rig.configSet, ['worker', '--role', role]);
+      let address = this.server.address;
+      if (role === 'llm2') {
+        this.frontendCut ??= await TcpCutProxy.start(this.server.address);
+        address = this.frontendCut.address;
+      }
+      const worker = WorkerProcess.start(
+        address,
+        rig.configSet,
+        ['worker', '--role', role === 'optimizer' ? 'optimizer' : 'llm'],
+        { ATTUNE_JOURNAL_FAULT_INJECTION: `fail-once-after-call:${this.journalFaultFile}` },
+      );
       this.spawned.push(worker);
       this.workers[role] = worker;
       await worker.ready();
@@ -76,6 +99,31 @@ export class ChaosStack {
       await this.workers[role]?.kill('SIGKILL');
       return this.startWorker(rig, role);
     });
+  }
+
+  /** SIGSTOP of the role's worker for `ms`, then SIGCONT: returns when it goes on. */
+  pauseWorker(role: WorkerRole, ms: number): Promise<void> {
+    return this.guarded(async () => {
+      const worker = this.workers[role];
+      if (!worker) throw new Error(`no ${role} worker`);
+      worker.signal('SIGSTOP');
+      try {
+        await sleep(ms);
+      } finally {
+        worker.signal('SIGCONT');
+      }
+    });
+  }
+
+  /** Cuts the second LLM worker off from the Temporal frontend for `ms` (it still reaches the LLMs and the store). */
+  async partition(ms: number): Promise<void> {
+    if (!this.frontendCut) throw new Error('no second LLM worker behind a frontend proxy');
+    this.frontendCut.partition();
+    try {
+      await sleep(ms);
+    } finally {
+      this.frontendCut.heal();
+    }
   }
 
   /** SIGKILL of the rig's trainer, then a restart on the same state directory and port. */
@@ -119,6 +167,7 @@ export class ChaosStack {
     for (const worker of this.spawned) await quietly(() => worker.kill('SIGKILL'));
     for (const rig of this.rigs) await quietly(() => rig.close());
     for (const proxy of this.proxies) await quietly(() => proxy.close());
+    if (this.frontendCut) await quietly(() => this.frontendCut!.close());
     await quietly(() => this.server.stop());
     rmSync(this.home, { recursive: true, force: true });
   }

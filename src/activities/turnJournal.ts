@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
@@ -50,6 +51,25 @@ const journalRecordSchema = z.object({
   finished: z.unknown(),
 });
 type JournalRecord = z.infer<typeof journalRecordSchema>;
+
+/**
+ * Test-only fault switch (the chaos soak's): `fail-once-after-call:FILE` fails a journal write that
+ * follows a finished call, whole (its in-place retries included), once FILE exists, and removes FILE,
+ * so it fires once whichever worker gets there first. Off unless set.
+ */
+export const JOURNAL_FAULT_INJECTION_ENV = 'ATTUNE_JOURNAL_FAULT_INJECTION';
+
+function failOnceIfArmed(finished: unknown, env: NodeJS.ProcessEnv = process.env): void {
+  const spec = env[JOURNAL_FAULT_INJECTION_ENV];
+  if (!spec?.startsWith('fail-once-after-call:')) return;
+  if (finished === null || typeof finished !== 'object' || Object.keys(finished).length === 0) return;
+  try {
+    rmSync(spec.slice('fail-once-after-call:'.length));
+  } catch {
+    return; // not armed, or another write took it
+  }
+  throw new Error(`${JOURNAL_FAULT_INJECTION_ENV}=${spec}: this journal write fails once (test-only fault)`);
+}
 
 /** Rounds of read-then-claim before an attempt gives up on others claiming the same turn. */
 const CLAIM_ROUNDS = 20;
@@ -223,6 +243,7 @@ function fencedClaim(
     recorded: seen.recorded,
     ignored: seen.ignored,
     write: async (finished) => {
+      failOnceIfArmed(finished);
       for (let retry = 0; ; retry++) {
         try {
           return await writeOnce(finished);

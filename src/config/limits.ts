@@ -21,9 +21,11 @@ export const LIMITS = {
    * Workflow-task timeout of rollouts with local LLM calls (unless `rollout.workflowTaskTimeoutMs`
    * says otherwise). Their workflow task stays open while the calls run, and the worker must report
    * back at 80 % of the timeout; with Temporal's 10 s an overloaded worker misses that, and the
-   * calls not yet recorded run again. The price of a longer timeout: a crash repeats more calls.
+   * calls not yet recorded run again. Finished calls are journalled and a stale attempt is fenced
+   * (src/activities/turnJournal.ts), so a takeover repeats none: 20 s lets a dead worker's dialogues
+   * go on as soon as the per-call mode's 20 s heartbeat timeout does (the chaos soak measures both).
    */
-  localCallsWorkflowTaskTimeoutMs: 60_000,
+  localCallsWorkflowTaskTimeoutMs: 20_000,
   /**
    * Bound on an LLM call's activity, waits included: for its endpoint's slot (`rollout.llmCalls:
    * local`) and for the endpoint's `tokensPerMinute` budget. The HTTP timeout bounds the call itself;

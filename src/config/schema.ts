@@ -269,7 +269,7 @@ export const configSchema = z
         workflowTaskTimeoutMs: dialogueBounds.workflowTaskTimeoutMs
           .optional()
           .describe(
-            "Workflow-task timeout of rollout workflows. Default: 10 s (Temporal's) with `llmCalls: activity`, 60 s with `local`, where a workflow task stays open while its local calls run.",
+            "Workflow-task timeout of rollout workflows. Default: 10 s (Temporal's) with `llmCalls: activity`, 20 s with `local`, where a workflow task stays open while its local calls run (its turns are journalled and fenced, so a takeover after a timeout repeats no finished call).",
           ),
         maxWaitMinutes: maxWaitMinutesSchema,
       })

@@ -173,8 +173,8 @@ describe('configuration', () => {
     assert.equal(settings.turnsTaskQueue, 't1-attune-llm-turns');
   });
 
-  it("gives rollouts a 60 s workflow-task timeout with local calls (the default), Temporal's default otherwise, or rollout.workflowTaskTimeoutMs", () => {
-    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).workflowTaskTimeoutMs, 60_000);
+  it("gives rollouts a 20 s workflow-task timeout with local calls (the default), Temporal's default otherwise, or rollout.workflowTaskTimeoutMs", () => {
+    assert.equal(rolloutSettingsFromConfig(loadConfig({ env: {} })).workflowTaskTimeoutMs, 20_000);
     assert.equal(
       rolloutSettingsFromConfig(loadConfig({ env: {}, set: ['rollout.llmCalls=activity'] })).workflowTaskTimeoutMs,
       undefined,

@@ -50,7 +50,7 @@ describe('evaluation workflow', function () {
     assert.equal(transcript.runName, input.evalId);
   });
 
-  it("starts its dialogues with the settings' workflow-task timeout (60 s with local calls), one local activity per turn", async () => {
+  it("starts its dialogues with the settings' workflow-task timeout (20 s with local calls), one local activity per turn", async () => {
     rig = await createRolloutRig({
       behaviour: { analysis: () => ({ emotionChange: 5 }) },
       set: ['rollout.llmCalls=local', 'rollout.activityPer=turn'],
@@ -62,12 +62,12 @@ describe('evaluation workflow', function () {
       evalId: `eval-local-${Date.now()}`,
       only: [scenario],
     });
-    assert.equal(input.settings.workflowTaskTimeoutMs, 60_000);
+    assert.equal(input.settings.workflowTaskTimeoutMs, 20_000);
     const summary = await (await startEvaluation(rig.env.client, rig.config, input)).result();
     assert.equal(summary.score, 90);
     const child = await rig.env.client.workflow.getHandle(`${input.evalId}--${scenario}`).fetchHistory();
     const started = child.events?.[0]?.workflowExecutionStartedEventAttributes;
-    assert.equal(Number(started?.workflowTaskTimeout?.seconds), 60);
+    assert.equal(Number(started?.workflowTaskTimeout?.seconds), 20);
     assert.deepEqual(
       localActivityTypes(child.events ?? []),
       ['loadScenario', ...Array<string>(10).fill('playDialogueTurn'), 'saveTranscript'],

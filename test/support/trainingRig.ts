@@ -54,6 +54,9 @@ export const TINY_TRAINING = (algorithm: 'grpo' | 'ppo', steps = 3) => [
   'training.baseModel=tiny-random',
   'training.hyperparameters.learning_rate=0.001',
   'training.hyperparameters.micro_batch_size=4',
+  // A snapshot every step, as the crash and commit-fault tests expect of the trainer (full weights
+  // default to every 10: trainer/tests/test_step_log.py and test/vllm/fullWeights.test.ts run that).
+  'training.snapshotEvery=1',
   'policy.maxTokens=12',
   'policy.temperature=1',
   `scenarios.train=${FIXTURE_SCENARIOS}`,

@@ -63,6 +63,16 @@ export class WorkerProcess {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** The process id (undefined if it could not be spawned). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Sends `signal` (e.g. SIGSTOP, SIGCONT) if the process still runs. */
+  signal(signal: NodeJS.Signals): void {
+    if (this.running) this.child.kill(signal);
+  }
+
   get log(): string {
     return this.output;
   }

@@ -4,10 +4,10 @@ import { WORKFLOW_TASK_WARN_ENV, warnOnlyOfLateWorkflowTasks } from '../../src/w
 import { ROLLOUT_MODES } from '../support/rolloutModes.js';
 
 describe("the SDK's long-workflow-task warning (TMPRL1104)", () => {
-  it('with local calls (the default) warns only past the rollouts’ workflow-task timeout: 60 s, or rollout.workflowTaskTimeoutMs', () => {
+  it('with local calls (the default) warns only past the rollouts’ workflow-task timeout: 20 s, or rollout.workflowTaskTimeoutMs', () => {
     const env: NodeJS.ProcessEnv = {};
     warnOnlyOfLateWorkflowTasks(loadConfig({ env: {} }), env);
-    assert.equal(env[WORKFLOW_TASK_WARN_ENV], '60');
+    assert.equal(env[WORKFLOW_TASK_WARN_ENV], '20');
     const set: NodeJS.ProcessEnv = {};
     warnOnlyOfLateWorkflowTasks(loadConfig({ env: {}, set: ['rollout.workflowTaskTimeoutMs=20500'] }), set);
     assert.equal(set[WORKFLOW_TASK_WARN_ENV], '21');

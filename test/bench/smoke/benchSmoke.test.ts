@@ -241,16 +241,31 @@ const SMOKES: Record<string, Smoke> = {
   },
   chaos: {
     script: 'bench/chaos/main.ts',
-    args: (out) => ['--steps', '2', '--faults', '1', '--kinds', 'kill-llm-worker', '--timeout', '840', '--out', out],
+    // A kill at a simulator's opening: the opening must be journalled like a turn's calls.
+    args: (out) => [
+      '--steps',
+      '2',
+      '--faults',
+      '1',
+      '--kinds',
+      'kill-llm-worker-opening',
+      '--timeout',
+      '840',
+      '--out',
+      out,
+    ],
     check: (results) => {
-      const { injected, invariantsHeld, invariants } = results as {
+      const { injected, invariantsHeld, invariants, calls } = results as {
         injected: number;
         invariantsHeld: boolean;
         invariants: Json[];
+        calls: { answered: number; madeTwice: number; chainFailures: number; superseded: number; transcripts: number };
       };
       assert.equal(injected, 1, 'the planned worker kill landed in the run');
       assert.equal(invariantsHeld, true, JSON.stringify(invariants));
       assert.ok(invariants.length > 0, 'invariants were checked');
+      assert.ok(calls.answered > 0 && calls.transcripts === 8, `every call counted: ${JSON.stringify(calls)}`);
+      assert.deepEqual([calls.madeTwice, calls.chainFailures, calls.superseded], [0, 0, 0], JSON.stringify(calls));
     },
   },
 };
