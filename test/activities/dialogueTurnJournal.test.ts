@@ -13,25 +13,7 @@ import type { PlayedTurn, TurnInput } from '../../src/core/dialogueTurn.js';
 import { defaultPolicySystemPrompt } from '../../src/core/prompts/policy.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { fixtureScenario, testConfig } from '../support/rolloutRig.js';
-
-/** A directory store whose conditional writes fail `failures` times in a row after `after` good ones (a store blip). */
-class BlippingStore extends FileArtifactStore {
-  private writes = 0;
-  constructor(
-    root: string,
-    private readonly after: number,
-    private failures: number,
-  ) {
-    super(root);
-  }
-  override async putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null> {
-    if (++this.writes > this.after && this.failures > 0) {
-      this.failures--;
-      throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
-    }
-    return super.putJsonIf(key, value, expected);
-  }
-}
+import { BlippingStore } from '../support/blippingStore.js';
 
 /**
  * A local turn activity (as the rollout worker runs it) whose journal write after its policy call

@@ -9,30 +9,12 @@ import { storeTurnJournal, TURN_SUPERSEDED } from '../../src/activities/turnJour
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { dialogueScenario, dialogueSettings } from '../support/fakeDialogueCalls.js';
 import type { TurnInput } from '../../src/core/dialogueTurn.js';
+import { BlippingStore } from '../support/blippingStore.js';
 
 /** A directory store whose writes fail as a full disk's do. */
 class FullDiskStore extends FileArtifactStore {
   override async putJsonIf(): Promise<string | null> {
     throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-  }
-}
-
-/** A directory store whose next `failures` conditional writes after `after` good ones fail (a store blip). */
-class BlippingStore extends FileArtifactStore {
-  writes = 0;
-  constructor(
-    root: string,
-    private readonly after: number,
-    private failures: number,
-  ) {
-    super(root);
-  }
-  override async putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null> {
-    if (++this.writes > this.after && this.failures > 0) {
-      this.failures--;
-      throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
-    }
-    return super.putJsonIf(key, value, expected);
   }
 }
 
