@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attune_trainer.state.store import step_name, write_json_atomic
+from attune_trainer.state.store import json_steps_in, step_name, write_json_atomic
 
 FORMAT = 1
 
@@ -39,15 +39,7 @@ class StepLog:
             return None
 
     def steps(self) -> list[int]:
-        if not self.dir.exists():
-            return []
-        out = []
-        for p in self.dir.glob("step-*.json"):
-            try:
-                out.append(int(p.name[5:-5]))
-            except ValueError:
-                pass
-        return sorted(out)
+        return json_steps_in(self.dir)
 
     def drop(self, keep) -> int:
         """Remove the entries whose step `keep` refuses; returns how many."""

@@ -100,6 +100,19 @@ def step_name(step: int) -> str:
     return f"step-{step:06d}"
 
 
+def json_steps_in(directory: Path) -> list[int]:
+    """The steps of the `step-N.json` files in `directory`, sorted (none when it does not exist)."""
+    if not directory.exists():
+        return []
+    out = []
+    for p in directory.glob("step-*.json"):
+        try:
+            out.append(int(p.name[5:-5]))
+        except ValueError:
+            pass
+    return sorted(out)
+
+
 class RunStore:
     def __init__(self, state_dir: Path, run_id: str):
         # A run id becomes a path: refuse anything that could name a place outside the runs
@@ -141,15 +154,7 @@ class RunStore:
         return steps[-1] if steps else None
 
     def result_steps(self) -> list[int]:
-        if not self.results_dir.exists():
-            return []
-        out = []
-        for p in self.results_dir.glob("step-*.json"):
-            try:
-                out.append(int(p.name[5:-5]))
-            except ValueError:
-                pass
-        return sorted(out)
+        return json_steps_in(self.results_dir)
 
     def last_applied_step(self) -> int:
         """The run's step: a step is committed by its snapshot or, between snapshots, its stored result."""
