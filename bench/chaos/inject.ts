@@ -99,23 +99,23 @@ const ZOMBIE_GRACE_MS = 10_000;
 /** A killed or paused worker may have had an answer just before the fault that it could not journal yet. */
 const IN_FLIGHT_MS = 250;
 
+/** Resolves before the step's dialogues start (once the step before has left its own); false if the run ended first. */
+async function beforeDialoguesOf(run: SoakRun, step: number): Promise<boolean> {
+  const early = ['starting', 'rollouts', 'paused', 'waiting-for-operator'];
+  for (;;) {
+    const status = await statusOf(run.handle);
+    if (status && (status.step >= step || (status.step === step - 1 && !early.includes(status.phase)))) return true;
+    if ((await unlessEnded(run, sleep(150))) === ENDED) return false;
+  }
+}
+
 /**
  * The sampling simulator: on from the step's start (its dialogues' first calls) until its rollouts
  * end, and the fault strikes at the step's first reply call (the LLM worker is SIGKILLed there).
  */
 async function samplingFrom(run: SoakRun, step: number): Promise<boolean> {
   const fake = run.rig.fake;
-  for (;;) {
-    const status = await statusOf(run.handle);
-    if (
-      status &&
-      (status.step >= step ||
-        (status.step === step - 1 &&
-          !['starting', 'rollouts', 'paused', 'waiting-for-operator'].includes(status.phase)))
-    )
-      break;
-    if ((await unlessEnded(run, sleep(150))) === ENDED) return false;
-  }
+  if (!(await beforeDialoguesOf(run, step))) return false;
   fake.behaviour = { ...fake.behaviour, samples: true };
   void (async () => {
     for (;;) {
@@ -212,7 +212,45 @@ const stepField = (step: number) => `"step": ${step}[,}]`;
  * are set up at once (before the run gets there); the plan puts at most one fault in each phase
  * of a step, and a step cannot go on without what the fault took down, so faults never overlap.
  */
-export async function injectFault(run: SoakRun, fault: PlannedFault): Promise<InjectedFault> {
+/**
+ * Faults that may outlast a step while the run goes on (a pause or a cut past a timeout, a restart,
+ * a write that waits for its turn): the soak holds the run between steps while one is under way and a
+ * later rollouts fault is still to come, so that the run cannot end before the later one strikes.
+ */
+const HELD_KINDS = new Set<string>(
+  Object.keys(FAULT_KINDS).filter(
+    (k) => FAULT_KINDS[k as keyof typeof FAULT_KINDS].phase === 'rollouts' && !k.endsWith('-outage'),
+  ),
+);
+
+/** Sends `update` to the run until it is taken (the dev server may be restarting); false once the run has ended. */
+async function updateRun(run: SoakRun, update: 'pause' | 'resume'): Promise<boolean> {
+  for (;;) {
+    try {
+      await run.handle.executeUpdate(update);
+      return true;
+    } catch {
+      if ((await unlessEnded(run, sleep(500))) === ENDED) return false;
+    }
+  }
+}
+
+/**
+ * Injects `fault`; with `holdRun`, a fault of a held kind pauses the run (between steps, as an
+ * operator's `attune pause` does) from its strike until what it took down is back.
+ */
+export async function injectFault(run: SoakRun, fault: PlannedFault, holdRun = false): Promise<InjectedFault> {
+  if (!holdRun || !HELD_KINDS.has(fault.kind)) return injectOne(run, fault, async () => {});
+  let held = false;
+  const outcome = await injectOne(run, fault, async () => {
+    held = await updateRun(run, 'pause');
+    if (held) run.say(`fault ${fault.n}/${run.total}: the run is held between steps until this fault is over`);
+  });
+  if (held && (await updateRun(run, 'resume'))) run.say(`fault ${fault.n}/${run.total}: the run goes on`);
+  return outcome;
+}
+
+async function injectOne(run: SoakRun, fault: PlannedFault, struck: () => Promise<void>): Promise<InjectedFault> {
   const { rig, stack } = run;
   const label = `fault ${fault.n}/${run.total} [step ${fault.step}, ${fault.phase}] ${fault.kind}: ${FAULT_KINDS[fault.kind].describe}`;
   const outcome: InjectedFault = { fault, injected: false, backAtMs: null, killed: false };
@@ -234,6 +272,9 @@ export async function injectFault(run: SoakRun, fault: PlannedFault): Promise<In
       if ((await unlessEnded(run, commitHeld)) === ENDED) return outcome;
     } else if (fault.kind === 'sampling-simulator') {
       if (!(await samplingFrom(run, fault.step))) return outcome;
+    } else if (fault.kind === 'journal-write-fails') {
+      // Armed before the step's dialogues: the first journal write after a call of theirs fails.
+      if (!(await beforeDialoguesOf(run, fault.step))) return outcome;
     } else if (
       !(await duringRollouts(run, fault.step, fault.kind === 'kill-llm-worker-opening' ? 'opening' : 'analysis'))
     ) {
@@ -241,6 +282,7 @@ export async function injectFault(run: SoakRun, fault: PlannedFault): Promise<In
     }
     outcome.injected = true;
     run.say(label);
+    await struck();
     if (await injectNew(run, fault, outcome)) {
       outcome.backAtMs ??= now();
       run.say(`fault ${fault.n}/${run.total}: ${outcome.killed ? 'process' : 'endpoint'} back`);

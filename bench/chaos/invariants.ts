@@ -18,14 +18,24 @@ export interface DisturbedOutcome {
   metrics: StepMetricsRecord[];
   baseline: StepMetricsRecord[];
   faults: InjectedFault[];
+  /**
+   * The first step whose transcripts hold a sampling simulator's second answer to a request (a call
+   * made again because its first answer was lost with the worker killed as it arrived), or null. From
+   * that step on the run legitimately differs from the undisturbed one: another answer, other weights.
+   */
+  resampledFromStep: number | null;
 }
+
+/** The answer the fake gives a request made again while it samples (test/support/fakeOpenAI.ts). */
+export const RESAMPLED_MARK = /\(sample \d+\)/;
 
 /** The soak's invariants, each with what was found. */
 export function checkInvariants(o: DisturbedOutcome): Check[] {
   const steps = Array.from({ length: o.steps }, (_, i) => i + 1);
   const base = essentials(o.baseline);
   const got = essentials(o.metrics);
-  const firstDiff = got.findIndex((g, i) => JSON.stringify(g) !== JSON.stringify(base[i]));
+  const compared = o.resampledFromStep === null ? got.length : Math.min(got.length, o.resampledFromStep - 1);
+  const firstDiff = got.slice(0, compared).findIndex((g, i) => JSON.stringify(g) !== JSON.stringify(base[i]));
   const notInjected = o.faults.filter((f) => !f.injected || f.error);
   const miscounted = o.metrics.filter(
     (m) => m.rollouts.ok !== o.rolloutsPerStep || m.rollouts.failed !== 0 || m.rollouts.dropped !== 0,
@@ -62,9 +72,11 @@ export function checkInvariants(o: DisturbedOutcome): Check[] {
       name: 'metrics identical to the undisturbed run of the same seed',
       ok: base.length === got.length && firstDiff === -1,
       detail:
-        firstDiff === -1
-          ? `${got.length} of ${base.length} steps`
-          : `step ${firstDiff + 1}: ${JSON.stringify(got[firstDiff])} vs undisturbed ${JSON.stringify(base[firstDiff])}`,
+        firstDiff !== -1
+          ? `step ${firstDiff + 1}: ${JSON.stringify(got[firstDiff])} vs undisturbed ${JSON.stringify(base[firstDiff])}`
+          : compared < got.length
+            ? `${compared} of ${base.length} steps: from step ${o.resampledFromStep} a sampling simulator answered a request made again (its first answer was lost with its killed worker) differently`
+            : `${got.length} of ${base.length} steps`,
     },
   ];
 }

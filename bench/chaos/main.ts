@@ -14,9 +14,10 @@ import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
 import type { CallContext } from '../../test/support/fakeOpenAI.js';
 import { TINY_TRAINING } from '../../test/support/trainingRig.js';
 import { runTranscriptsPrefix } from '../../src/artifacts/keys.js';
+import type { Transcript } from '../../src/core/transcript.js';
 import { countCalls, transcriptsOf, type CallCounts, type LoggedCall } from './calls.js';
 import type { InjectedFault } from './inject.js';
-import { checkInvariants, recoverySeconds, takeoverSeconds } from './invariants.js';
+import { checkInvariants, recoverySeconds, RESAMPLED_MARK, takeoverSeconds } from './invariants.js';
 import { ALL_FAULT_KINDS, FAULT_KINDS, planFaults, type FaultKind } from './plan.js';
 import { disturbedRun, undisturbedRun } from './runs.js';
 import { ChaosStack, now, sleep } from './stack.js';
@@ -83,9 +84,14 @@ function soakScenarios(dir: string): string {
   return dir;
 }
 
+const SNAPSHOT_EVERY = 3;
+
 function soakSet(steps: number, seed: number, scenarios: string, extra: string[]): string[] {
   return [
     ...TINY_TRAINING('ppo', steps),
+    // Full weights with a snapshot every 3 steps: most trainer faults strike between snapshots, and
+    // recovery loads the last snapshot and replays the logged steps after it.
+    `training.snapshotEvery=${SNAPSHOT_EVERY}`,
     `training.seed=${seed}`,
     `scenarios.train=${scenarios}`,
     `training.scenariosPerStep=${ROLLOUTS_PER_STEP}`,
@@ -96,8 +102,6 @@ function soakSet(steps: number, seed: number, scenarios: string, extra: string[]
     // Any failed dialogue stops the step for the operator instead of training on fewer.
     'training.maxFailedShare=0',
     'training.trainer.heartbeatTimeoutMs=3000',
-    // A snapshot (the commit the optimizer faults wait for) every step, whatever the model's default.
-    'training.snapshotEvery=1',
     'policy.retry.maximumAttempts=3',
     'simulator.retry.maximumAttempts=3',
     ...extra,
@@ -158,6 +162,12 @@ function ignoreStragglers(): void {
   const ignore = () => {};
   process.on('uncaughtException', ignore);
   process.on('unhandledRejection', ignore);
+}
+
+/** The first step with a transcript that recorded a sampling simulator's answer to a request made again. */
+function resampledFrom(transcripts: Transcript[]): number | null {
+  const steps = transcripts.flatMap((t) => (t.step !== null && RESAMPLED_MARK.test(JSON.stringify(t)) ? [t.step] : []));
+  return steps.length > 0 ? Math.min(...steps) : null;
 }
 
 const countLine = (c: CallCounts): string =>
@@ -262,6 +272,7 @@ async function main(): Promise<{ code: number; verdict: string }> {
         metrics: await rig.metrics(runName),
         baseline,
         faults,
+        resampledFromStep: resampledFrom(transcripts),
       }),
       { name: 'no finished call made twice', ok: counts.madeTwice === 0, detail: `${counts.madeTwice}` },
       {

@@ -40,7 +40,11 @@ export const FAULT_KINDS = {
     phase: 'optimizer',
     describe: 'SIGKILL of the optimizer worker during its call, then a new one',
   },
-  'kill-trainer': { phase: 'optimizer', describe: 'SIGKILL of the trainer during a step, then a restart' },
+  'kill-trainer': {
+    phase: 'optimizer',
+    describe:
+      'SIGKILL of the trainer during a step (a snapshot every 3 steps: mostly between snapshots), then a restart that replays the logged steps',
+  },
   'trainer-during-update': { phase: 'optimizer', describe: 'trainer raises between two optimizer updates of a step' },
   'trainer-after-update': { phase: 'optimizer', describe: 'trainer raises after the update changed the weights' },
   'trainer-after-commit': { phase: 'optimizer', describe: "trainer raises after the checkpoint's commit" },

@@ -83,11 +83,12 @@ export async function disturbedRun(input: {
   const run: SoakRun = { stack, rig, proxy, handle, operator, ended, say, total: plan.length, processFaults, owners };
   operator.start();
   // A pause or a cut lasts past a timeout while the run goes on: the rollouts' faults strike one after
-  // another, so two never overlap (a later one waits, then strikes at once if its step has passed).
+  // another, so two never overlap (a later one waits, then strikes at once if its step has passed),
+  // and the run is held between steps while one is under way and another is to come.
   const rollouts = plan.filter((f) => f.phase === 'rollouts');
   const inTurn = (async () => {
     const out: InjectedFault[] = [];
-    for (const f of rollouts) out.push(await injectFault(run, f));
+    for (const [i, f] of rollouts.entries()) out.push(await injectFault(run, f, i < rollouts.length - 1));
     return out;
   })();
   const injecting = Promise.all([

@@ -5,6 +5,7 @@ import { sampledTokensOf, type SampledTokens } from '../core/sampledTokens.js';
 import type { ChatMessage, TokenUsage } from '../core/transcript.js';
 import { recordLlmCall } from './attuneMetrics.js';
 import { withTokenBudget } from './tokenRateLimits.js';
+import { fetchAfterCheck } from '../http/beforeRequest.js';
 import { ownDeadlineDispatcher } from '../http/ownDeadlines.js';
 
 export interface ChatRequest {
@@ -44,6 +45,8 @@ function clientFor(endpoint: EndpointCall): OpenAI {
       maxRetries: 0,
       // `timeout` alone decides: without this, Node's fetch cuts an answer slower than 300 s.
       fetchOptions: { dispatcher: ownDeadlineDispatcher } as OpenAI.RequestOptions['fetchOptions'],
+      // A local turn's fence check runs here, as late as possible before the request leaves.
+      fetch: fetchAfterCheck,
     });
     clients.set(cacheKey, client);
   }

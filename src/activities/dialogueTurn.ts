@@ -13,8 +13,15 @@ import {
 } from '../core/dialogueTurn.js';
 import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
+import { beforeRequest } from '../http/beforeRequest.js';
 import { openingInputHash, turnInputHash, type OpeningInput } from './journalInput.js';
-import { isTurnSuperseded, turnJournalKey, type TurnClaim, type TurnJournal } from './turnJournal.js';
+import {
+  isTurnSuperseded,
+  turnJournalKey,
+  type AttemptFence,
+  type TurnClaim,
+  type TurnJournal,
+} from './turnJournal.js';
 
 const usageSchema = z.object({ prompt: z.number(), completion: z.number(), rateLimitWaitMs: z.number().optional() });
 
@@ -68,7 +75,7 @@ export interface TurnFailure {
 }
 
 /** A turn played again after a wait at its failed call: the calls it had finished (see src/workflows/outageWait.ts). */
-export interface ResumedTurnInput extends TurnInput {
+export interface ResumedTurnInput extends TurnInput, AttemptFence {
   finished?: FinishedCalls;
 }
 
@@ -129,8 +136,9 @@ async function claimed(
   key: string,
   input: string,
   given: FinishedCalls | undefined,
+  fence: number | undefined,
 ): Promise<{ claim: TurnClaim; finished: FinishedCalls }> {
-  const claim = await at.journal.claim(key, input);
+  const claim = await at.journal.claim(key, input, fence);
   if (claim.ignored) context.log.warn(`not reusing the turn journal ${key}: ${claim.ignored}`);
   const finished = furthest(
     finishedCallsFrom(context, claim.recorded, `the turn journal ${key}`),
@@ -179,7 +187,7 @@ export function createDialogueTurnActivities(calls: DialogueCalls, journal?: Tur
   const journalled: JournalContext | null = journal ? { journal, unwritten: new UnwrittenCalls() } : null;
   return {
     playDialogueTurn: (input: ResumedTurnInput) => playDialogueTurn(calls, journalled, input),
-    playDialogueOpening: (input: OpeningInput) => playDialogueOpening(calls, journalled, input),
+    playDialogueOpening: (input: OpeningInput & AttemptFence) => playDialogueOpening(calls, journalled, input),
   };
 }
 
@@ -192,7 +200,7 @@ function journalKeyOf(context: Context, at: JournalContext | null, turn: number)
 async function playDialogueTurn(
   calls: DialogueCalls,
   at: JournalContext | null,
-  { finished: given, ...input }: ResumedTurnInput,
+  { finished: given, fence, ...input }: ResumedTurnInput,
 ): Promise<PlayedTurn> {
   const context = Context.current();
   const resumable = !context.info.isLocal;
@@ -210,7 +218,7 @@ async function playDialogueTurn(
   const made = async <K extends TurnPhase>(call: K, make: () => Promise<NonNullable<FinishedCalls[K]>>) => {
     if (finished[call] === undefined) {
       failedAt = call;
-      finished[call] = await make();
+      finished[call] = await (claim ? afterConfirming(claim, make) : make());
     }
     failedAt = 'journal';
     await record();
@@ -222,7 +230,7 @@ async function playDialogueTurn(
     : null;
   try {
     if (resumable) finished = finishedCallsFrom(context, context.info.heartbeatDetails ?? given, 'heartbeat details');
-    else if (journalKey) ({ claim, finished } = await claimed(context, at!, journalKey, inputHash, given));
+    else if (journalKey) ({ claim, finished } = await claimed(context, at!, journalKey, inputHash, given, fence));
     failedAt = null;
     const played = await playTurn(
       {
@@ -235,6 +243,7 @@ async function playDialogueTurn(
     return withoutPrompt(played);
   } catch (error) {
     if (failedAt === null || !(error instanceof Error)) throw error;
+    if (journalFailures.has(error)) failedAt = 'journal';
     // A superseded attempt's calls are not the turn's: it stops without writing or carrying them.
     const superseded = isTurnSuperseded(error);
     const carried = !superseded && Object.keys(finished).length > 0 ? finished : null;
@@ -256,19 +265,21 @@ async function playDialogueTurn(
 async function playDialogueOpening(
   calls: DialogueCalls,
   at: JournalContext | null,
-  { scenarioId, scenarioHash, ...callInput }: OpeningInput,
+  { scenarioId, scenarioHash, fence, ...callInput }: OpeningInput & AttemptFence,
 ): Promise<UserMessageResult> {
   const context = Context.current();
   const key = journalKeyOf(context, at, 0);
   if (!key) return calls.writeUserMessage(callInput);
   const inputHash = openingInputHash({ ...callInput, scenarioId, scenarioHash });
-  const claim = await journalled(() => at!.journal.claim(key, inputHash));
+  const claim = await journalled(() => at!.journal.claim(key, inputHash, fence));
   if (claim.ignored) context.log.warn(`not reusing the opening journalled at ${key}: ${claim.ignored}`);
   const recorded =
     openingRecordSchema.safeParse(claim.recorded).data ??
     openingRecordSchema.safeParse(at!.unwritten.take(key, inputHash)).data;
   if (recorded) return recorded.opening as UserMessageResult;
-  const opening = await calls.writeUserMessage(callInput);
+  const opening = await afterConfirming(claim, () => calls.writeUserMessage(callInput)).catch((error: unknown) => {
+    throw error instanceof Error && journalFailures.has(error) ? turnFailure(error, 'journal', null) : error;
+  });
   try {
     await journalled(() => claim.write({ opening }));
   } catch (error) {
@@ -277,6 +288,31 @@ async function playDialogueOpening(
   }
   return opening;
 }
+
+/**
+ * `make`, its claim confirmed as the last step before its request leaves (src/http/beforeRequest.ts):
+ * an attempt superseded while it waited (a zombie woken up, a worker cut off from Temporal) sends
+ * nothing. The confirmation's failure is what it throws; the LLM client would report it as a failed
+ * connection.
+ */
+async function afterConfirming<T>(claim: TurnClaim, make: () => Promise<T>): Promise<T> {
+  let refused: Error | null = null;
+  const check = () =>
+    claim.confirm().catch((error: unknown) => {
+      refused = error instanceof Error ? error : new Error(String(error));
+      throw refused;
+    });
+  try {
+    return await beforeRequest.run(check, make);
+  } catch (error) {
+    if (refused === null) throw error;
+    journalFailures.add(refused);
+    throw refused;
+  }
+}
+
+/** Failures of a confirmation (the journal's, not the call's): the dialogue waits at the store. */
+const journalFailures = new WeakSet<Error>();
 
 /** A journal access whose failure names the journal (failedAt), so a dialogue waits at the store, not at the simulator. */
 async function journalled<T>(io: () => Promise<T>): Promise<T> {

@@ -21,8 +21,12 @@ import { canonicalJson } from './journalInput.js';
  * cut off from Temporal) finds itself superseded at its next write and stops.
  */
 export interface TurnJournal {
-  /** Claims `key` for an attempt made from input `inputHash`: what earlier attempts recorded from it, and a fenced writer. */
-  claim(key: string, inputHash: string): Promise<TurnClaim>;
+  /**
+   * Claims `key` for an attempt made from input `inputHash`: what earlier attempts recorded from it,
+   * and a fenced writer. `fence` orders attempts (the workflow task that scheduled it, see
+   * AttemptFence): one older than the record's claim is superseded at once, whoever claims first.
+   */
+  claim(key: string, inputHash: string, fence?: number): Promise<TurnClaim>;
 }
 
 export interface TurnClaim {
@@ -36,6 +40,22 @@ export interface TurnClaim {
    * TURN_SUPERSEDED and writes nothing.
    */
   write(finished: unknown): Promise<void>;
+  /**
+   * Fails with TURN_SUPERSEDED when a newer attempt has claimed the turn since; the attempt calls it
+   * before each call, so a zombie that wakes up (a stalled process, a partition from Temporal) stops
+   * before making a call the newer attempt makes too, not only at its next write.
+   */
+  confirm(): Promise<void>;
+}
+
+/**
+ * What orders a local turn's attempts: the workflow passes the history length of the workflow task
+ * that scheduled it (`workflowInfo().historyLength`). A worker that takes a dialogue over after the
+ * task timed out plays it in a later task, so its attempts carry a larger fence than any the stale
+ * worker still runs, including one the stale worker starts only after it wakes up.
+ */
+export interface AttemptFence {
+  fence?: number;
 }
 
 /** The failure type of an attempt whose turn a newer attempt claimed: not retried (the newer one plays the turn). */
@@ -47,7 +67,11 @@ export const isTurnSuperseded = (error: unknown): boolean =>
 /** A record as an attempt writes it. */
 const journalRecordSchema = z.object({
   input: z.string().min(1),
-  attempt: z.object({ epoch: z.number().int().nonnegative(), token: z.string().min(1) }),
+  attempt: z.object({
+    epoch: z.number().int().nonnegative(),
+    token: z.string().min(1),
+    fence: z.number().int().nonnegative().optional(),
+  }),
   finished: z.unknown(),
 });
 type JournalRecord = z.infer<typeof journalRecordSchema>;
@@ -171,11 +195,14 @@ export function storeTurnJournal(
     }
   };
   return {
-    claim: async (key, inputHash) => {
+    claim: async (key, inputHash, fence) => {
       let lastToken: string | null = null;
       for (let round = 1; round <= CLAIM_ROUNDS; round++) {
         const current = await io(key, () => store.getVersioned(key));
         const found = recordOf(current?.text ?? null);
+        // A newer workflow task's attempt claimed the turn: this one is a zombie's, whatever the timing.
+        if (fence !== undefined && found?.attempt.fence !== undefined && found.attempt.fence > fence)
+          throw supersededFailure(store, key, found, `workflow task at event ${fence}`);
         // Our claim of the round before landed although its answer was lost (an S3 retry then meets 412).
         if (current && found && found.attempt.token === lastToken)
           return fencedClaim(
@@ -190,7 +217,7 @@ export function storeTurnJournal(
         const seen = seenBy(current?.text ?? null, inputHash);
         const claimed = {
           input: inputHash,
-          attempt: { epoch: seen.epoch + 1, token: randomUUID() },
+          attempt: { epoch: seen.epoch + 1, token: randomUUID(), ...(fence !== undefined ? { fence } : {}) },
           finished: seen.recorded ?? {},
         };
         lastToken = claimed.attempt.token;
@@ -207,6 +234,17 @@ export function storeTurnJournal(
 }
 
 type StoreIo = <T>(key: string, call: () => Promise<T>) => Promise<T>;
+
+/** The failure of an attempt (`thisOne` says which) whose turn the attempt in `found` claimed: not retried. */
+function supersededFailure(store: ArtifactStore, key: string, found: JournalRecord | null, thisOne: string) {
+  const newer = found
+    ? `epoch ${found.attempt.epoch}${found.attempt.fence !== undefined ? `, workflow task at event ${found.attempt.fence}` : ''}`
+    : 'the record is gone';
+  return ApplicationFailure.nonRetryable(
+    `a newer attempt (${newer}; this one's ${thisOne}) claimed the turn journal ${store.locate(key)}: this attempt stops`,
+    TURN_SUPERSEDED,
+  );
+}
 
 /** The writer of an attempt that claimed `key` (its record `claimed`, at `version`). */
 function fencedClaim(
@@ -234,14 +272,21 @@ function fencedClaim(
       if (canonicalJson(found.finished) === canonicalJson(finished)) return;
       throw new Error(`the turn journal ${store.locate(key)} changed under its writer; writing again`);
     }
-    throw ApplicationFailure.nonRetryable(
-      `a newer attempt (epoch ${found?.attempt.epoch ?? '?'}, this one's ${claimed.attempt.epoch}) claimed the turn journal ${store.locate(key)}: this attempt stops`,
-      TURN_SUPERSEDED,
-    );
+    throw superseded(found);
   };
+  const superseded = (found: JournalRecord | null) =>
+    supersededFailure(store, key, found, `epoch ${claimed.attempt.epoch}`);
   return {
     recorded: seen.recorded,
     ignored: seen.ignored,
+    confirm: async () => {
+      const current = await io(key, () => store.getVersioned(key));
+      if (current?.version === held) return;
+      const found = recordOf(current?.text ?? null);
+      // Our own write whose answer was lost still holds the claim.
+      if (current && found?.attempt.token === claimed.attempt.token) held = current.version;
+      else throw superseded(found);
+    },
     write: async (finished) => {
       failOnceIfArmed(finished);
       for (let retry = 0; ; retry++) {

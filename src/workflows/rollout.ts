@@ -13,6 +13,7 @@ import type {
   SimulatorActivities,
 } from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
+import type { AttemptFence } from '../activities/turnJournal.js';
 import { Dialogue, type EndedDialogue, type TurnHooks } from '../core/dialogue.js';
 import { emotionAfterTurn } from '../core/emotion.js';
 import {
@@ -214,7 +215,7 @@ function journalledOpening(
   const plain = summarisedCall(simulator.writeUserMessage, say);
   return (callInput) =>
     patched(OPENING_JOURNALLED_PATCH)
-      ? journalled({ ...callInput, scenarioId: scenario.id, scenarioHash: scenarioHash(scenario) })
+      ? journalled(fenced({ ...callInput, scenarioId: scenario.id, scenarioHash: scenarioHash(scenario) }))
       : plain(callInput);
 }
 
@@ -258,6 +259,13 @@ function turnByCalls(
   return (turnInput) => playTurn(callsOfTurn, turnInput, (phase) => view.enter(phase));
 }
 
+/**
+ * A turn activity's input with its fence: the history length of the workflow task that schedules it,
+ * which orders its attempts (AttemptFence) so a stale worker's attempt cannot claim the turn from a
+ * newer one. Not part of the input's hash: it says when the attempt was made, not what from.
+ */
+const fenced = <T extends object>(input: T): T & AttemptFence => ({ ...input, fence: workflowInfo().historyLength });
+
 /** Per turn: one activity plays the whole turn. */
 function turnByActivity(
   turnActivity: ActivityProxy<DialogueTurnActivities>,
@@ -268,8 +276,9 @@ function turnByActivity(
     view.enter('turn');
     // A turn waits as a whole; going on plays it again after the calls its failure says it finished.
     const turnSummary = () => timeline.wholeTurnSummary(turnInput.turn, turnInput.emotion);
+    const play = summarisedCall(turnActivity.playDialogueTurn, view.say(turnSummary));
     const played = await view.gate.guard(
-      summarisedCall(turnActivity.playDialogueTurn, view.say(turnSummary)),
+      (input: ResumedTurnInput) => play(fenced(input)),
       (error) => waitingCallInTurn(failedCallOf(error), turnInput, at),
       (error, [playedFrom]): [ResumedTurnInput] => [
         { ...playedFrom, finished: finishedCallsOf(error) ?? playedFrom.finished },

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createDialogueTurnActivities } from '../../src/activities/dialogueTurn.js';
-import { policyActivities, simulatorActivities } from '../../src/activities/index.js';
-import { storeTurnJournal } from '../../src/activities/turnJournal.js';
+import { endpointGates, gatedLlmCalls } from '../../src/activities/index.js';
+import { storeTurnJournal, TURN_SUPERSEDED, turnJournalKey } from '../../src/activities/turnJournal.js';
+import { turnInputHash } from '../../src/activities/journalInput.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
 import type { PlayedTurn, TurnInput } from '../../src/core/dialogueTurn.js';
@@ -46,16 +47,13 @@ describe('local turn activity: a failed journal write after a finished call', ()
     };
   }
 
-  /** The turn activity of one rollout worker, its journal in `store`, calls to the fake server. */
+  const EXECUTION = { workflowId: 'rollout-w', runId: 'run-1' };
+
+  /** The turn activity of one rollout worker (its calls gated as the worker gates them), its journal in `store`, calls to the fake server. */
   function localTurn(store: FileArtifactStore) {
-    const activities = createDialogueTurnActivities(
-      { ...policyActivities, ...simulatorActivities },
-      storeTurnJournal(store, [1, 1, 1]),
-    );
-    const env = new MockActivityEnvironment({
-      isLocal: true,
-      workflowExecution: { workflowId: 'rollout-w', runId: 'run-1' },
-    });
+    const gates = endpointGates({ policy: { maxConcurrency: 4 }, simulator: { maxConcurrency: 4 } });
+    const activities = createDialogueTurnActivities(gatedLlmCalls(gates), storeTurnJournal(store, [1, 1, 1]));
+    const env = new MockActivityEnvironment({ isLocal: true, workflowExecution: EXECUTION });
     return (input: TurnInput) => env.run(activities.playDialogueTurn, input) as Promise<PlayedTurn>;
   }
 
@@ -67,6 +65,29 @@ describe('local turn activity: a failed journal write after a finished call', ()
     assert.equal(fake.count('policy'), 1);
     assert.equal(fake.count('analysis'), 1);
     for (const [key, count] of fake.successCountsByKey()) assert.equal(count, 1, `request ${key} answered ${count}x`);
+  });
+
+  it('an attempt whose turn a newer attempt claimed after its policy call makes no further call (a zombie stops before its next request)', async () => {
+    const input = turnInput();
+    /** A newer attempt (another worker, the same turn) claims it right after this one journals its policy reply. */
+    class TakenOverAfterFirstWrite extends FileArtifactStore {
+      writes = 0;
+      override async putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null> {
+        const version = await super.putJsonIf(key, value, expected);
+        if (++this.writes === 2)
+          await storeTurnJournal(new FileArtifactStore(dir)).claim(turnJournalKey(EXECUTION, 1), turnInputHash(input));
+        return version;
+      }
+    }
+    const play = localTurn(new TakenOverAfterFirstWrite(dir));
+    await assert.rejects(play(input), (error: unknown) => {
+      assert.ok(error instanceof ApplicationFailure, String(error));
+      assert.equal(error.type, TURN_SUPERSEDED);
+      assert.deepEqual(error.details?.[1], { failedAt: 'journal' });
+      return true;
+    });
+    assert.equal(fake.count('policy'), 1);
+    assert.equal(fake.count('analysis'), 0, 'the superseded attempt made no call after the newer one claimed the turn');
   });
 
   it('a write that keeps failing fails the turn carrying its finished call; the next attempt does not make it again', async () => {

@@ -97,6 +97,22 @@ describe('turn journal in the artifact store', () => {
     await assert.rejects(stale.write({}), (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED);
   });
 
+  it("an attempt from an older workflow task is superseded at its claim when a newer task's attempt holds the turn, even if it claims second", async () => {
+    const store = new FileArtifactStore(dir);
+    const newer = await storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a', 40);
+    await newer.write({ policy: { text: 'the newer attempt made it' } });
+    // A zombie's attempt, scheduled by the workflow task that timed out (event 31), starts only now.
+    await assert.rejects(storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a', 31), (error) => {
+      assert.equal((error as ApplicationFailure).type, TURN_SUPERSEDED, String(error));
+      assert.match((error as Error).message, /workflow task at event 40; this one's workflow task at event 31/);
+      return true;
+    });
+    await newer.confirm(); // it took nothing from the newer attempt
+    const retried = await storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a', 40); // the same task's retry
+    assert.deepEqual(retried.recorded, { policy: { text: 'the newer attempt made it' } });
+    await assert.rejects(newer.confirm(), (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED);
+  });
+
   it('attempts claiming one turn at once: exactly one of them can still write', async () => {
     const claims = await Promise.all(
       Array.from({ length: 8 }, () => storeTurnJournal(new FileArtifactStore(dir), NO_WAIT).claim(KEY, 'input-a')),

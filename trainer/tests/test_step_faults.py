@@ -278,3 +278,33 @@ def test_each_file_of_a_commit_written_on_a_full_tmpfs_answers_507_and_rolls_bac
     finally:
         # lazily: the engine of this test still holds its state lock there
         subprocess.run(["umount", "-l", str(state_dir)], check=True)
+
+
+# A snapshot every 3 steps: step 2 is committed by its stored result alone (its log entry is durable)
+BETWEEN = tiny_run("b", algorithm="ppo", mini_batch_size=3, kl_coef=0.05, seed=9, snapshot_every=3)
+
+
+@pytest.mark.parametrize("point", ["during_update", "after_update", "during_commit", "after_commit"])
+def test_a_step_between_snapshots_that_fails_is_applied_once(point, tmp_path, monkeypatch):
+    def post(client, step):
+        return client.post(f"/v1/runs/{BETWEEN['run_id']}/steps", json={"step": step, "samples": fixed_samples(step)})
+
+    _, reference = _client(tmp_path / "reference")
+    assert reference.post("/v1/runs", json=BETWEEN).status_code == 201
+    want = [_metrics(post(reference, s).json()) for s in range(1, STEPS + 1)]
+    monkeypatch.setenv("ATTUNE_TRAINER_FAULT_INJECTION", f"{point}@{FAILING_STEP}:1")
+    state_dir = tmp_path / "state"
+    _, client = _client(state_dir)
+    assert client.post("/v1/runs", json=BETWEEN).status_code == 201
+    assert post(client, 1).status_code == 200
+    failed = post(client, FAILING_STEP)
+    assert failed.status_code == (507 if point == "during_commit" else 500), failed.text
+    committed = point == "after_commit"
+    assert client.get(f"/v1/runs/{BETWEEN['run_id']}").json()["step"] == (FAILING_STEP if committed else 1)
+    retried = post(client, FAILING_STEP)
+    assert retried.status_code == 200, retried.text
+    assert retried.json()["replayed"] is committed
+    assert [_metrics(retried.json()), _metrics(post(client, STEPS).json())] == [want[FAILING_STEP - 1], want[-1]]
+    mine, theirs = policy_tensors(state_dir, "b", STEPS), policy_tensors(tmp_path / "reference", "b", STEPS)
+    assert mine.keys() == theirs.keys() and mine
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine), "the snapshot after the failed step differs"

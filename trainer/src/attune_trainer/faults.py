@@ -11,8 +11,10 @@ never while a run is created. Points:
 - `during_update`: in an optimizer update after the step's first one (its gradients are
   accumulated, the earlier update has already changed the weights), before the optimizer step;
 - `after_update`: after the update changed weights and optimizer states, before the checkpoint;
-- `during_commit`: while the checkpoint is written, as a full disk (`OSError(ENOSPC)`);
-- `after_commit`: right after the checkpoint's rename (the commit), before its result is stored.
+- `during_commit`: while the checkpoint is written, as a full disk (`OSError(ENOSPC)`); on a step
+  between snapshots, before its result (what commits it) is stored;
+- `after_commit`: right after the checkpoint's rename (the commit), before its result is stored; on
+  a step between snapshots, right after its result is stored.
 """
 
 from __future__ import annotations

@@ -61,11 +61,12 @@ class InvalidRequest(TrainerError):
 
 
 class DiskFull(TrainerError):
-    """The state directory ran out of space while a step's checkpoint was written: nothing was applied."""
+    """The state directory ran out of space while a step was made durable: nothing was applied."""
 
     def __init__(self, state_dir: Path):
         super().__init__(
-            f"disk full: no space left in the state directory {state_dir} while writing a checkpoint; "
+            f"disk full: no space left in the state directory {state_dir} while making a step durable "
+            "(its log entry, snapshot or result); "
             "the step was not applied: free space there, then retry it",
             state_dir=str(state_dir),
         )

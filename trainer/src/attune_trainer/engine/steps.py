@@ -50,7 +50,7 @@ class StepApplier:
         self.compute = compute
         self.runs = runs
         self.checkpoints = checkpoints
-        self.durable = DurableSteps(compute, checkpoints)
+        self.durable = DurableSteps(compute, checkpoints, faults)
         self.faults = faults
         runs.replay_step = self.replay_logged_step  # recovery (state layer) applies logged steps through us
 

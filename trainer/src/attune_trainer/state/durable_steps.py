@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from attune_trainer.compute import Compute, step_seeds
+from attune_trainer.faults import FaultInjection
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.snapshots import is_snapshot_step
@@ -20,9 +21,10 @@ from attune_trainer.state.step_log import StepLog, log_entry
 
 
 class DurableSteps:
-    def __init__(self, compute: Compute, checkpoints: CheckpointWriter):
+    def __init__(self, compute: Compute, checkpoints: CheckpointWriter, faults: FaultInjection):
         self.compute = compute
         self.checkpoints = checkpoints
+        self.faults = faults
         self.exports = ExportWriter(compute)
 
     def begin(self, run: LoadedRun, request: dict, digest: str, hyperparameters: dict) -> int:
@@ -79,11 +81,15 @@ class DurableSteps:
         error = None
         if self.compute.is_main:
             try:
+                # the test-only fault points of a commit hold here too: its stored result commits the step
+                self.faults.fire("during_commit", step, where=str(run.store.dir))
+                self.faults.delay_commit(step)
                 run.store.write_result(step, stored)
             except Exception as e:  # noqa: BLE001 - re-raised below, after every rank has heard of it
                 error = e
         self._agree(error, f"rank 0 failed to store the result of step {step} of run {run.run_id!r}")
         run.step = step
+        self.faults.fire("after_commit", step)
 
     def _agree(self, error: Exception | None, message: str) -> None:
         """Every rank fails together when rank 0's write failed."""
