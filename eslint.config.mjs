@@ -77,7 +77,7 @@ const workflowImportRule = {
 const LAYERS = [
   ['core'],
   ['config', 'scenarios'],
-  ['artifacts', 'vllm', 'codec', 'localllm', 'report', 'trainer', 'temporal', 'ruleuser', 'http'],
+  ['artifacts', 'vllm', 'codec', 'localllm', 'report', 'trainer', 'temporal', 'ruleuser', 'http', 'sandbox'],
   ['activities'],
   ['workflows', 'workers'],
   ['client'],
