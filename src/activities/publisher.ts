@@ -1,7 +1,12 @@
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { createLogger } from '../log.js';
-import { downloadAdapter, fetchAdapterManifest } from '../trainer/adapterFiles.js';
+import {
+  downloadAdapter,
+  fetchAdapterManifest,
+  removeStaleDownloads,
+  removeStaleDownloadsUnder,
+} from '../trainer/adapterFiles.js';
 import { loadLoraAdapter } from '../vllm/load.js';
 import { listedWithVersion, policyHeaders, probeAndUnload } from '../vllm/served.js';
 import { publishFullWeightsHere } from './replicaFullWeights.js';
@@ -46,10 +51,18 @@ export interface PublisherOptions {
  * under an old name gets a new directory), loads it into the local vLLM in place under `run@k`, waits
  * until vLLM lists it, times its first token and unloads versions older than `unload.keep`. A full
  * fine-tuning run's step (`weights: full`) is its whole model, reloaded in place (replicaFullWeights.ts).
- * Safe to run twice: the download is reused and `load_inplace` loads the same files again.
+ * Safe to run twice: the download is reused and `load_inplace` loads the same files again. Made at
+ * the worker's start, which removes what downloads killed part-way left (removeStaleDownloads), as
+ * each publish does in its run's directory.
  */
 export function createPublisherActivities(options: PublisherOptions) {
   const base = options.policyBaseURL.replace(/\/$/, '');
+  const stale = removeStaleDownloadsUnder(options.adapterDir);
+  if (stale.length > 0)
+    log.info('removed the temp directories of interrupted downloads', {
+      adapterDir: options.adapterDir,
+      removed: stale,
+    });
   return {
     async publishToReplica(input: ReplicaPublishInput): Promise<ReplicaPublishResult> {
       const startedAtMs = Date.now();
@@ -90,6 +103,7 @@ export function createPublisherActivities(options: PublisherOptions) {
         );
       const dir = join(options.adapterDir, input.runName, `step-${input.step}-${manifest.digest.slice(0, 16)}`);
       const { reused } = await downloadAdapter(input.trainer, manifest, dir);
+      const staleDownloads = removeStaleDownloads(join(options.adapterDir, input.runName));
       const headers = policyHeaders(options.apiKeyEnv);
       await loadLoraAdapter({ base, headers, version, adapterPath: dir, apiKeyEnv: options.apiKeyEnv });
       const listed = await listedWithVersion(base, headers, options.apiKeyEnv, version);
@@ -100,6 +114,7 @@ export function createPublisherActivities(options: PublisherOptions) {
         digest: manifest.digest,
         dir,
         downloaded: !reused,
+        ...(staleDownloads.length > 0 ? { staleDownloads } : {}),
       });
       return {
         version,

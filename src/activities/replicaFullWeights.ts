@@ -2,7 +2,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { createLogger } from '../log.js';
-import { downloadAdapter, fetchAdapterManifest } from '../trainer/adapterFiles.js';
+import { downloadAdapter, fetchAdapterManifest, removeStaleDownloads } from '../trainer/adapterFiles.js';
 import type { TrainerEndpoint } from '../trainer/trainerClient.js';
 import { firstTokenAt } from '../vllm/adapters.js';
 import { reloadFullWeights } from '../vllm/fullWeights.js';
@@ -34,7 +34,8 @@ export interface FullWeightsOnReplica {
  * trainer's weights route (each file's sha256 and the digest checked, written to a temp directory
  * and renamed, so a publisher killed mid-download leaves nothing loadable under the name), reloaded
  * in place under the version (reloadFullWeights), the served model's first token timed, and the
- * run's older weight directories removed from disk (15 GB each at 7B).
+ * run's older weight directories removed from disk (15 GB each at 7B), with what killed downloads
+ * left (removeStaleDownloads).
  */
 export async function publishFullWeightsHere(
   input: FullWeightsOnReplica,
@@ -53,7 +54,7 @@ export async function publishFullWeightsHere(
   const server = { base: input.base, headers, apiKeyEnv: input.apiKeyEnv };
   const { reloadMs } = await reloadFullWeights(server, version, dir, { unlessServed: input.unlessServed });
   const firstTokenAtMs = await firstTokenAt(input.base, headers, input.servedModel);
-  const removed = removeOlderWeights(runDir, input.step, input.keepOnDisk, dir);
+  const removed = [...removeOlderWeights(runDir, input.step, input.keepOnDisk, dir), ...removeStaleDownloads(runDir)];
   const bytes = manifest.files.reduce((n, f) => n + f.size, 0);
   log.info('full weights published on this replica', { version, dir, downloaded: !reused, reloadMs, bytes, removed });
   return { digest: manifest.digest, firstTokenAtMs, reloadMs };

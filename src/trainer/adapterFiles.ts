@@ -5,7 +5,17 @@
  * `attune export`) reads. Nothing here needs a filesystem shared with the trainer.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { open } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -171,6 +181,7 @@ export async function downloadAdapter(
   if (holdsAdapter(dir, manifest)) return { dir, reused: true };
   const parent = join(dir, '..');
   mkdirSync(parent, { recursive: true });
+  // host and pid in the name: removeStaleDownloads tells a dead download's from one in progress
   const tmp = join(parent, `.tmp-${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`);
   mkdirSync(tmp, { mode: 0o755 });
   try {
@@ -192,4 +203,78 @@ export async function downloadAdapter(
     throw error;
   }
   return { dir, reused: false };
+}
+
+/** A download's temp directory: `.tmp-<host>-<pid>-<8 hex>` (downloadAdapter), so its owner can be told. */
+const DOWNLOAD_TMP = /^\.tmp-(.+)-(\d+)-[0-9a-f]{8}$/;
+
+/**
+ * How old a temp directory must be to go whoever owns it (another host's, a live pid that may be a
+ * reused one): far beyond any download, which also touches its files as it writes.
+ */
+export const STALE_DOWNLOAD_MS = 24 * 60 * 60_000;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'; // it exists, as another user
+  }
+}
+
+/** The newest mtime of a directory and its files: a download in progress keeps writing one. */
+function lastWrittenMs(dir: string): number {
+  let newest = statSync(dir).mtimeMs;
+  for (const name of readdirSync(dir)) {
+    try {
+      newest = Math.max(newest, statSync(join(dir, name)).mtimeMs);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return newest;
+}
+
+/**
+ * Removes the temp directories that downloads killed part-way left in `parent` (each as large as the
+ * model it was fetching): one written by a process of this host that is no longer alive, or any one
+ * not written for `maxAgeMs`. A download in progress, in this process or another one on this host
+ * (or on another host sharing the disk, until the age), is left alone. Returns the names removed.
+ */
+export function removeStaleDownloads(parent: string, maxAgeMs = STALE_DOWNLOAD_MS, nowMs = Date.now()): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names.filter((n) => n.startsWith('.tmp-'))) {
+    const path = join(parent, name);
+    try {
+      const owner = DOWNLOAD_TMP.exec(name);
+      const pid = owner ? Number(owner[2]) : 0;
+      const deadHere = owner?.[1] === hostname() && pid > 0 && pid !== process.pid && !processAlive(pid);
+      if (!statSync(path).isDirectory() || (!deadHere && nowMs - lastWrittenMs(path) < maxAgeMs)) continue;
+      rmSync(path, { recursive: true, force: true });
+      removed.push(name);
+    } catch {
+      // removed meanwhile by its owner or another sweep
+    }
+  }
+  return removed.sort();
+}
+
+/** `removeStaleDownloads` in each run's directory under `adapterDir` (a publisher's downloads). */
+export function removeStaleDownloadsUnder(adapterDir: string, maxAgeMs = STALE_DOWNLOAD_MS): string[] {
+  let runs: string[];
+  try {
+    runs = readdirSync(adapterDir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
+  } catch {
+    return [];
+  }
+  return runs.flatMap((run) => removeStaleDownloads(join(adapterDir, run), maxAgeMs).map((name) => join(run, name)));
 }

@@ -81,9 +81,8 @@ export async function postRoute(
   throw ApplicationFailure.retryable(problem, 'PublishFailed');
 }
 
-/** The weight version vLLM serves now (`GET /weight_info`). */
-export async function servedWeightVersion(server: FullWeightsServer): Promise<string | null> {
-  const route = '/weight_info';
+/** A GET of one of vLLM's routes, its JSON answer checked against `schema`. */
+async function getRoute<T>(server: FullWeightsServer, route: string, schema: z.ZodType<T>): Promise<T> {
   const response = await reach(server, route, { signal: AbortSignal.timeout(60_000) });
   const text = await response.text();
   if (!response.ok) {
@@ -92,8 +91,29 @@ export async function servedWeightVersion(server: FullWeightsServer): Promise<st
       throw ApplicationFailure.nonRetryable(`refused: ${problem}`, 'PublishRefused');
     throw ApplicationFailure.retryable(problem, 'PublishFailed');
   }
-  const parsed = weightInfoSchema.safeParse(JSON.parse(text || 'null'));
+  let json: unknown;
+  try {
+    json = JSON.parse(text || 'null');
+  } catch {
+    json = undefined;
+  }
+  const parsed = schema.safeParse(json);
   if (!parsed.success)
     throw ApplicationFailure.nonRetryable(`vLLM ${route} answered ${text.slice(0, 200)}`, 'PublishRefused');
-  return parsed.data.weight_version;
+  return parsed.data;
+}
+
+/** The weight version vLLM serves now (`GET /weight_info`). */
+export async function servedWeightVersion(server: FullWeightsServer): Promise<string | null> {
+  return (await getRoute(server, '/weight_info', weightInfoSchema)).weight_version;
+}
+
+const pausedSchema = z.object({ is_paused: z.boolean() });
+
+/**
+ * Whether vLLM holds new requests (`GET /is_paused`). `/weight_info` answers the label whether paused
+ * or not, so a publish whose `/resume` failed reads as done there while every call waits.
+ */
+export async function serverPaused(server: FullWeightsServer): Promise<boolean> {
+  return (await getRoute(server, '/is_paused', pausedSchema)).is_paused;
 }

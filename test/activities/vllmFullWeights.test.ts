@@ -9,6 +9,7 @@ import { generatePolicyTurn } from '../../src/activities/policy.js';
 import { createRunBookkeepingActivities } from '../../src/activities/runBookkeeping.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
+import { reloadFullWeights } from '../../src/vllm/fullWeights.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { testConfig } from '../support/rolloutRig.js';
 
@@ -67,16 +68,18 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
     assert.deepEqual(
       fake.fullWeights.calls.map((c) => [c.route, c.paused]),
       [
+        ['/is_paused', false],
         ['/pause?mode=wait', false],
         ['/update_weight_version', true],
         ['/collective_rpc', true],
         ['/update_weight_version', true],
         ['/resume', true],
         ['/weight_info', false],
+        ['/is_paused', false],
       ],
     );
-    assert.deepEqual(fake.fullWeights.calls[1]!.body, { new_version: 'loading run@1' });
-    assert.deepEqual(fake.fullWeights.calls[2]!.body, {
+    assert.deepEqual(fake.fullWeights.calls[2]!.body, { new_version: 'loading run@1' });
+    assert.deepEqual(fake.fullWeights.calls[3]!.body, {
       method: 'reload_weights',
       kwargs: { weights_path: '/state/run/step-1' },
     });
@@ -100,6 +103,98 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
     assert.equal(fake.fullWeights.version, 'loading run@2');
   });
 
+  describe('a /resume that fails (vLLM left paused: every later call would wait for its HTTP timeout)', () => {
+    /** The log lines `run` writes (the publish's warnings go to stderr). */
+    async function logOf<T>(run: () => Promise<T>): Promise<{ value: T | undefined; error: unknown; log: string }> {
+      const write = process.stderr.write;
+      let log = '';
+      process.stderr.write = ((chunk: string | Uint8Array) => {
+        log += String(chunk);
+        return true;
+      }) as typeof process.stderr.write;
+      try {
+        return { value: await run(), error: undefined, log };
+      } catch (error) {
+        return { value: undefined, error, log };
+      } finally {
+        process.stderr.write = write;
+      }
+    }
+    const routes = () => fake.fullWeights.calls.map((c) => [c.route, c.paused]);
+
+    it('failing once, is tried again: the publish ends with vLLM resumed', async () => {
+      fake.fullWeights.failResumes = 1;
+      const { error, log } = await logOf(() => publish('run@1', '/state/run/step-1'));
+      assert.equal(error, undefined);
+      assert.equal(fake.fullWeights.paused, false);
+      assert.equal(fake.fullWeights.version, 'run@1');
+      assert.deepEqual(routes().slice(-4), [
+        ['/resume', true],
+        ['/resume', true],
+        ['/weight_info', false],
+        ['/is_paused', false],
+      ]);
+      assert.match(log, /vLLM \/resume failed; trying again/);
+    });
+
+    it('failing every time, fails the publish to be retried (never reported done while vLLM is paused); the next publish resumes vLLM first', async () => {
+      fake.fullWeights.failResumes = 3;
+      const failed = await logOf(() => publish('run@1', '/state/run/step-1'));
+      assert.ok(failed.error instanceof ApplicationFailure, String(failed.error));
+      assert.equal(failed.error.type, 'PublishFailed');
+      assert.equal(failed.error.nonRetryable, false);
+      assert.match(failed.error.message, /is still paused after the publish \(.*Failed to resume generation/);
+      assert.equal(fake.fullWeights.paused, true, 'the fault: vLLM is left paused, though it labels run@1');
+      assert.equal(fake.fullWeights.version, 'run@1');
+
+      fake.fullWeights.calls.length = 0;
+      const next = await logOf(() => publish('run@1', '/state/run/step-1'));
+      assert.equal(next.error, undefined);
+      assert.deepEqual(routes().slice(0, 4), [
+        ['/is_paused', true],
+        ['/weight_info', true],
+        ['/resume', true],
+        ['/pause?mode=wait', false],
+      ]);
+      assert.equal(fake.fullWeights.paused, false);
+      assert.match(next.log, /vLLM found paused \(a publish left it so\); resuming it/);
+    });
+
+    it("a step's check (the version served already: nothing reloaded) resumes a vLLM left paused, and says so", async () => {
+      fake.fullWeights.version = 'run@1';
+      fake.fullWeights.paused = true;
+      const server = { base: fake.url, headers: {}, apiKeyEnv: 'POLICY_API_KEY' };
+      const { value, error, log } = await logOf(() =>
+        reloadFullWeights(server, 'run@1', '/state/run/step-1', { unlessServed: true }),
+      );
+      assert.equal(error, undefined);
+      assert.deepEqual(value, { reloadMs: 0 });
+      assert.deepEqual(routes(), [
+        ['/is_paused', true],
+        ['/weight_info', true],
+        ['/resume', true],
+        ['/weight_info', false],
+      ]);
+      assert.equal(fake.fullWeights.paused, false);
+      assert.equal(fake.fullWeights.weightsPath, null, 'nothing reloaded');
+      assert.match(log, /vLLM found paused \(a publish left it so\); resuming it/);
+    });
+
+    it('a vLLM paused half-way through a load (labelled `loading …`) is left to the publish that follows, which resumes it once loaded', async () => {
+      fake.fullWeights.version = 'loading run@1';
+      fake.fullWeights.paused = true;
+      const { error } = await logOf(() => publish('run@1', '/state/run/step-1'));
+      assert.equal(error, undefined);
+      assert.deepEqual(routes().slice(0, 3), [
+        ['/is_paused', true],
+        ['/weight_info', true],
+        ['/pause?mode=wait', true],
+      ]);
+      assert.equal(fake.fullWeights.paused, false);
+      assert.equal(fake.fullWeights.version, 'run@1');
+    });
+  });
+
   it('a vLLM without dev mode (404 on the RL routes) is refused, saying how to start it', async () => {
     fake.fullWeights.devMode = false;
     await assert.rejects(
@@ -108,7 +203,7 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
         error instanceof ApplicationFailure &&
         error.type === 'PublishRefused' &&
         error.nonRetryable === true &&
-        /\/pause: HTTP 404 \(start vLLM 0\.32 with VLLM_SERVER_DEV_MODE=1/.test(error.message),
+        /\/is_paused: HTTP 404 \(start vLLM 0\.32 with VLLM_SERVER_DEV_MODE=1/.test(error.message),
     );
   });
 

@@ -14,6 +14,7 @@ import { testConfig } from '../support/rolloutRig.js';
 
 const RENDEZVOUS = { address: '10.0.0.5', port: 29551, vllmWorkers: 1 };
 const ROUTES_OF_A_FIRST_SEND = [
+  '/is_paused',
   '/weight_info',
   '/shutdown_weight_transfer_engine',
   '/init_weight_transfer_engine',
@@ -25,6 +26,7 @@ const ROUTES_OF_A_FIRST_SEND = [
   '/update_weight_version',
   '/resume',
   '/weight_info',
+  '/is_paused',
 ];
 
 describe("publishing full weights over NCCL (vLLM's native weight transfer), against a fake vLLM and a fake trainer", () => {

@@ -13,7 +13,7 @@ const NCCL_ROUTES = [
 
 /**
  * vLLM 0.32's RL routes in dev mode (VLLM_SERVER_DEV_MODE=1), at the server's root: `/pause`,
- * `/resume`, `/collective_rpc` (only `reload_weights` here), `/update_weight_version` and
+ * `/resume`, `/is_paused`, `/collective_rpc` (only `reload_weights` here), `/update_weight_version` and
  * `/weight_info`, and the native weight transfer's (NCCL_ROUTES), whose init and update meet the
  * trainer's side at `meeting`. The weight version starts as vLLM's launch label `default`; `calls`
  * records every request in order, with the version at the time. Off (`devMode` false) every route
@@ -28,6 +28,8 @@ export class FakeFullWeights {
   readonly calls: { route: string; body: unknown; version: string; paused: boolean }[] = [];
   /** The next reloads fail with this message (HTTP 500, as vLLM answers a worker's exception). */
   readonly failReloads: string[] = [];
+  /** The next this many `/resume` calls answer HTTP 500, leaving the server paused. */
+  failResumes = 0;
   /** Native weight transfer: where the trainer's side is met (null: no trainer ever arrives). */
   meeting: FakeNcclMeeting | null = null;
   /** The init_info of the group the workers joined (null: none; a restart forgets it). */
@@ -58,9 +60,15 @@ export class FakeFullWeights {
   handle(method: string, url: string, body: string, res: ServerResponse, send: Send): boolean {
     const route = url.replace(/\?.*$/, '');
     if (
-      ![...NCCL_ROUTES, '/pause', '/resume', '/collective_rpc', '/update_weight_version', '/weight_info'].includes(
-        route,
-      )
+      ![
+        ...NCCL_ROUTES,
+        '/pause',
+        '/resume',
+        '/is_paused',
+        '/collective_rpc',
+        '/update_weight_version',
+        '/weight_info',
+      ].includes(route)
     )
       return false;
     const parsed: unknown = body ? JSON.parse(body) : null;
@@ -79,10 +87,14 @@ export class FakeFullWeights {
       const answer = this.transfer(route, parsed, res, send).finally(() => this.inFlight.delete(answer));
       this.inFlight.add(answer);
     } else if (method === 'GET' && route === '/weight_info') send(res, 200, { weight_version: this.version });
+    else if (method === 'GET' && route === '/is_paused') send(res, 200, { is_paused: this.paused });
     else if (method !== 'POST') send(res, 405, { detail: 'Method Not Allowed' });
     else if (route === '/pause') {
       this.paused = true;
       send(res, 200, { status: 'paused' });
+    } else if (route === '/resume' && this.failResumes > 0) {
+      this.failResumes--;
+      send(res, 500, { error: 'Failed to resume generation: engine core busy' });
     } else if (route === '/resume') {
       this.paused = false;
       send(res, 200, { status: 'resumed' });

@@ -114,3 +114,21 @@ def test_a_run_whose_retention_cannot_fit_on_the_disk_is_refused_naming_the_sett
     assert not engine.run_store("big").exists()
     assert client.post("/v1/runs", json=tiny_run("big", keep_checkpoints=3)).status_code == 201
     monkeypatch.setattr(disk_budget.shutil, "disk_usage", shutil.disk_usage)
+
+
+def test_full_weight_snapshots_and_exports_link_the_runs_tokenizer_instead_of_writing_it(engine):
+    """A snapshot and an export stay complete model directories, but the tokenizer (a few MB, as large
+    as the tiny model's snapshot) is written once, at the run's creation, and counted in no step's bytes."""
+    engine.create_run(tiny_run("tok", snapshot_every=1, export_keep=1))
+    out = engine.apply_step("tok", {"step": 1, "samples": fixed_samples(1)})
+    store = engine.run_store("tok")
+    tokenizer = store.dir / "tokenizer" / "tokenizer.json"
+    for model_dir in (store.ckpt(1) / "policy", store.dir / "exports" / "step-000001"):
+        assert (model_dir / "tokenizer.json").stat().st_ino == tokenizer.stat().st_ino, model_dir
+        assert (model_dir / "tokenizer_config.json").exists()
+    tokenizer_inodes = {p.stat().st_ino for p in (store.dir / "tokenizer").iterdir()}
+    files = [p.stat() for p in store.ckpt(1).rglob("*") if p.is_file()]
+    linked = sum(st.st_size for st in files if st.st_ino in tokenizer_inodes)
+    assert linked >= tokenizer.stat().st_size
+    # what the snapshot wrote: all but the linked tokenizer (the commit's own state.json comes after it is counted)
+    assert 0 <= sum(st.st_size for st in files) - linked - out["storage"]["snapshot_bytes"] < 10_000

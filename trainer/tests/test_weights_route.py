@@ -90,3 +90,61 @@ def test_the_route_refuses_without_the_token(api, suffix):
         r = api.get(path, headers=headers)
         assert r.status_code == 401 and r.json()["error"]["type"] == "authentication_error"
     assert api.get(path, headers=AUTH).status_code == 200
+
+
+def _counting_hashes(monkeypatch) -> list[str]:
+    """Every file the weights routes hash from now on (each one a full read of its content)."""
+    from attune_trainer.state import adapter_files, weights_files
+
+    hashed: list[str] = []
+
+    def counting(path):
+        hashed.append(path.name)
+        return adapter_files.file_sha256(path)
+
+    monkeypatch.setattr(weights_files, "file_sha256", counting)
+    return hashed
+
+
+def test_an_export_is_hashed_once_when_written_and_its_stored_manifest_is_served(api, engine, monkeypatch):
+    """A 7B model is 15 GB read per hash, asked for by every replica's publish and check before a step."""
+    from attune_trainer.state.weights_files import STORED_MANIFEST
+
+    hashed = _counting_hashes(monkeypatch)
+    first = api.get("/v1/runs/full/checkpoints/1/weights", headers=AUTH).json()
+    second = api.get("/v1/runs/full/checkpoints/1/weights", headers=AUTH).json()
+    assert hashed == [], "step 1's export was hashed when it was written, not per request"
+    assert first == second and first["digest"] == adapter_digest(first["files"])
+    export = engine.run_store("full").dir / "exports" / "step-000001"
+    assert (export / STORED_MANIFEST).is_file()
+    assert STORED_MANIFEST not in [f["name"] for f in first["files"]]
+    for f in first["files"]:
+        assert hashlib.sha256((export / f["name"]).read_bytes()).hexdigest() == f["sha256"]
+    # step 0 (the base model) was written before any export: hashed at its first request, then stored
+    api.get("/v1/runs/full/checkpoints/0/weights", headers=AUTH)
+    assert hashed and any(n.endswith(".safetensors") for n in hashed)
+    hashed.clear()
+    api.get("/v1/runs/full/checkpoints/0/weights", headers=AUTH)
+    assert hashed == []
+
+
+def test_a_stored_manifest_that_is_not_the_directorys_files_is_never_served(api, engine, monkeypatch):
+    export = engine.run_store("full").dir / "exports" / "step-000001"
+    before = api.get("/v1/runs/full/checkpoints/1/weights", headers=AUTH).json()
+    hashed = _counting_hashes(monkeypatch)
+    (export / "config.json").write_text((export / "config.json").read_text() + "\n")  # another size
+    (export / "extra.txt").write_text("a file the stored list does not name")
+    after = api.get("/v1/runs/full/checkpoints/1/weights", headers=AUTH).json()
+    assert "config.json" in hashed and "extra.txt" in hashed
+    sizes = {f["name"]: f["size"] for f in after["files"]}
+    assert (
+        sizes["config.json"]
+        == (export / "config.json").stat().st_size
+        != {f["name"]: f["size"] for f in before["files"]}["config.json"]
+    )
+    assert "extra.txt" in sizes and after["digest"] != before["digest"]
+    for f in after["files"]:
+        assert hashlib.sha256((export / f["name"]).read_bytes()).hexdigest() == f["sha256"]
+    hashed.clear()
+    assert api.get("/v1/runs/full/checkpoints/1/weights", headers=AUTH).json() == after
+    assert hashed == [], "the recomputed list was stored again"

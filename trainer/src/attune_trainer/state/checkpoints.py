@@ -6,6 +6,8 @@ Written to a temporary folder, fsynced and renamed into place: the rename is the
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +24,20 @@ OnWritten = Callable[[dict, int], None]
 
 
 def tree_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    """Bytes a write put under `path`: files hard-linked from elsewhere (the run's tokenizer, a
+    snapshot's weights) were not written again and do not count."""
+    return sum(st.st_size for p in path.rglob("*") if p.is_file() and (st := p.stat()).st_nlink == 1)
+
+
+def link_tokenizer(tokenizer_dir: Path, dest: Path) -> None:
+    """The run's tokenizer files (saved once at its creation) into a model directory, as hard links:
+    a full-weight snapshot or export stays a complete model directory without writing them again."""
+    for f in tokenizer_dir.iterdir():
+        if f.is_file():
+            try:
+                os.link(f, dest / f.name)
+            except OSError:  # another filesystem: copy
+                shutil.copy2(f, dest / f.name)
 
 
 class CheckpointWriter:
@@ -83,7 +98,7 @@ class CheckpointWriter:
             export = {"path": str(run.base_path), "format": "hf_full"}
         else:
             unwrapped.save_pretrained(str(tmp / "policy"), state_dict=policy_sd, safe_serialization=True)
-            run.tokenizer.save_pretrained(str(tmp / "policy"))
+            link_tokenizer(store.tokenizer_dir, tmp / "policy")
             export = {"path": f"checkpoints/step-{step:06d}/policy", "format": "hf_full"}
         if critic_sd is not None:
             from safetensors.torch import save_file

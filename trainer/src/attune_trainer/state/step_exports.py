@@ -20,10 +20,11 @@ import torch
 
 from attune_trainer.compute import Compute
 from attune_trainer.log import log
-from attune_trainer.state.checkpoints import patch_adapter_config, tree_bytes
+from attune_trainer.state.checkpoints import link_tokenizer, patch_adapter_config, tree_bytes
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.step_weights import EXPORT_MARKER, export_path, export_steps, exports_dir
 from attune_trainer.state.store import RunStore, fsync_dir, fsync_tree, readable_like_others, write_json_atomic
+from attune_trainer.state.weights_files import store_weights_manifest
 
 
 def links_snapshot(compute: Compute, run: LoadedRun) -> bool:
@@ -80,6 +81,8 @@ class ExportWriter:
             written = 0 if link_snapshot else tree_bytes(tmp)
             dtype = "snapshot" if link_snapshot else str(self.compute.frozen_dtype).removeprefix("torch.")
             write_json_atomic(tmp / EXPORT_MARKER, {"step": step, "format": fmt, "dtype": dtype})
+            if fmt == "hf_full" and not link_snapshot:
+                store_weights_manifest(tmp)  # hashed once, while the files are fresh: replicas ask for it per publish
             readable_like_others(tmp)
             fsync_tree(tmp)
             final = export_path(store, step)
@@ -100,7 +103,7 @@ class ExportWriter:
         if run.lora is not None:
             patch_adapter_config(tmp, run.base_path)
         else:
-            run.tokenizer.save_pretrained(str(tmp))
+            link_tokenizer(run.store.tokenizer_dir, tmp)
             config = json.loads((tmp / "config.json").read_text())
             config["torch_dtype"] = str(self.compute.frozen_dtype).removeprefix("torch.")
             (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
