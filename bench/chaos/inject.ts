@@ -213,13 +213,18 @@ const stepField = (step: number) => `"step": ${step}[,}]`;
  * of a step, and a step cannot go on without what the fault took down, so faults never overlap.
  */
 /**
- * Faults that may outlast a step while the run goes on (a pause or a cut past a timeout, a restart,
- * a write that waits for its turn): the soak holds the run between steps while one is under way and a
- * later rollouts fault is still to come, so that the run cannot end before the later one strikes.
+ * Faults that may outlast a step while the run goes on (a pause or a cut past a timeout, a restart):
+ * the soak holds the run between steps while one is under way and a later rollouts fault is still to
+ * come, so that the run cannot end before the later one strikes. Not an outage (the run waits for the
+ * operator anyway), nor a failed journal write: armed before its step's dialogues, it is over once it
+ * fires, and a hold would keep those dialogues from starting.
  */
 const HELD_KINDS = new Set<string>(
   Object.keys(FAULT_KINDS).filter(
-    (k) => FAULT_KINDS[k as keyof typeof FAULT_KINDS].phase === 'rollouts' && !k.endsWith('-outage'),
+    (k) =>
+      FAULT_KINDS[k as keyof typeof FAULT_KINDS].phase === 'rollouts' &&
+      !k.endsWith('-outage') &&
+      k !== 'journal-write-fails',
   ),
 );
 
