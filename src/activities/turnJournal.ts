@@ -164,6 +164,30 @@ export const turnJournalKey = (execution: JournalledRun, turn: number) =>
   `${turnJournalRunPrefix(execution)}turn-${turn}.json`;
 
 const TURN_RECORD = /^journals\/(.+)\/([^/]+)\/turn-\d+\.json$/;
+const CLOSED_MARKER = /^journals\/(.+)\/([^/]+)\/closed\.json$/;
+
+/** Whether `key` is one turn's record (not a marker). */
+export const isTurnRecordKey = (key: string): boolean => TURN_RECORD.test(key);
+
+/**
+ * The marker a run's journal leaves when it is removed (src/workers/turnJournalSweeper.ts): an
+ * attempt that finds no record of its turn and this marker belongs to a run that has ended.
+ */
+export const turnJournalClosedKey = (execution: JournalledRun) => `${turnJournalRunPrefix(execution)}closed.json`;
+
+/** The closed marker of the run whose turn record is `key`. */
+const closedMarkerOf = (key: string) => key.replace(/turn-\d+\.json$/, 'closed.json');
+
+/** The runs whose journal is only a closed marker now, among `keys` (a listing of `journals/`). */
+export function closedJournalRuns(keys: readonly string[]): JournalledRun[] {
+  const live = new Set(journalledRuns(keys).map(turnJournalRunPrefix));
+  return keys.flatMap((key) => {
+    const match = CLOSED_MARKER.exec(key);
+    if (!match) return [];
+    const run = { workflowId: workflowIdOf(match[1]!), runId: match[2]! };
+    return live.has(turnJournalRunPrefix(run)) ? [] : [run];
+  });
+}
 
 /** The runs that have a journal among `keys` (a listing of `journals/`), each once; other keys are ignored. */
 export function journalledRuns(keys: readonly string[]): JournalledRun[] {
@@ -203,6 +227,15 @@ export function storeTurnJournal(
         // A newer workflow task's attempt claimed the turn: this one is a zombie's, whatever the timing.
         if (fence !== undefined && found?.attempt.fence !== undefined && found.attempt.fence > fence)
           throw supersededFailure(store, key, found, `workflow task at event ${fence}`);
+        // No record: a turn not played yet, or a run that has ended and whose journal is gone.
+        if (current === null && round === 1) {
+          const closed = await io(key, () => store.getText(closedMarkerOf(key)));
+          if (closed !== null)
+            throw ApplicationFailure.nonRetryable(
+              `the rollout has ended (its turn journal ${store.locate(closedMarkerOf(key))} is closed): this attempt stops`,
+              TURN_SUPERSEDED,
+            );
+        }
         // Our claim of the round before landed although its answer was lost (an S3 retry then meets 412).
         if (current && found && found.attempt.token === lastToken)
           return fencedClaim(

@@ -47,6 +47,12 @@ export const LIMITS = {
    */
   turnJournalUnknownKeepMs: 7 * 24 * 60 * 60_000,
   /**
+   * A removed journal leaves a `closed.json` marker this long: a zombie attempt of the closed run (a
+   * worker stopped or cut off past its workflow task, waking after the dialogue ended) that finds its
+   * turn's record gone is superseded at its claim instead of making its calls again.
+   */
+  turnJournalClosedKeepMs: 24 * 60 * 60_000,
+  /**
    * With local calls each worker process takes its share of every endpoint limit
    * (src/workers/workerCensus.ts): the rollout queue's pollers are counted this often, and a worker
    * seen polling within the window counts as live (a workflow poll waits up to a minute on the server).
@@ -83,4 +89,9 @@ export const LIMITS = {
   replicaPublishTimeoutMs: 30 * 60_000,
   replicaPublishAttempts: 5,
   publisherWaitMs: 120_000,
+  /**
+   * A full-weights publisher asks its vLLM this often whether it still serves the version last
+   * published, and reloads it when not (it restarted): how soon a replica's calls go on after that.
+   */
+  replicaWeightsCheckMs: 5_000,
 } as const;

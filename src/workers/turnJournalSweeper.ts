@@ -1,7 +1,13 @@
 import type { NativeConnection } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import type { ArtifactStore } from '../artifacts/store.js';
-import { journalledRuns, turnJournalRunPrefix, type JournalledRun } from '../activities/turnJournal.js';
+import {
+  closedJournalRuns,
+  journalledRuns,
+  turnJournalClosedKey,
+  turnJournalRunPrefix,
+  type JournalledRun,
+} from '../activities/turnJournal.js';
 import { LIMITS } from '../config/limits.js';
 import { createLogger, type Logger } from '../log.js';
 
@@ -78,11 +84,13 @@ export class TurnJournalSweeper {
     });
   }
 
-  /** Every journal in the store: those of closed runs go. */
+  /** Every journal in the store: those of closed runs go; closed markers go once they are old enough. */
   async sweep(): Promise<{ removed: number; kept: number }> {
-    const runs = journalledRuns(await this.store.list('journals/'));
+    const keys = await this.store.list('journals/');
+    const runs = journalledRuns(keys);
     let removed = 0;
     for (const run of runs) if (await this.removeIfClosed(run)) removed++;
+    for (const run of closedJournalRuns(keys)) await this.removeMarkerIfOld(run);
     return { removed, kept: runs.length - removed };
   }
 
@@ -131,7 +139,10 @@ export class TurnJournalSweeper {
     try {
       const state = await this.stateOf(run);
       if (state === 'open' || (state === 'unknown' && !(await this.unknownLongEnough(run)))) return false;
-      await this.store.remove(prefix);
+      // The marker first: a zombie attempt that finds its turn's record gone finds the marker instead.
+      await this.store.putJson(turnJournalClosedKey(run), { closedAt: this.now() });
+      const closedKey = turnJournalClosedKey(run);
+      for (const key of await this.store.list(prefix)) if (key !== closedKey) await this.store.remove(key);
       return true;
     } catch (error) {
       this.log.warn('could not remove a turn journal; the next sweep tries again', {
@@ -162,6 +173,21 @@ export class TurnJournalSweeper {
       unknownSince: new Date(since).toISOString(),
     });
     return true;
+  }
+
+  /** A closed marker goes `LIMITS.turnJournalClosedKeepMs` after its journal did (with whatever is left beside it). */
+  private async removeMarkerIfOld(run: JournalledRun): Promise<void> {
+    try {
+      const text = await this.store.getText(turnJournalClosedKey(run));
+      const closedAt = text === null ? NaN : Number((JSON.parse(text) as { closedAt?: unknown }).closedAt);
+      if (Number.isFinite(closedAt) && this.now() - closedAt < LIMITS.turnJournalClosedKeepMs) return;
+      await this.store.remove(turnJournalRunPrefix(run));
+    } catch (error) {
+      this.log.warn('could not remove a closed turn journal marker; the next sweep tries again', {
+        marker: this.store.locate(turnJournalClosedKey(run)),
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 
   private track(work: Promise<void>): void {

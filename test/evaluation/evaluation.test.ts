@@ -1,3 +1,4 @@
+import { isTurnRecordKey } from '../../src/activities/turnJournal.js';
 import assert from 'node:assert/strict';
 import { evaluationKey } from '../../src/artifacts/keys.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';
@@ -78,7 +79,7 @@ describe('evaluation workflow', function () {
     );
     assert.deepEqual(queued, [], 'no queued activity: the turn journal is left to the sweeper');
     await eventually('the turn journals removed after the dialogues closed', async () =>
-      (await rig!.store.list('journals/')).length === 0 ? true : undefined,
+      (await rig!.store.list('journals/')).filter(isTurnRecordKey).length === 0 ? true : undefined,
     );
   });
 

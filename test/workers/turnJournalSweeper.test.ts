@@ -3,7 +3,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
-import { journalIdPart, journalledRuns, turnJournalKey, type JournalledRun } from '../../src/activities/turnJournal.js';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  closedJournalRuns,
+  journalIdPart,
+  journalledRuns,
+  storeTurnJournal,
+  TURN_SUPERSEDED,
+  turnJournalClosedKey,
+  turnJournalKey,
+  type JournalledRun,
+} from '../../src/activities/turnJournal.js';
 import { isValidArtifactKey } from '../../src/core/names.js';
 import { createLogger } from '../../src/log.js';
 import { temporal } from '@temporalio/proto';
@@ -69,6 +79,11 @@ describe('turn journal sweeper', () => {
     );
     assert.deepEqual(await sweeper.sweep(), { removed: 1, kept: 2 });
     assert.deepEqual(journalledRuns(await store.list('journals/')), [running, unknown]);
+    // the closed run leaves its marker: a zombie attempt of it that finds no record is superseded
+    assert.deepEqual(closedJournalRuns(await store.list('journals/')), [closedRun]);
+    const zombie = storeTurnJournal(store, [1]).claim(turnJournalKey(closedRun, 3), 'any input', 1);
+    await assert.rejects(zombie, (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED);
+    assert.deepEqual(journalledRuns(await store.list('journals/')), [running, unknown], 'the zombie wrote nothing');
     assert.deepEqual(await store.list('transcripts/'), ['transcripts/t.json']);
   });
 
@@ -141,8 +156,12 @@ describe('turn journal sweeper', () => {
     assert.deepEqual(await sweep(), { removed: 0, kept: 1 });
     now += 1;
     assert.deepEqual(await sweep(), { removed: 1, kept: 0 });
-    assert.deepEqual(await store.list('journals/'), [], 'the journal and its mark are gone');
+    assert.deepEqual(await store.list('journals/'), [turnJournalClosedKey(gone)], 'only the closed marker is left');
     assert.equal(asked, 3);
+    now += LIMITS.turnJournalClosedKeepMs;
+    await sweep();
+    assert.deepEqual(await store.list('journals/'), [], 'the marker goes after turnJournalClosedKeepMs');
+    assert.equal(asked, 3, 'a marker alone costs no question to the server');
   });
 
   it('runStateVia (real dev server): a run the server does not know is unknown, a running one open, a finished one closed', async () => {

@@ -1,3 +1,4 @@
+import { isTurnRecordKey } from '../../src/activities/turnJournal.js';
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Transcript } from '../../src/core/transcript.js';
@@ -293,7 +294,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
       [],
     );
     await eventually('the journal removed after the rollout closed', async () =>
-      (await rig.store.list('journals/')).length === 0 ? true : undefined,
+      (await rig.store.list('journals/')).filter(isTurnRecordKey).length === 0 ? true : undefined,
     );
   });
 
@@ -314,7 +315,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
     );
     assert.equal((await handle.result()).turns, 2);
     await eventually('the journal removed after the rollout closed', async () =>
-      (await local.store.list('journals/')).length === 0 ? true : undefined,
+      (await local.store.list('journals/')).filter(isTurnRecordKey).length === 0 ? true : undefined,
     );
   });
 
