@@ -118,14 +118,18 @@ export function takeoverSeconds(
   for (const f of faults) {
     if (f.atMs === undefined || f.pid === undefined) continue;
     const at = f.atMs;
-    const held = new Set(
-      calls
-        .filter((c) => c.arrivedAtMs <= at && c.arrivedAtMs >= at - 3000)
-        .filter((c) => ownerOf(c.remotePort, c.answeredAtMs) === f.pid)
-        .map(personaOf)
-        .filter((p): p is string => p !== null),
-    );
-    const resumed = [...held].map((persona) => {
+    const lastCallOf = new Map<string, number>();
+    for (const c of calls.filter((c) => c.arrivedAtMs <= at && c.arrivedAtMs >= at - 3000)) {
+      const persona = personaOf(c);
+      if (persona !== null && ownerOf(c.remotePort, c.answeredAtMs) === f.pid)
+        lastCallOf.set(persona, Math.max(lastCallOf.get(persona) ?? 0, c.arrivedAtMs));
+    }
+    // A dialogue that ended between its worker's last call and the fault was not held: its persona's
+    // next call is another step's (after the soak's hold between steps, too late to say anything).
+    const held = [...lastCallOf]
+      .filter(([persona, last]) => !endedAt(persona).some((ms) => ms >= last && ms <= at))
+      .map(([persona]) => persona);
+    const resumed = held.map((persona) => {
       // Made by another worker: a paused or cut-off one may still finish the call it had under way.
       const next = calls.find(
         (c) =>
