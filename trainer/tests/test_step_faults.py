@@ -153,9 +153,6 @@ COMMIT_FILES = {
         "policy/config.json",
         "policy/generation_config.json",
         "policy/model.safetensors",
-        "policy/chat_template.jinja",
-        "policy/tokenizer_config.json",
-        "policy/tokenizer.json",
         "critic.safetensors",
         "optimizer.pt",
         "state.json",
@@ -184,7 +181,10 @@ def _files_written(state_dir, run_id, step):
     (state.json and the result through a temporary file renamed into place, which keeps its inode)."""
     run_dir = state_dir / "runs" / run_id
     ckpt = run_dir / "checkpoints" / f"step-{step:06d}"
-    files = sorted((p for p in ckpt.rglob("*") if p.is_file()), key=lambda p: p.stat().st_ino)
+    # the tokenizer files are hard links to the run's own copy, written at its creation, not by the commit
+    files = sorted(
+        (p for p in ckpt.rglob("*") if p.is_file() and p.stat().st_nlink == 1), key=lambda p: p.stat().st_ino
+    )
     named = {"log": run_dir / "steplog" / f"step-{step:06d}.json"}
     named.update({p.relative_to(ckpt).as_posix(): p for p in files})
     named["result"] = run_dir / "results" / f"step-{step:06d}.json"
@@ -195,7 +195,7 @@ def _left_behind(store):
     """What a failed commit left in its temporary files when the trainer cleans them up: name to size."""
     out = {}
     for tmp in store.ckpt_dir.glob(".tmp-*"):
-        for p in (p for p in tmp.rglob("*") if p.is_file()):
+        for p in (p for p in tmp.rglob("*") if p.is_file() and p.stat().st_nlink == 1):  # not the linked tokenizer
             name = p.relative_to(tmp).as_posix()
             out["state.json" if name.startswith(".tmp-state.json") else name] = p.stat().st_size
     for p in store.results_dir.glob(".tmp-*"):
