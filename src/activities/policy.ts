@@ -16,7 +16,7 @@ const REPLICA_FAILURES = ['LlmUnreachable', 'PolicyWeightsMismatch', 'PolicyWeig
 
 /**
  * A replica that cannot answer this call: down, without the version (it lost its adapters), or on
- * other full weights (restarted on its launch weights; its publisher reloads it before the next step).
+ * other full weights (restarted on its launch weights; its publisher reloads it meanwhile).
  */
 function replicaCannotServe(error: unknown): boolean {
   return (error instanceof ApplicationFailure && REPLICA_FAILURES.includes(error.type ?? '')) || isModelMissing(error);
@@ -24,17 +24,18 @@ function replicaCannotServe(error: unknown): boolean {
 
 /**
  * The call on the replica its seed picks (replicaOrder), on the next one when that one cannot serve
- * it; any other failure, or the last replica's, is the call's.
+ * it; any other failure, or the last replica's, is the call's. `last`: no replica is left after this
+ * one (the call then waits for a replica's publisher rather than fail at once).
  */
 async function onReplicas(
   input: PolicyTurnInput,
-  call: (endpoint: PolicyTurnInput['endpoint']) => Promise<ChatResponse>,
+  call: (endpoint: PolicyTurnInput['endpoint'], last: boolean) => Promise<ChatResponse>,
 ): Promise<ChatResponse> {
   const order = replicaOrder(input.endpoint, input.seed);
   for (let i = 0; ; i++) {
     const endpoint = { ...input.endpoint, baseURL: order[i]! };
     try {
-      return await call(endpoint);
+      return await call(endpoint, i === order.length - 1);
     } catch (error) {
       if (i === order.length - 1 || !replicaCannotServe(error)) throw error;
       log.warn('policy replica cannot serve the call; trying the next', {
@@ -50,11 +51,14 @@ async function onReplicas(
 export async function generatePolicyTurn(input: PolicyTurnInput): Promise<PolicyTurnResult> {
   // A version a restarted vLLM lost is published again from the trainer's checkpoint, then asked again.
   // A full-weight run's call is made on the version it records (see withServedWeights).
-  const response = await onReplicas(input, (endpoint) =>
-    withServedWeights(endpoint, () =>
-      withVersionReload(endpoint, () =>
-        chatCompletion({ endpoint, role: 'policy', messages: input.messages, seed: input.seed }),
-      ),
+  const response = await onReplicas(input, (endpoint, last) =>
+    withServedWeights(
+      endpoint,
+      () =>
+        withVersionReload(endpoint, () =>
+          chatCompletion({ endpoint, role: 'policy', messages: input.messages, seed: input.seed }),
+        ),
+      { waitForPublisher: last },
     ),
   );
   const weightVersion = input.endpoint.weightVersion;

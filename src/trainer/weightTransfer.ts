@@ -15,12 +15,19 @@ const weightsSentSchema = z.object({ bytes: z.number(), seconds: z.number() }).p
 
 /** Joining and sending wait for the other side inside NCCL, and a 7B model is some 15 GB. */
 const TRANSFER_TIMEOUT_MS = 600_000;
+/**
+ * The send's deadline, told to the trainer: a vLLM worker that died mid-transfer would otherwise hold
+ * the broadcast (and the trainer's next joins and sends) until NCCL's own timeout. Past it the
+ * trainer tears the group down and answers 504 (retried: the retry makes the group again); it is
+ * shorter than the call's own timeout so that answer, not a client-side abort, is what comes back.
+ */
+export const SEND_TIMEOUT_S = (TRANSFER_TIMEOUT_MS - 30_000) / 1000;
 
 /**
  * A trainer call of the transfer. 501 (no vLLM or no CUDA beside the trainer) and other 4xx
  * (no such run or step, a LoRA run) fail for good (`PublishRefused`) with the trainer's message; a
- * 409 (rank 0 has no group: the trainer restarted) and 5xx are retried (`PublishFailed`), and the
- * publish that retries makes the group again.
+ * 409 (rank 0 has no group: the trainer restarted) and 5xx (a 504: a send past its deadline) are
+ * retried (`PublishFailed`), and the publish that retries makes the group again.
  */
 async function call(trainer: TrainerEndpoint, method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
   try {
@@ -63,12 +70,13 @@ export async function stepUpdateInfo(trainer: TrainerEndpoint, runName: string, 
   return { names, dtype_names, shapes };
 }
 
-/** Rank 0 broadcasts the step's tensors (it returns once vLLM's workers have received them). */
+/** Rank 0 broadcasts the step's tensors (it returns once vLLM's workers have received them, or at SEND_TIMEOUT_S). */
 export async function sendStepWeights(
   trainer: TrainerEndpoint,
   runName: string,
   step: number,
 ): Promise<{ bytes: number; seconds: number }> {
-  const sent = weightsSentSchema.safeParse(await call(trainer, 'POST', stepPath(runName, step)));
+  const body = { timeout_seconds: SEND_TIMEOUT_S };
+  const sent = weightsSentSchema.safeParse(await call(trainer, 'POST', stepPath(runName, step), body));
   return sent.success ? { bytes: sent.data.bytes, seconds: sent.data.seconds } : { bytes: 0, seconds: 0 };
 }

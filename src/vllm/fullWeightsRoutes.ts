@@ -17,6 +17,30 @@ export function loadingLabel(version: string): string {
   return `loading ${version}`;
 }
 
+/**
+ * Every vLLM route a full-weights publish calls, with its method: `publishFullWeights` and the
+ * transports (checkpointReload.ts, ncclTransfer.ts) reach vLLM only through `postRoute` and
+ * `getRoute`, whose paths must be one of these, and test:vllm checks each against the installed
+ * vLLM's `/openapi.json` (test/vllm/fullWeightsRoutes.test.ts), so an upgrade that drops or renames
+ * one fails there rather than mid-run. The fake vLLM serves these same routes (test/support).
+ */
+export const FULL_WEIGHTS_ROUTES = [
+  ['POST', '/pause'],
+  ['POST', '/resume'],
+  ['GET', '/is_paused'],
+  ['GET', '/weight_info'],
+  ['POST', '/update_weight_version'],
+  ['POST', '/collective_rpc'],
+  ['POST', '/shutdown_weight_transfer_engine'],
+  ['POST', '/init_weight_transfer_engine'],
+  ['POST', '/start_weight_update'],
+  ['POST', '/update_weights'],
+  ['POST', '/finish_weight_update'],
+] as const;
+
+type FullWeightsRoute = (typeof FULL_WEIGHTS_ROUTES)[number];
+type RoutePath<M extends FullWeightsRoute[0]> = Extract<FullWeightsRoute, readonly [M, string]>[1];
+
 const weightInfoSchema = z.object({ weight_version: z.string().nullable() });
 
 export interface FullWeightsServer {
@@ -58,7 +82,7 @@ async function reach(server: FullWeightsServer, route: string, init: RequestInit
  */
 export async function postRoute(
   server: FullWeightsServer,
-  route: string,
+  route: RoutePath<'POST'> | `${RoutePath<'POST'>}?${string}`,
   body: unknown,
   what: string,
 ): Promise<string> {
@@ -82,7 +106,7 @@ export async function postRoute(
 }
 
 /** A GET of one of vLLM's routes, its JSON answer checked against `schema`. */
-async function getRoute<T>(server: FullWeightsServer, route: string, schema: z.ZodType<T>): Promise<T> {
+async function getRoute<T>(server: FullWeightsServer, route: RoutePath<'GET'>, schema: z.ZodType<T>): Promise<T> {
   const response = await reach(server, route, { signal: AbortSignal.timeout(60_000) });
   const text = await response.text();
   if (!response.ok) {

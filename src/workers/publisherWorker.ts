@@ -1,5 +1,6 @@
-import { Worker } from '@temporalio/worker';
+import { Worker, type State } from '@temporalio/worker';
 import type { PublisherOptions } from '../activities/publisher.js';
+import { keepServedWeights } from '../activities/replicaFullWeights.js';
 import { QUEUE_ACTIVITIES } from '../activities/queueActivities.js';
 import { LIMITS } from '../config/limits.js';
 import { publishQueueFor } from '../config/taskQueues.js';
@@ -13,7 +14,12 @@ export interface PublisherWorkerOptions extends Omit<LlmIoWorkerOptions, 'workfl
   policyBaseURL?: string;
   /** Where fetched adapters are written; default `<home>/adapters`. */
   adapterDir: string;
+  /** How often the vLLM is checked for the full weights last published (default LIMITS.replicaWeightsCheckMs). */
+  weightsCheckMs?: number;
 }
+
+/** A worker in these states runs no more activities: its vLLM's keeper stops with it. */
+const ENDED: ReadonlySet<State> = new Set(['STOPPING', 'DRAINING', 'DRAINED', 'STOPPED', 'FAILED']);
 
 /** The replica a publisher serves, with the queue it polls and the vLLM it loads into. */
 export function publisherTarget(
@@ -35,7 +41,9 @@ export function publisherTarget(
 
 /**
  * A vLLM replica's publisher: the publish activity of that replica's queue, a few at a time (one step's
- * publish, or a resume's). Runs beside the vLLM it loads into, on the replica's host.
+ * publish, or a resume's). Runs beside the vLLM it loads into, on the replica's host, and while it
+ * runs keeps that vLLM on the full weights it last published (keepServedWeights: a vLLM restarted
+ * mid-step is reloaded within the step).
  */
 export async function createPublisherWorker(options: PublisherWorkerOptions): Promise<Worker> {
   const target = publisherTarget(options.config, options.replica, options.policyBaseURL);
@@ -44,10 +52,18 @@ export async function createPublisherWorker(options: PublisherWorkerOptions): Pr
     apiKeyEnv: options.config.policy.apiKeyEnv,
     adapterDir: options.adapterDir,
   };
-  return Worker.create({
+  const worker = await Worker.create({
     ...commonWorkerOptions(options, LIMITS.shutdownGraceTimeMs),
     taskQueue: target.taskQueue,
     activities: QUEUE_ACTIVITIES.publish(publisher),
     maxConcurrentActivityTaskExecutions: 4,
   });
+  keepServedWeights({
+    base: publisher.policyBaseURL,
+    apiKeyEnv: publisher.apiKeyEnv,
+    adapterDir: publisher.adapterDir,
+    everyMs: options.weightsCheckMs ?? LIMITS.replicaWeightsCheckMs,
+    stopWhen: () => ENDED.has(worker.getState()),
+  });
+  return worker;
 }

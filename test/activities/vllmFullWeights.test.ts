@@ -9,6 +9,7 @@ import { generatePolicyTurn } from '../../src/activities/policy.js';
 import { createRunBookkeepingActivities } from '../../src/activities/runBookkeeping.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
+import { replicaOrder } from '../../src/core/replicaChoice.js';
 import { reloadFullWeights } from '../../src/vllm/fullWeights.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
 import { testConfig } from '../support/rolloutRig.js';
@@ -261,6 +262,53 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
           error.message.startsWith(`vLLM ${url.replace(/\/v1$/, '')}/weight_info: unreachable: `),
       );
       fake = await FakeOpenAIServer.start();
+    });
+
+    describe('on replicas (no reloadFrom: the publisher beside each vLLM reloads it)', () => {
+      const onReplicas = (replicas?: string[]) => ({
+        ...rolloutSettingsFromConfig(testConfig(fake.url)).policy,
+        weightVersion: 'run@1',
+        ...(replicas ? { replicas } : {}),
+      });
+      const say = (endpoint: ReturnType<typeof onReplicas>) =>
+        generatePolicyTurn({ endpoint, messages: [{ role: 'user', content: 'hi' }], think: false, seed: 1 });
+
+      it('the only replica, found on its launch weights, is waited for until its publisher has reloaded it; the call then goes on', async () => {
+        fake.fullWeights.version = 'default';
+        const started = Date.now();
+        const reloaded = setTimeout(() => (fake.fullWeights.version = 'run@1'), 800);
+        try {
+          assert.equal((await say(onReplicas())).weightVersion, 'run@1');
+        } finally {
+          clearTimeout(reloaded);
+        }
+        assert.ok(Date.now() - started >= 750, 'answered once the version was back');
+        assert.ok(
+          !fake.fullWeights.calls.some((c) => c.route === '/collective_rpc'),
+          'the call reloaded nothing itself',
+        );
+      });
+
+      it('with another replica left, one on other weights sends the call there at once', async () => {
+        const other = await FakeOpenAIServer.start();
+        try {
+          const endpoint = onReplicas([fake.url, other.url]);
+          const [first] = replicaOrder(endpoint, 1);
+          const [restarted, serving] = first === fake.url ? [fake, other] : [other, fake];
+          restarted.fullWeights.version = 'default';
+          serving.fullWeights.version = 'run@1';
+          const started = Date.now();
+          assert.equal((await say(endpoint)).weightVersion, 'run@1');
+          assert.ok(Date.now() - started < 400, 'no wait on the restarted replica');
+          assert.deepEqual(
+            restarted.fullWeights.calls.map((c) => c.route),
+            ['/weight_info'],
+          );
+          assert.ok(serving.calls.some((c) => c.role === 'policy' && c.status === 200));
+        } finally {
+          await other.close();
+        }
+      });
     });
 
     it('weights changed while the call ran: the call fails to be asked again, recording nothing', async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { generatePolicyTurn } from '../../src/activities/policy.js';
+import { SEND_TIMEOUT_S } from '../../src/trainer/weightTransfer.js';
 import { createRunBookkeepingActivities } from '../../src/activities/runBookkeeping.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromConfig.js';
@@ -75,9 +76,11 @@ describe("publishing full weights over NCCL (vLLM's native weight transfer), aga
       [
         ['group', { master_address: '10.0.0.5', master_port: 29551, world_size: 2 }],
         ['info', null],
-        ['send', null],
+        // bounded by the publish's deadline, and within the call's own (600 s)
+        ['send', { timeout_seconds: SEND_TIMEOUT_S }],
       ],
     );
+    assert.ok(SEND_TIMEOUT_S > 0 && SEND_TIMEOUT_S < 600);
     assert.deepEqual(fake.fullWeights.received, [FAKE_UPDATE_INFO], "vLLM is told the trainer's tensors");
     assert.deepEqual(trainer.sentSteps, [1]);
     assert.equal(fake.fullWeights.version, 'run@1');
@@ -199,6 +202,28 @@ describe("publishing full weights over NCCL (vLLM's native weight transfer), aga
     fake.fullWeights.calls.length = 0;
     await publish('run@2');
     assert.ok(routes().includes('/init_weight_transfer_engine'));
+    assert.equal(fake.fullWeights.version, 'run@2');
+  });
+
+  it('a send past its deadline (a vLLM worker died mid-transfer: the trainer answers 504 and leaves the group) fails the publish to be retried, and the retry makes the group again', async () => {
+    await publish('run@1');
+    const timedOut =
+      'the broadcast of run@2 did not finish within 570 s: a vLLM worker stopped receiving (it died or hangs)';
+    trainer.refuse.set('send', { status: 504, message: timedOut });
+    await assert.rejects(publish('run@2'), (error: unknown) => {
+      assert.ok(error instanceof ApplicationFailure, String(error));
+      assert.equal(error.type, 'PublishFailed');
+      assert.equal(error.nonRetryable, false);
+      assert.ok(error.message.includes(`HTTP 504: ${timedOut}`), error.message);
+      return true;
+    });
+    trainer.restart(); // rank 0 tore its side down at the deadline
+    await Promise.all([fake.fullWeights.settled(), trainer.settled()]);
+    assert.equal(fake.fullWeights.paused, false, 'resumed');
+    fake.fullWeights.calls.length = 0;
+    await publish('run@2');
+    assert.deepEqual(routes(), ROUTES_OF_A_FIRST_SEND, 'the group made again before the send');
+    assert.deepEqual(trainer.sentSteps, [1, 2]);
     assert.equal(fake.fullWeights.version, 'run@2');
   });
 

@@ -1,7 +1,11 @@
 import type { ServerResponse } from 'node:http';
+import { FULL_WEIGHTS_ROUTES } from '../../src/vllm/fullWeightsRoutes.js';
 import type { FakeNcclMeeting } from './fakeNcclMeeting.js';
 
 type Send = (res: ServerResponse, status: number, body: unknown) => void;
+
+/** The routes a full-weights publish calls: the one list test:vllm checks against the real vLLM's. */
+const SERVED_ROUTES = new Set<string>(FULL_WEIGHTS_ROUTES.map(([, path]) => path));
 
 const NCCL_ROUTES = [
   '/shutdown_weight_transfer_engine',
@@ -59,18 +63,7 @@ export class FakeFullWeights {
   /** Answers `url` when it is one of the routes (true), else leaves it to the caller (false). */
   handle(method: string, url: string, body: string, res: ServerResponse, send: Send): boolean {
     const route = url.replace(/\?.*$/, '');
-    if (
-      ![
-        ...NCCL_ROUTES,
-        '/pause',
-        '/resume',
-        '/is_paused',
-        '/collective_rpc',
-        '/update_weight_version',
-        '/weight_info',
-      ].includes(route)
-    )
-      return false;
+    if (!SERVED_ROUTES.has(route)) return false;
     const parsed: unknown = body ? JSON.parse(body) : null;
     this.calls.push({ route: url, body: parsed, version: this.version, paused: this.paused });
     if (!this.devMode) {

@@ -49,6 +49,9 @@ class AcceptingSender:
         for _ in tensors():
             pass
 
+    def abort(self) -> None:
+        pass
+
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):

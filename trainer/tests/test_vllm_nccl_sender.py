@@ -2,9 +2,12 @@
 (vLLM is not installed in the trainer's environment, and NCCL needs GPUs): rank 0 joins as rank 0 of
 the group it is given, with a client that leaves vLLM's routes to the orchestrator; each send hands
 vLLM's engine a source whose metadata and tensors are the step's, in one order; a group made again
-shuts the old one down; a failed broadcast leaves no group to send in."""
+shuts the old one down; a failed broadcast leaves no group to send in; a broadcast stuck on a receiver
+that stopped is aborted at its deadline, and its late failure leaves the group joined after it alone."""
 
 import sys
+import threading
+import time
 import types
 from dataclasses import dataclass
 
@@ -13,7 +16,7 @@ import torch
 
 from attune_trainer.contract.errors import WeightTransferNotJoined, WeightTransferUnavailable
 from attune_trainer.contract.weight_transfer import TensorMeta, WeightTransferGroup
-from attune_trainer.transfer.sender import VllmNcclSender
+from attune_trainer.transfer.sender import VllmNcclSender, send_within
 
 GROUP = WeightTransferGroup(master_address="10.0.0.5", master_port=29551, world_size=3)
 
@@ -31,11 +34,21 @@ class RecordingEngine:
         self.sends: list[tuple[list, list]] = []
         self.shut = False
         self.fail = False
+        # a receiver that stopped mid-transfer: the broadcast blocks until `unblocked` (NCCL: until the
+        # communicator is aborted, or NCCL's own timeout), then fails; `ended` once it has
+        self.hang = False
+        self.unblocked = threading.Event()
+        self.ended = threading.Event()
 
     def send_weights(self):
         # as vLLM's NCCL trainer engine: the client's four calls, the source's metadata, then its tensors
         self.client.start_weight_update()
         self.client.update_weights({})
+        if self.hang:
+            next(iter(self.source))
+            self.unblocked.wait(10)
+            self.ended.set()
+            raise RuntimeError("NCCL error: communicator aborted")
         if self.fail:
             raise RuntimeError("NCCL error: remote process exited")
         self.sends.append((self.source.metadata(), list(self.source)))
@@ -132,3 +145,36 @@ def test_without_cuda_joining_is_unavailable(vllm, monkeypatch):
     with pytest.raises(WeightTransferUnavailable, match="no CUDA device"):
         VllmNcclSender().join(GROUP)
     assert vllm == []
+
+
+def test_a_broadcast_stuck_on_a_stopped_receiver_is_aborted_at_its_deadline_and_the_next_group_is_left_alone(vllm):
+    sender = VllmNcclSender()
+    sender.join(GROUP)
+    stuck = vllm[0]
+    stuck.hang = True
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="did not finish within 0.5 s"):
+        send_within(sender, META, lambda: iter(TENSORS), 0.5)
+    assert time.monotonic() - started < 5
+    assert stuck.shut, "the communicator is aborted (vLLM's shutdown: ncclCommAbort)"
+    with pytest.raises(WeightTransferNotJoined):
+        sender.send(META, lambda: iter(TENSORS))
+    # the next publish joins a new group while the aborted broadcast has not returned yet ...
+    sender.join(GROUP)
+    stuck.unblocked.set()
+    for thread in [t for t in threading.enumerate() if t.name == "weight-send"]:
+        thread.join(5)  # the aborted send's thread, its failure handled
+    assert stuck.ended.is_set()
+    # ... and that broadcast's late failure does not close the new group
+    assert not vllm[1].shut
+    send_within(sender, META, lambda: iter(TENSORS), 5)
+    assert len(vllm[1].sends) == 1
+
+
+def test_a_send_that_fails_within_its_deadline_raises_its_own_error(vllm):
+    sender = VllmNcclSender()
+    sender.join(GROUP)
+    vllm[0].fail = True
+    with pytest.raises(RuntimeError, match="remote process exited"):
+        send_within(sender, META, lambda: iter(TENSORS), 5)
+    assert vllm[0].shut

@@ -1,7 +1,11 @@
 """vLLM's native weight transfer, rank 0's side, with a recording sender in place of NCCL: joining the
 group, a step's update_info read from its checkpoint (the same tensors, in the same order, as those
-broadcast), a send before any join refused as a conflict, and, on a host without vLLM or CUDA, the
-real sender's typed 501."""
+broadcast), a send before any join refused as a conflict, a receiver that stops mid-transfer (the send
+fails at its deadline, the group torn down, the next publish goes through), and, on a host without
+vLLM or CUDA, the real sender's typed 501."""
+
+import threading
+import time
 
 import pytest
 import torch
@@ -31,6 +35,35 @@ class RecordingSender:
             raise WeightTransferNotJoined()
         self.metadata.append(metadata)
         self.sent.append(list(tensors()))
+
+    def abort(self) -> None:
+        self.groups.clear()
+
+
+class StallingSender(RecordingSender):
+    """Its receiver stops mid-transfer: the first send hands over one tensor, then blocks as a broadcast
+    to a dead peer does inside NCCL, until `released` (at most 10 s, so a test without the bound fails
+    rather than hangs). Aborting it tears the group down without unblocking that send."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stalls = 1
+        self.released = threading.Event()
+        self.aborts = 0
+
+    def send(self, metadata, tensors) -> None:
+        if not self.stalls:
+            return super().send(metadata, tensors)
+        if not self.groups:
+            raise WeightTransferNotJoined()
+        self.stalls -= 1
+        next(iter(tensors()))
+        self.released.wait(10)
+        raise RuntimeError("NCCL error: remote process exited")
+
+    def abort(self) -> None:
+        self.aborts += 1
+        super().abort()
 
 
 @pytest.fixture
@@ -80,6 +113,45 @@ def test_each_step_sends_its_own_weights(api, sender, engine):
         assert api.post(f"/v1/runs/full/checkpoints/{step}/weight-transfer", headers=AUTH).status_code == 200
     one, two = (dict(s) for s in sender.sent)
     assert any(not torch.equal(one[n], two[n]) for n in one)
+
+
+def test_a_receiver_that_stops_mid_transfer_fails_the_send_at_its_deadline_and_the_next_publish_joins_afresh(engine):
+    from attune_trainer.service.server import create_app
+
+    engine.create_run(tiny_run("full", export_keep=2))
+    engine.apply_step("full", {"step": 1, "samples": fixed_samples(1)})
+    sender = StallingSender()
+    send = "/v1/runs/full/checkpoints/1/weight-transfer"
+    with TestClient(create_app(engine, token=TOKEN, weight_sender=sender)) as api:
+        try:
+            assert api.post("/v1/weight-transfer/group", json=GROUP, headers=AUTH).status_code == 200
+            started = time.monotonic()
+            r = api.post(send, json={"timeout_seconds": 1}, headers=AUTH)
+            elapsed = time.monotonic() - started
+            assert r.status_code == 504, r.text
+            assert elapsed < 5, f"answered after {elapsed:.1f} s, past the 1 s deadline"
+            error = r.json()["error"]
+            assert error["type"] == "timeout_error"
+            assert "the broadcast of full@1 did not finish within 1 s" in error["message"]
+            assert "the next publish makes a new one" in error["message"]
+            assert sender.aborts == 1
+            # the group is torn down: a send without a new join is told to join
+            assert api.post(send, headers=AUTH).status_code == 409
+            # the lock is free while the first broadcast still hangs: the next publish joins and sends
+            assert api.post("/v1/weight-transfer/group", json=GROUP, headers=AUTH).status_code == 200
+            r = api.post(send, headers=AUTH)
+            assert r.status_code == 200, r.text
+            assert len(sender.sent) == 1 and r.json()["tensors"] == len(sender.sent[0])
+        finally:
+            sender.released.set()
+
+
+def test_the_send_deadline_is_bounded(api):
+    api.post("/v1/weight-transfer/group", json=GROUP, headers=AUTH)
+    for bad in (0, 0.5, 3601, "soon"):
+        r = api.post("/v1/runs/full/checkpoints/1/weight-transfer", json={"timeout_seconds": bad}, headers=AUTH)
+        assert r.status_code == 422, (bad, r.text)
+        assert r.json()["error"]["field"] == "timeout_seconds"
 
 
 def test_a_send_before_any_join_is_a_conflict_saying_to_join(api):

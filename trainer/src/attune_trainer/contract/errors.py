@@ -83,6 +83,21 @@ class WeightTransferUnavailable(TrainerError):
         )
 
 
+class WeightTransferTimedOut(TrainerError):
+    """A broadcast that did not finish within the publish's deadline: a vLLM worker died or hangs
+    mid-transfer. The group was torn down; the next publish joins a new one."""
+
+    def __init__(self, run_id: str, step: int, timeout_seconds: float):
+        super().__init__(
+            f"the broadcast of {run_id}@{step} did not finish within {timeout_seconds:g} s: a vLLM worker "
+            "stopped receiving (it died or hangs); rank 0 left the group, and the next publish makes a new one",
+            field="timeout_seconds",
+            run_id=run_id,
+            step=step,
+            timeout_seconds=timeout_seconds,
+        )
+
+
 class WeightTransferNotJoined(Conflict):
     """A broadcast asked for before rank 0 joined a group (or after the trainer restarted)."""
 

@@ -26,3 +26,17 @@ class TensorMeta(BaseModel):
     name: str
     dtype_name: str
     shape: list[int]
+
+
+# How long a broadcast may take when the request does not say: below the orchestrator's own 600 s
+# deadline on the call, so the trainer's answer, not a client-side abort, says what happened.
+DEFAULT_SEND_TIMEOUT_S = 570.0
+
+
+class WeightsSendRequest(BaseModel):
+    """A step's broadcast, bounded by the publish's deadline: past `timeout_seconds` the trainer stops
+    waiting for vLLM's workers (one died or hangs mid-transfer), tears the group down and answers 504."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_seconds: float = Field(default=DEFAULT_SEND_TIMEOUT_S, ge=1, le=3600)

@@ -20,6 +20,7 @@ from attune_trainer.contract.errors import (
     NotFound,
     RunNotFound,
     TrainerError,
+    WeightTransferTimedOut,
     WeightTransferUnavailable,
 )
 from attune_trainer.contract.schemas import ChatCompletionRequest, RunCreate, StepRequest, valid_run_id
@@ -53,6 +54,8 @@ ERROR_STATUS: list[tuple[type[TrainerError], int, str]] = [
     (DiskFull, 507, "storage_error"),  # 5xx: the orchestrator retries once space is freed
     # not on this host (no vLLM, no CUDA): 501, which the orchestrator does not retry
     (WeightTransferUnavailable, 501, "unavailable_error"),
+    # a broadcast past its deadline (a vLLM worker died): 5xx, retried by a publish that joins afresh
+    (WeightTransferTimedOut, 504, "timeout_error"),
 ]
 
 

@@ -2,7 +2,8 @@
 each beside the matching vLLM route, at the same time, since both sides meet inside NCCL:
 `POST /v1/weight-transfer/group` with vLLM's `/init_weight_transfer_engine`, and
 `POST .../checkpoints/{step}/weight-transfer` with vLLM's `/update_weights` (whose `update_info`
-is what `GET` of that path answers)."""
+is what `GET` of that path answers). A send is bounded by the publish's deadline (`timeout_seconds`):
+past it the group is torn down and the lock released, so a vLLM that died mid-transfer holds nothing up."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import time
 
 from fastapi import FastAPI
 
-from attune_trainer.contract.errors import InvalidRunId
+from attune_trainer.contract.errors import InvalidRunId, WeightTransferTimedOut
 from attune_trainer.contract.schemas import valid_run_id
-from attune_trainer.contract.weight_transfer import WeightTransferGroup
+from attune_trainer.contract.weight_transfer import WeightsSendRequest, WeightTransferGroup
 from attune_trainer.engine.engine import Engine
 from attune_trainer.log import log
 from attune_trainer.service.responses import StepTensors, WeightsSent, WeightTransferJoined, documented
-from attune_trainer.transfer.sender import WeightSender
+from attune_trainer.transfer.sender import WeightSender, send_within
 from attune_trainer.transfer.step_tensors import step_tensor_metadata, step_tensors
 
 
@@ -56,12 +57,19 @@ def add_weight_transfer_routes(app: FastAPI, engine: Engine, sender: WeightSende
         summary="broadcast a full fine-tuning step's tensors to the group (with vLLM's /update_weights)",
         responses=documented(WeightsSent),
     )
-    def send_step(run_id: str, step: int):
+    def send_step(run_id: str, step: int, body: WeightsSendRequest | None = None):
         store = _store(engine, run_id)
         metadata = step_tensor_metadata(store, step)
+        timeout = (body or WeightsSendRequest()).timeout_seconds
         started = time.monotonic()
         with lock:
-            sender.send(metadata, lambda: step_tensors(store, step, engine.device))
+            # bounded: a receiver that died mid-transfer would hold the lock, and every later join and
+            # send, until NCCL's own timeout
+            try:
+                send_within(sender, metadata, lambda: step_tensors(store, step, engine.device), timeout)
+            except TimeoutError:
+                log("warning", "weights not sent: the broadcast timed out", run_id=run_id, step=step, timeout=timeout)
+                raise WeightTransferTimedOut(run_id, step, timeout) from None
         seconds = time.monotonic() - started
         size = sum(_numel(m.shape) * _itemsize(m.dtype_name) for m in metadata)
         log("info", "weights sent", run_id=run_id, step=step, tensors=len(metadata), bytes=size, seconds=seconds)

@@ -8,6 +8,7 @@ to receive. vLLM is imported only when a group is joined: the trainer runs witho
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -25,6 +26,38 @@ class WeightSender(Protocol):
     def join(self, group: WeightTransferGroup) -> None: ...
 
     def send(self, metadata: list[TensorMeta], tensors: Tensors) -> None: ...
+
+    def abort(self) -> None:
+        """Tears the group down from another thread while a send may be stuck in it; the next send
+        needs a join. A stuck send returns or raises once its communicator is gone."""
+        ...
+
+
+def send_within(sender: WeightSender, metadata: list[TensorMeta], tensors: Tensors, timeout_s: float) -> None:
+    """`sender.send`, bounded by `timeout_s`: raises TimeoutError past it, the group torn down.
+
+    A broadcast whose receiver died mid-transfer blocks inside NCCL until NCCL's own timeout (minutes),
+    and nothing in the call itself can stop sooner. So the send runs in a thread of its own, and past
+    the deadline `sender.abort()` aborts the communicator (vLLM's shutdown: ncclCommAbort, which also
+    unblocks the stuck broadcast) and the caller gets control back: the next publish joins afresh
+    instead of waiting behind it. The thread ends when NCCL returns; it leaves a later group alone."""
+    outcome: list[BaseException | None] = []
+
+    def send() -> None:
+        try:
+            sender.send(metadata, tensors)
+            outcome.append(None)
+        except BaseException as e:  # handed to the caller's thread below
+            outcome.append(e)
+
+    thread = threading.Thread(target=send, name="weight-send", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        sender.abort()
+        raise TimeoutError(f"the broadcast did not finish within {timeout_s:g} s")
+    if outcome and outcome[0] is not None:
+        raise outcome[0]
 
 
 class _DrivenByTheOrchestrator:
@@ -74,20 +107,27 @@ class VllmNcclSender:
         self._engine = factory.trainer_init(info, client=_DrivenByTheOrchestrator(), source=self._source)
 
     def send(self, metadata: list[TensorMeta], tensors: Tensors) -> None:
-        if self._engine is None or self._source is None:
+        engine, source = self._engine, self._source
+        if engine is None or source is None:
             raise WeightTransferNotJoined()
-        self._source.metadata_rows, self._source.tensors = metadata, tensors
+        source.metadata_rows, source.tensors = metadata, tensors
         try:
-            self._engine.send_weights()
+            engine.send_weights()
         except Exception:
-            self.close()  # vLLM: after a failed broadcast the group is unusable; join again
+            # vLLM: after a failed broadcast the group is unusable; join again. A send aborted past its
+            # deadline ends here late: the group it was in is gone, and a newer one is not its to close.
+            if self._engine is engine:
+                self.close()
             raise
 
+    def abort(self) -> None:
+        self.close()
+
     def close(self) -> None:
-        if self._engine is not None:
-            self._engine.shutdown()
-        self._engine = None
-        self._source = None
+        # taken out first: a send failing meanwhile in another thread sees no group to close again
+        engine, self._engine, self._source = self._engine, None, None
+        if engine is not None:
+            engine.shutdown()
 
 
 def _step_source(weight_source: type, param_meta: type):
