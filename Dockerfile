@@ -26,6 +26,8 @@ COPY bin ./bin
 COPY src ./src
 COPY configs ./configs
 COPY scenarios ./scenarios
+# The capability suites' vendored problems (attune eval --suite).
+COPY evals ./evals
 # The artifacts volume takes this directory's owner when Docker creates it.
 RUN ln -s /app/bin/attune.js /usr/local/bin/attune \
   && mkdir -p /var/lib/attune/artifacts \

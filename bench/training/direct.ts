@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { generatePolicyTurn } from '../../src/activities/policy.js';
 import { analyzeAssistantReply, writeUserMessage } from '../../src/activities/simulator.js';
 import { trainerRequest } from '../../src/trainer/trainerClient.js';
+import { dialogueDifficulty } from '../../src/core/difficulty.js';
 import { emotionAfterTurn } from '../../src/core/emotion.js';
 import { defaultPolicySystemPrompt, policyMessages } from '../../src/core/prompts/policy.js';
 import { analysisMessages, openingMessages, replyMessages } from '../../src/core/prompts/simulator.js';
@@ -34,6 +35,7 @@ async function dialogue(
   group: string,
 ): Promise<TrainerSample[]> {
   const systemPrompt = settings.policySystemPrompt ?? defaultPolicySystemPrompt(scenario.language, settings.think);
+  const difficulty = dialogueDifficulty(settings.simulator, scenario);
   let openingText = scenario.firstMessage;
   if (!openingText) {
     openingText = (
@@ -63,7 +65,7 @@ async function dialogue(
     }
     const analysis = await analyzeAssistantReply({
       endpoint: settings.simulator,
-      messages: analysisMessages(scenario, history, policyTurn.reply, emotion),
+      messages: analysisMessages(scenario, history, policyTurn.reply, emotion, difficulty),
       seed: callSeed(seed, turn, 'analysis'),
     });
     emotion = emotionAfterTurn(emotion, analysis.analysis.emotionChange);
@@ -72,7 +74,7 @@ async function dialogue(
     if (outcome !== null) break;
     const reply = await writeUserMessage({
       endpoint: settings.simulator,
-      messages: replyMessages(scenario, history, analysis.analysis, emotion, false),
+      messages: replyMessages(scenario, history, analysis.analysis, emotion, false, difficulty),
       seed: callSeed(seed, turn, 'reply'),
     });
     history.push({ role: 'user', content: reply.text });

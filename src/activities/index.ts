@@ -1,5 +1,6 @@
 import type { ArtifactStore } from '../artifacts/store.js';
 import { createArtifactActivities } from './artifacts.js';
+import { createCapabilityActivities } from './capability.js';
 import { createDialogueTurnActivities } from './dialogueTurn.js';
 import type { JournalledRun, TurnJournal } from './turnJournal.js';
 import { EndpointGate, gated, type EndpointLimits } from './endpointLimits.js';
@@ -25,6 +26,7 @@ export function rolloutQueueActivities(store: ArtifactStore, runEnding?: (run: J
   return {
     ...createArtifactActivities(store, runEnding),
     ...createEvaluationActivities(store),
+    ...createCapabilityActivities(store),
     ...createRunBookkeepingActivities(store),
     ...createTrackingActivities(store),
     loadScenario,

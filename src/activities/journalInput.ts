@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DEFAULT_DIFFICULTY, dialogueDifficulty } from '../core/difficulty.js';
 import type { SimulatorCallInput, TurnInput } from '../core/dialogueTurn.js';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
 import { scenarioHash } from '../core/scenarioHash.js';
@@ -38,6 +39,7 @@ function endpointIdentity(endpoint: EndpointCall) {
 /** A turn's input: the dialogue so far, the seeds, the scenario, both endpoints' models and the turn number. */
 export function turnInputHash(input: TurnInput): string {
   const { settings, scenario } = input;
+  const difficulty = dialogueDifficulty(settings.simulator, scenario);
   return sha256Of({
     kind: 'turn',
     turn: input.turn,
@@ -50,6 +52,8 @@ export function turnInputHash(input: TurnInput): string {
     maxTurns: settings.maxTurns,
     policy: endpointIdentity(settings.policy),
     simulator: endpointIdentity(settings.simulator),
+    // The level shapes the simulator's prompts; `normal` adds nothing, so journals written before levels still match.
+    ...(difficulty !== DEFAULT_DIFFICULTY ? { difficulty } : {}),
   });
 }
 

@@ -65,6 +65,16 @@ export function isEvaluationKey(key: string): boolean {
   return key.startsWith(`${EVALUATIONS_PREFIX}/`) && key.endsWith(`/${EVALUATION_FILE}`);
 }
 
+/** `evaluations/<id>/capability.json`: a capability suite's report (math, code), beside no Sentient report of that id. */
+export function capabilityReportKey(evalId: string): string {
+  return `${EVALUATIONS_PREFIX}/${keyPart(evalId)}/capability.json`;
+}
+
+/** `evaluations/<id>/problems/<problem>.json`: one problem of a capability suite: prompt, reply, what scoring saw. */
+export function capabilityProblemKey(evalId: string, problemId: string): string {
+  return `${EVALUATIONS_PREFIX}/${keyPart(evalId)}/problems/${keyPart(problemId)}.json`;
+}
+
 /** `reports/<target>`: the default output folder of `attune report` for a run or an evaluation. */
 export function reportDirKey(target: string): string {
   return `reports/${keyPart(target)}`;

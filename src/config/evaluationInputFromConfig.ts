@@ -64,6 +64,7 @@ export function buildEvaluationInput(config: AttuneConfig, request: EvaluationRe
         // Its calls run on the simulator's queue, within the simulator's worker limits.
         simulator: {
           ...endpoint,
+          difficulty: withPolicy.simulator.difficulty,
           maxConcurrency: withPolicy.simulator.maxConcurrency,
           temperature: endpoint.temperature ?? e.simulatorTemperature,
         },

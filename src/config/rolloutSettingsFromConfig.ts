@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { DEFAULT_DIFFICULTY } from '../core/difficulty.js';
 import { endpointCallSchema, rolloutSettingsSchema, type RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { artifactStoreName } from './artifactsSchema.js';
 import type { DialogueSettings } from './dialogueGroup.js';
@@ -40,7 +41,7 @@ const simulatorCallSchema = rolloutSettingsSchema.shape.simulator;
  * less those the config words differently (the call's value is derived below), unset ones left out.
  */
 function callFields(endpoint: object, call: z.ZodObject): Record<string, unknown> {
-  const derived = new Set(['apiKeyEnv', 'taskQueue', 'logprobs', 'analysisMaxChars', 'replicas']);
+  const derived = new Set(['apiKeyEnv', 'taskQueue', 'logprobs', 'analysisMaxChars', 'replicas', 'difficulty']);
   return Object.fromEntries(
     Object.entries(endpoint).filter(([key, value]) => key in call.shape && !derived.has(key) && value !== undefined),
   );
@@ -82,6 +83,8 @@ export function rolloutSettingsFromConfig(
       apiKeyEnv: endpointKeyEnv(config, simulator.baseURL, simulator.apiKeyEnv),
       taskQueue: queues.simulator,
       ...(analysisMaxChars !== undefined ? { analysisMaxChars } : {}),
+      // `normal` is no field, as in the inputs of versions before levels (withDifficulty).
+      ...(simulator.difficulty !== DEFAULT_DIFFICULTY ? { difficulty: simulator.difficulty } : {}),
     },
   });
 }

@@ -3,6 +3,8 @@ import { MAX_EVALUATION_REPEATS } from '../core/evaluationPlan.js';
 import { TRAINING_SIMULATOR } from '../core/simulatorScores.js';
 import { MAX_COMPLETION_TOKENS } from '../core/analysisTokenBudget.js';
 import { SAGE_INITIAL_EMOTION } from '../core/emotion.js';
+import { DEFAULT_DIFFICULTY } from '../core/difficulty.js';
+import { DIFFICULTY_HELP, simulatorDifficultySchema } from '../core/difficultySchema.js';
 import {
   activityScopes,
   dialogueBounds,
@@ -154,6 +156,7 @@ export const simulatorEndpointSchema = z.strictObject({
   temperature: endpointFields.temperature.default(0),
   maxTokens: endpointFields.maxTokens.default(400),
   ...simulatorOptionsSchema.shape,
+  difficulty: simulatorDifficultySchema.default(DEFAULT_DIFFICULTY).describe(DIFFICULTY_HELP),
 });
 
 /** An endpoint's limits that its workers apply, on its task queue, rather than each call. */
@@ -164,10 +167,11 @@ const HELD_OUT_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
 
 /**
  * A held-out simulator of evaluations: a simulator endpoint with a name. Its fields are the
- * simulator's, with their defaults, but for the temperature, which defaults to the evaluation's, and
- * the worker's limits: its calls run on the simulator's task queue, within `simulator`'s limits.
+ * simulator's, with their defaults, but for the temperature, which defaults to the evaluation's, the
+ * worker's limits: its calls run on the simulator's task queue, within `simulator`'s limits, and the
+ * difficulty: another judge of the same environment plays the evaluation's level.
  */
-export const heldOutSimulatorSchema = simulatorEndpointSchema.omit(WORKER_LIMITS).extend({
+export const heldOutSimulatorSchema = simulatorEndpointSchema.omit({ ...WORKER_LIMITS, difficulty: true }).extend({
   name: z
     .string()
     .regex(HELD_OUT_NAME, 'lower-case letters, digits and "-", at most 32, starting with a letter or digit')

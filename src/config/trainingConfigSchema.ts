@@ -93,6 +93,9 @@ export const trainingConfigSchema = z
       { initialEmotion: RLVER_TRAINING_INITIAL_EMOTION, maxTurns: 8 },
       "The run's dialogues: RLVER's training simulator by default (its evaluations keep `evaluation.dialogue`, with this `think`).",
     ),
+    difficultyMix: trainingBounds.difficultyMix.describe(
+      "Simulator levels of the training dialogues (absent: every one at `simulator.difficulty`): phases, the first `fromStep: 1`, each with the share of each level, summing to 1. Each step's scenario groups get the levels in those shares, from the run's seed alone (a GRPO group's samples share one level); a scenario's own `difficulty` wins. A constant mix: `[{ fromStep: 1, simple: 0.2, normal: 0.5, hard: 0.3 }]`; a curriculum: `[{ fromStep: 1, simple: 1 }, { fromStep: 50, normal: 1 }]`. The run's evaluations keep `simulator.difficulty`.",
+    ),
     evalEvery: trainingBounds.evalEvery
       .default(0)
       .describe('Evaluate every k steps with the evaluation workflow (0 = never).'),

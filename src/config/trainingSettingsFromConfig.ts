@@ -65,6 +65,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     maxStaleness: t.maxStaleness,
     credit: t.credit,
     guardrails: t.guardrails,
+    ...(t.difficultyMix ? { difficultyMix: t.difficultyMix } : {}),
     scenarioDir: resolve(config.scenarios.train),
     rollout,
     trainer: {

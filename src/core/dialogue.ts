@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { dialogueDifficulty } from './difficulty.js';
 import { policyStep, simulatorStep, type DialogueCalls, type PlayedTurn, type TurnInput } from './dialogueTurn.js';
 import { defaultPolicySystemPrompt } from './prompts/policy.js';
 import { openingMessages } from './prompts/simulator.js';
@@ -183,6 +184,7 @@ export class Dialogue {
       scenario,
       policyModel: settings.policy.model,
       simulatorModel: settings.simulator.model,
+      difficulty: dialogueDifficulty(settings.simulator, scenario),
       think: settings.think,
       seed,
       initialEmotion: settings.initialEmotion,

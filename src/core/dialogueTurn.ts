@@ -1,3 +1,4 @@
+import { dialogueDifficulty } from './difficulty.js';
 import { emotionAfterTurn, emotionState } from './emotion.js';
 import { analysisMessages, replyMessages } from './prompts/simulator.js';
 import { policyMessages } from './prompts/policy.js';
@@ -109,10 +110,11 @@ export async function simulatorStep(
   onPhase: OnPhase = noPhases,
 ): Promise<PlayedTurn> {
   const { settings, scenario, history, turn, seed } = input;
+  const difficulty = dialogueDifficulty(settings.simulator, scenario);
   onPhase('analysis');
   const analysis = await calls.analyzeAssistantReply({
     endpoint: settings.simulator,
-    messages: analysisMessages(scenario, history, record.policy.reply, input.emotion),
+    messages: analysisMessages(scenario, history, record.policy.reply, input.emotion, difficulty),
     seed: callSeed(seed, turn, 'analysis'),
   });
   const emotion = emotionAfterTurn(input.emotion, analysis.analysis.emotionChange);
@@ -126,7 +128,7 @@ export async function simulatorStep(
   onPhase('reply');
   const reply = await calls.writeUserMessage({
     endpoint: settings.simulator,
-    messages: replyMessages(scenario, [...history, assistant], analysis.analysis, emotion, false),
+    messages: replyMessages(scenario, [...history, assistant], analysis.analysis, emotion, false, difficulty),
     seed: callSeed(seed, turn, 'reply'),
   });
   record.userReply = reply;

@@ -1,4 +1,6 @@
+import { DEFAULT_DIFFICULTY, SIMULATOR_DIFFICULTIES, type SimulatorDifficulty } from './difficulty.js';
 import { simulatorPromptHash } from './prompts/simulatorPromptHash.js';
+import { singleLevel, type DifficultyShares } from './training/difficultyMix.js';
 import type { RolloutSettings } from './rolloutSettingsSchema.js';
 import { stableHash } from './seeds.js';
 import { ATTUNE_VERSION } from './version.js';
@@ -10,9 +12,20 @@ import type { ServedModel } from './servedModel.js';
  * manifest and every training step's record carries it.
  */
 export interface RewardEnvironment {
-  /** `served`: what the endpoint lists under that name (evaluations since it was recorded). */
-  simulator: { baseURL: string; model: string; served?: ServedModel };
-  /** Fingerprint of the simulated user's prompt templates (prompts/simulatorPromptHash.ts). */
+  /**
+   * `served`: what the endpoint lists under that name (evaluations since it was recorded).
+   * `difficulty`: the simulated user's level, written only when it is not `normal`, so manifests of
+   * the default level are those of versions before levels, and compare with them as equal.
+   * `difficultyMix`: a training step's shares of levels (`training.difficultyMix`), when it mixed.
+   */
+  simulator: {
+    baseURL: string;
+    model: string;
+    served?: ServedModel;
+    difficulty?: SimulatorDifficulty;
+    difficultyMix?: DifficultyShares;
+  };
+  /** Fingerprint of the simulated user's prompt templates (prompts/simulatorPromptHash.ts), at the levels it played. */
   promptHash: string;
   /**
    * Its dialogue settings are listed by hand, not spread from DIALOGUE_KEYS: a key added here is
@@ -48,10 +61,21 @@ export interface EvaluationManifest extends RewardEnvironment {
   scenarios?: Record<string, string>;
 }
 
-export function rewardEnvironment(settings: RolloutSettings): RewardEnvironment {
+/**
+ * The environment of dialogues played with `settings`; `shares`: a training step's mix of levels
+ * (its dialogues' levels come from it, not from the settings). A scenario's own level is in its hash.
+ */
+export function rewardEnvironment(settings: RolloutSettings, shares?: DifficultyShares): RewardEnvironment {
+  const mixed = shares !== undefined && singleLevel(shares) === null;
+  const level = (shares && singleLevel(shares)) ?? settings.simulator.difficulty ?? DEFAULT_DIFFICULTY;
+  const levels = mixed ? SIMULATOR_DIFFICULTIES.filter((l) => (shares[l] ?? 0) > 0) : [level];
   return {
-    simulator: { baseURL: settings.simulator.baseURL, model: settings.simulator.model },
-    promptHash: simulatorPromptHash(),
+    simulator: {
+      baseURL: settings.simulator.baseURL,
+      model: settings.simulator.model,
+      ...(mixed ? { difficultyMix: shares } : level !== DEFAULT_DIFFICULTY ? { difficulty: level } : {}),
+    },
+    promptHash: simulatorPromptHash(levels),
     protocol: {
       initialEmotion: settings.initialEmotion,
       maxTurns: settings.maxTurns,
@@ -125,12 +149,19 @@ export function isEnvironmentField(field: string): boolean {
   return ENVIRONMENT.some((re) => re.test(field));
 }
 
+/** A manifest with its level named: an absent one is `normal`, and a difference says so rather than `absent`. */
+function withLevel(m: EvaluationManifest): EvaluationManifest {
+  return m.simulator.difficulty !== undefined || m.simulator.difficultyMix !== undefined
+    ? m
+    : { ...m, simulator: { ...m.simulator, difficulty: DEFAULT_DIFFICULTY } };
+}
+
 /** The manifest fields (dotted paths, sorted) in which two evaluations differ; the policy is what is compared. */
 export function manifestFieldDifferences(a: EvaluationManifest, b: EvaluationManifest): ManifestDifference[] {
   const fa = new Map<string, string>();
   const fb = new Map<string, string>();
-  flatten(a, '', fa);
-  flatten(b, '', fb);
+  flatten(withLevel(a), '', fa);
+  flatten(withLevel(b), '', fb);
   // A scenario only one side evaluated is not a difference in the one both did, nor is a served
   // model that one side could not list (or recorded before the listing was).
   const oneSided = (k: string) => ONE_SIDED.some((re) => re.test(k)) && (!fa.has(k) || !fb.has(k));

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { simulatorDifficultySchema } from './difficultySchema.js';
 import { ncclRendezvousSchema } from './training/fullWeightsTransport.js';
 import type { DialogueKey, DialogueValues } from './dialogueKeys.js';
 import { SAGE_INITIAL_EMOTION } from './emotion.js';
@@ -180,7 +181,10 @@ export const rolloutSettingsSchema = z.strictObject({
   /** Queue of turn activities (`activityPer: turn` with `llmCalls: activity`); absent in older inputs. */
   turnsTaskQueue: z.string().min(1).optional(),
   policy: endpointCallSchema,
-  simulator: endpointCallSchema.extend(simulatorOptionsSchema.shape),
+  simulator: endpointCallSchema.extend(simulatorOptionsSchema.shape).extend({
+    /** The simulated user's level (`simulator.difficulty`); absent (older inputs, and `normal` always): normal. */
+    difficulty: simulatorDifficultySchema.optional(),
+  }),
 });
 export type RolloutSettings = z.infer<typeof rolloutSettingsSchema>;
 export type SimulatorCall = RolloutSettings['simulator'];

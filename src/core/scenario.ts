@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { simulatorDifficultySchema } from './difficultySchema.js';
 import { NAME_MAX_LENGTH, SCENARIO_ID_PATTERN, SCENARIO_ID_RULE } from './names.js';
 
 /** The eight goal types of our library; `other` holds imported profiles whose goal is free text. */
@@ -60,6 +61,8 @@ export const scenarioSchema = z.strictObject({
   goalType: goalTypeSchema,
   firstMessage: text.optional(),
   reactions: reactionsSchema.optional(),
+  /** The simulated user's level for this scenario, whatever `simulator.difficulty` says; absent: the config's. */
+  difficulty: simulatorDifficultySchema.optional(),
   /** Where an imported scenario came from, with the original record kept verbatim. */
   source: z
     .strictObject({

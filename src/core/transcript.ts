@@ -1,4 +1,5 @@
 import type { Analysis } from './analysis.js';
+import type { SimulatorDifficulty } from './difficulty.js';
 import type { EmotionState } from './emotion.js';
 import type { GoalType, Personality, Scenario } from './scenario.js';
 import type { Outcome } from './termination.js';
@@ -95,6 +96,8 @@ export interface Transcript {
   scenario: Scenario;
   policyModel: string;
   simulatorModel: string;
+  /** The simulated user's level in this dialogue (the scenario's own, else the settings'); absent in older transcripts: normal. */
+  difficulty?: SimulatorDifficulty;
   think: boolean;
   seed: number;
   initialEmotion: number;

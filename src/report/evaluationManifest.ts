@@ -1,3 +1,4 @@
+import { difficultyText } from '../core/difficulty.js';
 import type { RewardEnvironment } from '../core/evaluationManifest.js';
 import type { EvaluationReport } from '../core/evaluationReport.js';
 import { formatNumber, html, type SafeHtml } from './html.js';
@@ -35,6 +36,7 @@ export function environmentRows(env: RewardEnvironment): [string, string][] {
     ['Simulator', `${env.simulator.model} at ${env.simulator.baseURL}`],
     ...listed,
     ['Simulator prompt hash', env.promptHash],
+    ['Simulator difficulty', difficultyText(env.simulator)],
     ...dialogueRows(p),
     ['Temperatures', `simulator ${p.simulatorTemperature} · policy ${p.policyTemperature}`],
     ['Max tokens', `simulator ${p.simulatorMaxTokens} · policy ${p.policyMaxTokens}`],

@@ -249,7 +249,7 @@ ${s.persona.speakingStyle ? html`<dt>Speaks</dt><dd>${s.persona.speakingStyle}</
 <dt>Goal</dt><dd>${s.goal}</dd>
 <dt>Hidden intention</dt><dd>${s.hiddenIntention}</dd>
 ${s.traits.length > 0 ? html`<dt>Traits</dt><dd>${s.traits.join(', ')}</dd>` : ''}
-<dt>Models</dt><dd>policy ${t.policyModel} · simulator ${t.simulatorModel}${t.think ? ' · think-then-say' : ''}</dd>
+<dt>Models</dt><dd>policy ${t.policyModel} · simulator ${t.simulatorModel}${t.difficulty ? ` (difficulty ${t.difficulty})` : ''}${t.think ? ' · think-then-say' : ''}</dd>
 </dl></details>`;
   const last = t.turns[t.turns.length - 1];
   const opening =

@@ -3,6 +3,7 @@ import type { RolloutSettings } from '../core/rolloutSettingsSchema.js';
 import { rolloutStartOptions } from '../core/rolloutStart.js';
 import { TEMPORAL_LIMITS } from '../core/temporalLimits.js';
 import {
+  plannedRolloutSettings,
   plannedRolloutsOf,
   rolloutAttempt,
   stepRolloutSettings,
@@ -143,15 +144,17 @@ async function runAttempt(
     started++;
     return counted(progress, () => {
       const { rolloutId, seed } = rolloutAttempt(p, attempt);
+      // The dialogue's level (training.difficultyMix) reaches its simulator calls with its settings.
+      const dialogueSettings = plannedRolloutSettings(rolloutSettings, p);
       return executeChild(rollout, {
-        ...rolloutStartOptions(rolloutSettings),
+        ...rolloutStartOptions(dialogueSettings),
         workflowId: rolloutId,
         taskQueue: workflowInfo().taskQueue,
         args: [
           {
             rolloutId,
             scenarioRef: { dir: settings.scenarioDir, id: p.scenarioId },
-            settings: rolloutSettings,
+            settings: dialogueSettings,
             seed,
             runName: settings.runName,
             step,

@@ -14,6 +14,7 @@ import { liveHyperparameters } from '../core/training/liveOverrides.js';
 import { evaluatesAfterStep, stepEvaluationId } from '../core/training/stepPlan.js';
 import { stepEvalSummary, stepMetricsRecord } from '../core/training/stepRecord.js';
 import { rewardEnvironment } from '../core/evaluationManifest.js';
+import { sharesAt } from '../core/training/difficultyMix.js';
 import { minGroupSize, type StepRolloutOutcomes, type StepSurvivors } from '../core/training/stepRollouts.js';
 import type { GuardTrip } from '../core/training/guardrails.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
@@ -330,7 +331,10 @@ async function recordStep(
     ...(state.guard?.lastEvalScore !== undefined ? { previousEvalScore: state.guard.lastEvalScore } : {}),
     ...(settings.credit ? { credit: settings.credit } : {}),
     ...(evalSummary ? { eval: evalSummary } : {}),
-    environment: rewardEnvironment(settings.rollout),
+    environment: rewardEnvironment(
+      settings.rollout,
+      settings.difficultyMix ? sharesAt(settings.difficultyMix, step) : undefined,
+    ),
   });
   const { record, pause } = checkGuardrails(settings, state, computed);
   await bookkeeping.recordStepMetrics(record);

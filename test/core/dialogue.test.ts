@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Dialogue } from '../../src/core/dialogue.js';
 import { playTurn, type TurnInput } from '../../src/core/dialogueTurn.js';
-import { openingMessages } from '../../src/core/prompts/simulator.js';
+import { analysisMessages, openingMessages, replyMessages } from '../../src/core/prompts/simulator.js';
 import { callSeed } from '../../src/core/seeds.js';
 import { dialogueScenario, dialogueSettings, fakeDialogueCalls } from '../support/fakeDialogueCalls.js';
 
@@ -73,6 +73,7 @@ describe('a dialogue', () => {
         scenario: undefined,
         policyModel: 'fake-policy',
         simulatorModel: 'fake-simulator',
+        difficulty: 'normal',
         think: false,
         seed: 3,
         initialEmotion: 40,
@@ -99,6 +100,41 @@ describe('a dialogue', () => {
         [3, 42, 52, null],
       ],
     );
+  });
+
+  it("plays the simulated user at the settings' level, or the scenario's own, and records it in the transcript", async () => {
+    const play = async (settingsLevel: 'hard' | undefined, scenarioLevel: 'simple' | undefined) => {
+      const calls = fakeDialogueCalls({ changes: [5, 5, 5] });
+      const base = dialogueSettings();
+      const settings = settingsLevel ? { ...base, simulator: { ...base.simulator, difficulty: settingsLevel } } : base;
+      const scenario = dialogueScenario(scenarioLevel ? { difficulty: scenarioLevel } : {});
+      const dialogue = new Dialogue({ settings, scenario, seed: 3 });
+      await dialogue.open(calls.writeUserMessage);
+      const ended = await dialogue.playToEnd((input) => playTurn(calls, input));
+      return { calls: calls.log, transcript: ended.transcript(origin), scenario };
+    };
+    const plain = await play(undefined, undefined);
+    const hard = await play('hard', undefined);
+    const own = await play('hard', 'simple');
+    assert.deepEqual(
+      [plain.transcript.difficulty, hard.transcript.difficulty, own.transcript.difficulty],
+      ['normal', 'hard', 'simple'],
+    );
+    for (const [run, level] of [
+      [plain, 'normal'],
+      [hard, 'hard'],
+      [own, 'simple'],
+    ] as const) {
+      const [analysis, reply] = run.calls.filter((c) => c.role !== 'policy');
+      // The first turn's calls: the opening is the scenario's, so the analysis, then the reply.
+      const history = [{ role: 'user' as const, content: run.scenario.firstMessage! }];
+      const said = run.transcript.turns[0]!.policy.reply;
+      assert.deepEqual(analysis!.messages, analysisMessages(run.scenario, history, said, 40, level));
+      const after = [...history, { role: 'assistant' as const, content: said }];
+      const thoughts = run.transcript.turns[0]!.analysis!.analysis;
+      assert.deepEqual(reply!.messages, replyMessages(run.scenario, after, thoughts, 45, false, level));
+    }
+    assert.notDeepEqual(hard.calls, plain.calls);
   });
 
   it('gives each turn its own copy of the history', async () => {

@@ -16,6 +16,7 @@ import { renderEvaluationComparison } from '../render/evaluationComparison.js';
 import { renderEvaluationTable } from '../render/evaluationTable.js';
 import { withFollowerLink, withRuntime, workflowUiUrl } from '../runtime.js';
 import { terminalSafe } from '../../core/terminalText.js';
+import { SUITE_HELP, suiteCommand } from './evalSuite.js';
 
 export const EVAL_FLAGS = {
   scenarios: { type: 'string', value: 'DIR', help: 'scenario directory' },
@@ -33,6 +34,11 @@ export const EVAL_FLAGS = {
     help: `K dialogues per scenario, each with its own simulator seed (1-${MAX_EVALUATION_REPEATS};\ndefault evaluation.repeats, 1)`,
   },
   json: { type: 'boolean', help: 'print one JSON object (score, success, failure, count, results, ...)' },
+  suite: {
+    type: 'string',
+    value: 'math|code',
+    help: 'capability retention instead of the Sentient benchmark: GSM8K or HumanEval\non the same policy; --only takes problem ids (see below)',
+  },
   ...CONFIG_FLAGS,
 } as const satisfies Flags;
 
@@ -47,6 +53,7 @@ export const EVAL_COMPARE_FLAGS = {
 } as const satisfies Flags;
 
 export const EVAL_HELP = `attune eval [--scenarios DIR | --split eval|train] [options]
+attune eval --suite math|code [--policy RUN@STEP] [--only ID,...] [--json]
 attune eval compare A B [--json]
 
 Runs the Sentient benchmark as a Temporal workflow: one dialogue per scenario (bounded
@@ -55,9 +62,10 @@ message, simulator at temperature 0; see the evaluation.* config keys). Score = 
 emotion; success = dialogues reaching 100; failure = ending below 10. A dialogue that fails to
 run is reported and excluded from the score. Score, success and failure rates (overall and per
 group) come with 95 % bootstrap confidence intervals (scenarios resampled with their repeats;
-\`ci\`, \`intervals\` in --json), and the report stores a manifest: simulator endpoint and model,
-prompt hash, protocol settings, seeds, Attune version. While it runs, a progress bar of the
-dialogues (finished, failed, running, ETA) on a terminal, a log line per change otherwise.
+\`ci\`, \`intervals\` in --json), and the report stores a manifest: simulator endpoint, model and
+difficulty (simulator.difficulty; absent = normal), prompt hash, protocol settings, seeds, Attune
+version. While it runs, a progress bar of the dialogues (finished, failed, running, ETA) on a
+terminal, a log line per change otherwise.
 Held-out simulators (evaluation.simulators, e.g. --set 'evaluation.simulators=[{"name":"alt",
 "baseURL":"http://127.0.0.1:8000/v1","model":"m"}]') play every dialogue again, same seeds: the
 report's numbers stay the training simulator's, and \`simulators\` gives each simulator's score,
@@ -65,12 +73,15 @@ interval, environment and gap (training score minus its own).
 
 ${flagHelp(EVAL_FLAGS)}
 
+${SUITE_HELP}
+
 compare A B: the differences B - A between two evaluations (ids): aggregate, per scenario, and
 the paired difference in final emotion over dialogues finished in both (same scenario and repeat)
 with its 95 % confidence interval (bootstrap over scenarios) and a two-sided p-value (sign-flip
 permutation test over scenarios, exact up to 16 scenarios), or "not significant". Two evaluations
-whose environments differ in protocol, simulator or simulator prompts do not measure the same thing:
-compare refuses them (exit 1), naming the fields, unless --allow-different-environment is given; it
+whose environments differ in protocol, simulator (its difficulty included) or simulator prompts do
+not measure the same thing: compare refuses them (exit 1), naming the fields (e.g.
+simulator.difficulty), unless --allow-different-environment is given; it
 then warns (stderr, and \`warnings\` in --json), as it does for any other manifest difference.
 --json: difference, ci, pValue, significant, warnings, environmentDiffers, score, success, failure,
 scenarios, dialogues.`;
@@ -164,6 +175,7 @@ export async function evalCommand(argv: string[]): Promise<number> {
     process.stdout.write(`${EVAL_HELP}\n`);
     return 0;
   }
+  if (values.suite !== undefined) return suiteCommand({ ...values, suite: values.suite });
   if (values.scenarios && values.split) throw new UsageError('give --scenarios or --split, not both');
   if (values.split && values.split !== 'eval' && values.split !== 'train')
     throw new UsageError('--split must be eval or train');

@@ -1,6 +1,7 @@
 import type { EvaluationReport } from '../../core/evaluationReport.js';
 import type { GroupIntervals, Interval } from '../../core/evaluationStatistics.js';
 import { dialoguePhrases } from '../../core/dialogueKeys.js';
+import { difficultyText } from '../../core/difficulty.js';
 
 const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : '-');
 
@@ -42,7 +43,7 @@ export function manifestLines(report: EvaluationReport): string[] {
   if (!m) return ['manifest: none (written before manifests)'];
   const p = m.protocol;
   return [
-    `manifest: attune ${m.attuneVersion} · simulator ${m.simulator.model} at ${m.simulator.baseURL} · prompt hash ${m.promptHash} · seed ${m.seeds.base} x ${m.seeds.repeats} repeat(s)`,
+    `manifest: attune ${m.attuneVersion} · simulator ${m.simulator.model} at ${m.simulator.baseURL} (difficulty ${difficultyText(m.simulator)}) · prompt hash ${m.promptHash} · seed ${m.seeds.base} x ${m.seeds.repeats} repeat(s)`,
     `protocol: ${dialoguePhrases(p).join(' · ')} · temperatures simulator ${p.simulatorTemperature}, policy ${p.policyTemperature} · max tokens simulator ${p.simulatorMaxTokens}, policy ${p.policyMaxTokens} · output ${p.structuredOutput} · policy prompt ${p.policySystemPrompt}`,
   ];
 }

@@ -1,6 +1,8 @@
 import type { Analysis } from '../analysis.js';
+import type { SimulatorDifficulty } from '../difficulty.js';
 import type { Scenario } from '../scenario.js';
 import type { ChatMessage } from '../transcript.js';
+import { analysisDifficultyNote, replyDifficultyNote } from './difficulty.js';
 import { describeEmotion, dialogueBlock, profileBlock } from './profile.js';
 import { QUOTING_NOTE, quoteUtterance } from './quoting.js';
 
@@ -19,7 +21,10 @@ export function analysisMessages(
   history: ChatMessage[],
   assistantReply: string,
   emotion: number,
+  difficulty: SimulatorDifficulty = 'normal',
 ): ChatMessage[] {
+  // A level other than normal adds one paragraph; normal's prompt is left exactly as it was.
+  const level = (note: string | null) => (note === null ? '' : `\n\n${note}`);
   if (s.language === 'zh') {
     return [
       {
@@ -33,7 +38,7 @@ ${profileBlock(s)}
 - assistantIntent：AI助手这句话想表达什么
 - goalFit：这句话是否回应了你的对话目标和隐藏意图，哪里对、哪里不对
 - innerThoughts：你此刻的内心想法（第一人称，符合你的性格）
-- emotionChange：整数，-10 到 10，你的情绪因这句话变化多少。说中隐藏意图时明显上升；泛泛而谈、说教或答非所问时下降。
+- emotionChange：整数，-10 到 10，你的情绪因这句话变化多少。说中隐藏意图时明显上升；泛泛而谈、说教或答非所问时下降。${level(analysisDifficultyNote(difficulty, 'zh'))}
 
 ${QUOTING_NOTE.zh}`,
       },
@@ -55,7 +60,7 @@ Answer with one JSON object only, with these fields:
 - assistantIntent: what the assistant meant by this reply
 - goalFit: whether it served your stated goal and your hidden intention, and where it missed
 - innerThoughts: your private thoughts right now, in the first person and in character
-- emotionChange: an integer from -10 to 10, how much this reply moves your emotion. Replies that meet your hidden intention raise it clearly; generic, preachy or off-target replies lower it.
+- emotionChange: an integer from -10 to 10, how much this reply moves your emotion. Replies that meet your hidden intention raise it clearly; generic, preachy or off-target replies lower it.${level(analysisDifficultyNote(difficulty, 'en'))}
 
 ${QUOTING_NOTE.en}`,
     },
@@ -72,7 +77,10 @@ export function replyMessages(
   analysis: Analysis,
   emotion: number,
   endsNow: boolean,
+  difficulty: SimulatorDifficulty = 'normal',
 ): ChatMessage[] {
+  const zhLevel = replyDifficultyNote(difficulty, 'zh') ?? '';
+  const enLevel = replyDifficultyNote(difficulty, 'en');
   if (s.language === 'zh') {
     return [
       {
@@ -82,7 +90,7 @@ export function replyMessages(
 
 ${profileBlock(s)}
 
-规则：只输出这条消息本身（纯文本，不加引号），口语化，符合你的说话风格；不要直接说出隐藏意图；情绪低时更简短、更冷淡。${endsNow ? '你决定结束对话：用符合情绪的方式道别（例如“再见”）。' : ''}\n\n${QUOTING_NOTE.zh}`,
+规则：只输出这条消息本身（纯文本，不加引号），口语化，符合你的说话风格；不要直接说出隐藏意图；情绪低时更简短、更冷淡。${zhLevel}${endsNow ? '你决定结束对话：用符合情绪的方式道别（例如“再见”）。' : ''}\n\n${QUOTING_NOTE.zh}`,
       },
       {
         role: 'user',
@@ -98,7 +106,7 @@ You are playing a real person who is talking to an AI assistant. Write your next
 
 ${profileBlock(s)}
 
-Rules: output only the message itself, as plain text without quotes, in your speaking style; never state your hidden intention outright; when your emotion is low, be shorter and cooler.${endsNow ? ' You have decided to end the conversation: say goodbye in a way that fits your mood.' : ''}\n\n${QUOTING_NOTE.en}`,
+Rules: output only the message itself, as plain text without quotes, in your speaking style; never state your hidden intention outright; when your emotion is low, be shorter and cooler.${enLevel === null ? '' : ` ${enLevel}`}${endsNow ? ' You have decided to end the conversation: say goodbye in a way that fits your mood.' : ''}\n\n${QUOTING_NOTE.en}`,
     },
     {
       role: 'user',

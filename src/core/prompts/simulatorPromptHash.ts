@@ -1,3 +1,4 @@
+import { SIMULATOR_DIFFICULTIES, type SimulatorDifficulty } from '../difficulty.js';
 import type { Scenario } from '../scenario.js';
 import type { ChatMessage } from '../transcript.js';
 import { stableHash } from '../seeds.js';
@@ -28,18 +29,21 @@ const ANALYSIS = { assistantIntent: 'AI', goalFit: 'GF', innerThoughts: 'IT', em
 
 /**
  * Fingerprint of the simulated user's prompts (analysis, reply, opening; English and Chinese; at
- * every emotion band and with and without the closing instruction), as 8 hex digits. Two
- * evaluations with different hashes were judged by different instructions.
+ * every emotion band and with and without the closing instruction) at the given difficulty levels
+ * (default: `normal`, whose hash is the one evaluations recorded before levels existed), as 8 hex
+ * digits. Two evaluations with different hashes were judged by different instructions.
  */
-export function simulatorPromptHash(): string {
+export function simulatorPromptHash(levels: readonly SimulatorDifficulty[] = ['normal']): string {
   const rendered: ChatMessage[][] = [];
-  for (const language of ['en', 'zh'] as const) {
-    const s = probeScenario(language);
-    for (const emotion of [5, 40, 70, 95]) {
-      rendered.push(analysisMessages(s, HISTORY, 'A2', emotion));
-      rendered.push(replyMessages(s, HISTORY, ANALYSIS, emotion, false));
-      rendered.push(replyMessages(s, HISTORY, ANALYSIS, emotion, true));
-      rendered.push(openingMessages(s, emotion));
+  for (const difficulty of SIMULATOR_DIFFICULTIES.filter((level) => levels.includes(level))) {
+    for (const language of ['en', 'zh'] as const) {
+      const s = probeScenario(language);
+      for (const emotion of [5, 40, 70, 95]) {
+        rendered.push(analysisMessages(s, HISTORY, 'A2', emotion, difficulty));
+        rendered.push(replyMessages(s, HISTORY, ANALYSIS, emotion, false, difficulty));
+        rendered.push(replyMessages(s, HISTORY, ANALYSIS, emotion, true, difficulty));
+        rendered.push(openingMessages(s, emotion));
+      }
     }
   }
   return stableHash(JSON.stringify(rendered)).toString(16).padStart(8, '0');

@@ -65,6 +65,8 @@ export function trackedParams(settings: TrainingSettings): Record<string, string
     maxFailedShare: settings.maxFailedShare,
     evalEvery: settings.evalEvery,
     ...(settings.credit ? { credit: settings.credit } : {}),
+    // The phases as one JSON param: the training dialogues' levels (the environment names the evaluations').
+    ...(settings.difficultyMix ? { difficultyMix: settings.difficultyMix } : {}),
     trainer: {
       baseModel: settings.trainer.baseModel,
       lora: settings.trainer.lora,

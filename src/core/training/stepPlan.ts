@@ -1,5 +1,7 @@
+import { withDifficulty, type SimulatorDifficulty } from '../difficulty.js';
 import type { RolloutSettings } from '../rolloutSettingsSchema.js';
 import { stableHash } from '../seeds.js';
+import { stepDifficulties, type DifficultyPhase } from './difficultyMix.js';
 import { scenariosForStep } from './scenarioSchedule.js';
 
 /** One dialogue a training step runs: its ids and seed follow from (run, seed, step) alone. */
@@ -9,6 +11,8 @@ export interface PlannedRollout {
   /** The GRPO group: the scenario at its position within the step. */
   group: string;
   seed: number;
+  /** The simulated user's level, from the run's `difficultyMix`; absent without one (the settings' level). */
+  difficulty?: SimulatorDifficulty;
 }
 
 /** What planning a step needs from the run's settings. */
@@ -17,6 +21,7 @@ export interface StepPlanSettings {
   seed: number;
   scenariosPerStep: number;
   samplesPerScenario: number;
+  difficultyMix?: readonly DifficultyPhase[] | undefined;
 }
 
 /** The scenarios a step samples, in order: they follow from (seed, step) and the split alone. */
@@ -43,7 +48,11 @@ export function plannedRolloutsOf(
   chosen: readonly string[],
 ): PlannedRollout[] {
   const planned: PlannedRollout[] = [];
+  const levels = settings.difficultyMix
+    ? stepDifficulties(settings.difficultyMix, settings.seed, step, settings.scenariosPerStep, chosen.length)
+    : null;
   chosen.forEach((scenarioId, position) => {
+    const difficulty = levels?.[position];
     // The same scenario can appear twice in a step that spans an epoch boundary: position keeps groups apart.
     const group = `s${step}-${position}-${scenarioId}`;
     for (let k = 0; k < settings.samplesPerScenario; k++) {
@@ -52,6 +61,7 @@ export function plannedRolloutsOf(
         scenarioId,
         group,
         seed: stableHash(`${settings.seed}:${step}:${position}:${k}`) % 2_147_483_647,
+        ...(difficulty !== undefined ? { difficulty } : {}),
       });
     }
   });
@@ -67,6 +77,13 @@ export function rolloutAttempt(planned: PlannedRollout, attempt: number): { roll
     rolloutId: attempt === 0 ? planned.rolloutId : `${planned.rolloutId}--a${attempt}`,
     seed: planned.seed + attempt,
   };
+}
+
+/** A planned dialogue's rollout settings: the step's, with its simulator at the dialogue's own level, if it has one. */
+export function plannedRolloutSettings(step: RolloutSettings, planned: PlannedRollout): RolloutSettings {
+  return planned.difficulty === undefined
+    ? step
+    : { ...step, simulator: withDifficulty(step.simulator, planned.difficulty) };
 }
 
 /**

@@ -6,6 +6,7 @@ import { goalTypeSchema, personalitySchema } from '../scenario.js';
 import { trackingSettingsSchema } from '../tracking/trackingSettings.js';
 import { ALGORITHMS } from './algorithms.js';
 import { creditSettingsSchema } from './creditSchema.js';
+import { difficultyMixSchema } from './difficultyMixSchema.js';
 import { guardrailSchema } from './guardrailSchema.js';
 import { trainerHyperparametersSchema, trainerLoraSchema } from './trainerSettings.generated.js';
 
@@ -73,6 +74,11 @@ export const trainingSettingsSchema = z.strictObject({
   credit: creditSettingsSchema.optional(),
   /** Rules over each step's signals that warn or make the run wait for the operator (guardrails.ts); absent: none. */
   guardrails: z.array(guardrailSchema).max(32).optional(),
+  /**
+   * The simulator levels of the training dialogues, by step (difficultyMix.ts); absent (and in runs
+   * started before levels): every dialogue at rollout.simulator.difficulty. A scenario's own level wins.
+   */
+  difficultyMix: difficultyMixSchema.optional(),
   scenarioDir: z.string().min(1),
   /** Rollout settings; policy.model is replaced by the version of each step. */
   rollout: rolloutSettingsSchema,
