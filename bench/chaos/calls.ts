@@ -39,6 +39,12 @@ export interface ProcessFault {
   pid: number;
   fromMs: number;
   toMs: number;
+  /**
+   * A killed worker: every answer its dialogues' journals held right after the kill (before another
+   * worker started). Those calls had finished, so a repeat of one counts; an answer the worker got
+   * but had not journalled yet is in the window and may be made again.
+   */
+  journalled?: ReadonlySet<string>;
 }
 
 /** Which worker process owns a client TCP port, read from /proc when a call arrives. */
@@ -210,8 +216,13 @@ export function countCalls(input: {
     .map((c) => {
       const pid = input.owners.ownerOf(c.remotePort, c.answeredAtMs);
       const fault =
-        input.processFaults.find((f) => f.pid === pid && c.answeredAtMs >= f.fromMs && c.answeredAtMs <= f.toMs) ??
-        null;
+        input.processFaults.find(
+          (f) =>
+            f.pid === pid &&
+            c.answeredAtMs >= f.fromMs &&
+            c.answeredAtMs <= f.toMs &&
+            !(f.journalled?.has(c.answer) ?? false),
+        ) ?? null;
       return { ...c, pid, fault };
     });
   const counts: CallCounts = {

@@ -4,6 +4,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import type { OutageProxy } from '../../test/support/outageProxy.js';
 import type { CallRole } from '../../test/support/fakeOpenAI.js';
 import { LIMITS } from '../../src/config/limits.js';
+import { isTurnRecordKey } from '../../src/activities/turnJournal.js';
 import { rolloutWorkflowTaskTimeoutMs } from '../../src/config/rolloutSettingsFromConfig.js';
 import type { CallOwners, ProcessFault } from './calls.js';
 import type { TrainingRig } from '../../test/support/trainingRig.js';
@@ -98,6 +99,33 @@ function pastTimeoutsMs(run: SoakRun): number {
 const ZOMBIE_GRACE_MS = 10_000;
 /** A killed or paused worker may have had an answer just before the fault that it could not journal yet. */
 const IN_FLIGHT_MS = 250;
+/**
+ * A killed worker's answers in this long before the kill are excused from "made twice" unless its
+ * journal held them at the kill (a loaded machine can take longer than IN_FLIGHT_MS to journal one).
+ */
+const KILL_LOOKBACK_MS = 5_000;
+
+/** Every answer (a call's raw text) the turn journals in the rig's store hold now. */
+async function journalledAnswers(rig: TrainingRig): Promise<Set<string>> {
+  const out = new Set<string>();
+  const collect = (value: unknown): void => {
+    if (Array.isArray(value)) value.forEach(collect);
+    else if (value !== null && typeof value === 'object')
+      for (const [key, item] of Object.entries(value)) {
+        if ((key === 'raw' || key === 'text') && typeof item === 'string') out.add(item);
+        else collect(item);
+      }
+  };
+  for (const key of (await rig.store.list('journals/')).filter(isTurnRecordKey)) {
+    const text = await rig.store.getText(key).catch(() => null);
+    try {
+      if (text !== null) collect((JSON.parse(text) as { finished?: unknown }).finished);
+    } catch {
+      // not a record (yet): it holds nothing finished
+    }
+  }
+  return out;
+}
 
 /** Resolves before the step's dialogues start (once the step before has left its own); false if the run ended first. */
 async function beforeDialoguesOf(run: SoakRun, step: number): Promise<boolean> {
@@ -150,8 +178,20 @@ async function injectNew(run: SoakRun, fault: PlannedFault, outcome: InjectedFau
       outcome.killed = true;
       outcome.pid = stack.workers[role]?.pid;
       outcome.atMs = now();
-      window(outcome.pid, outcome.atMs - IN_FLIGHT_MS, outcome.atMs + IN_FLIGHT_MS);
-      await stack.replaceWorker(rig, role);
+      const at = outcome.atMs;
+      await stack.replaceWorker(rig, role, async () => {
+        // What the killed worker's journals hold decides which of its answers had finished.
+        const journalled = await journalledAnswers(rig);
+        if (outcome.pid !== undefined)
+          run.processFaults.push({
+            n: fault.n,
+            kind: fault.kind,
+            pid: outcome.pid,
+            fromMs: at - KILL_LOOKBACK_MS,
+            toMs: at + IN_FLIGHT_MS,
+            journalled,
+          });
+      });
       return true;
     }
     case 'stop-llm-worker': {

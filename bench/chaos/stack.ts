@@ -93,10 +93,11 @@ export class ChaosStack {
     });
   }
 
-  /** SIGKILL of the role's worker process, then a new one. */
-  replaceWorker(rig: TrainingRig, role: WorkerRole): Promise<WorkerProcess> {
+  /** SIGKILL of the role's worker process, then (after `afterKill`, with no worker of the role) a new one. */
+  replaceWorker(rig: TrainingRig, role: WorkerRole, afterKill?: () => Promise<void>): Promise<WorkerProcess> {
     return this.guarded(async () => {
       await this.workers[role]?.kill('SIGKILL');
+      await afterKill?.();
       return this.startWorker(rig, role);
     });
   }
