@@ -220,6 +220,8 @@ export function storeTurnJournal(
   };
   return {
     claim: async (key, inputHash, fence) => {
+      // A newer workflow task plays this dialogue (any turn of it): this attempt is a zombie's.
+      if (fence !== undefined) await raiseRunFence(store, io, key, fence);
       let lastToken: string | null = null;
       for (let round = 1; round <= CLAIM_ROUNDS; round++) {
         const current = await io(key, () => store.getVersioned(key));
@@ -268,6 +270,47 @@ export function storeTurnJournal(
 
 type StoreIo = <T>(key: string, call: () => Promise<T>) => Promise<T>;
 
+/** The run's fence record beside the turn record `key`: the newest workflow task that plays the dialogue. */
+const runFenceKeyOf = (key: string) => key.replace(/turn-\d+\.json$/, 'fence.json');
+
+function runFenceOf(text: string | null): number | null {
+  if (text === null) return null;
+  try {
+    const fence = (JSON.parse(text) as { fence?: unknown }).fence;
+    return typeof fence === 'number' && Number.isInteger(fence) ? fence : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Raises the run's fence to `fence` (a compare-and-swap; it only grows), or fails the attempt as
+ * superseded when a newer workflow task's attempt raised it past: that task plays the dialogue now,
+ * whichever turn it is at, so a zombie cannot start a later turn the newer one has not claimed yet.
+ */
+async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fence: number): Promise<void> {
+  const fenceKey = runFenceKeyOf(key);
+  for (let round = 1; round <= CLAIM_ROUNDS; round++) {
+    const current = await io(fenceKey, () => store.getVersioned(fenceKey));
+    const newest = runFenceOf(current?.text ?? null);
+    if (newest !== null && newest > fence) throw newerTaskFailure(store, key, fence, newest);
+    if (newest === fence) return;
+    if ((await io(fenceKey, () => store.putJsonIf(fenceKey, { fence }, current?.version ?? null))) !== null) return;
+  }
+  throw ApplicationFailure.retryable(
+    `the turn journal ${store.locate(fenceKey)}: other attempts kept raising it`,
+    'TurnJournalContended',
+  );
+}
+
+/** The failure of an attempt from the workflow task at event `fence` while the task at event `newest` plays its dialogue. */
+function newerTaskFailure(store: ArtifactStore, key: string, fence: number, newest: number) {
+  return ApplicationFailure.nonRetryable(
+    `a newer workflow task (at event ${newest}; this attempt's at event ${fence}) plays this dialogue (${store.locate(runFenceKeyOf(key))}): this attempt stops`,
+    TURN_SUPERSEDED,
+  );
+}
+
 /** The failure of an attempt (`thisOne` says which) whose turn the attempt in `found` claimed: not retried. */
 function supersededFailure(store: ArtifactStore, key: string, found: JournalRecord | null, thisOne: string) {
   const newer = found
@@ -313,7 +356,13 @@ function fencedClaim(
     recorded: seen.recorded,
     ignored: seen.ignored,
     confirm: async () => {
-      const current = await io(key, () => store.getVersioned(key));
+      const [current, runFence] = await Promise.all([
+        io(key, () => store.getVersioned(key)),
+        claimed.attempt.fence === undefined ? null : io(key, () => store.getText(runFenceKeyOf(key))),
+      ]);
+      const newest = runFenceOf(runFence);
+      if (claimed.attempt.fence !== undefined && newest !== null && newest > claimed.attempt.fence)
+        throw newerTaskFailure(store, key, claimed.attempt.fence, newest);
       if (current?.version === held) return;
       const found = recordOf(current?.text ?? null);
       // Our own write whose answer was lost still holds the claim.

@@ -104,13 +104,28 @@ describe('turn journal in the artifact store', () => {
     // A zombie's attempt, scheduled by the workflow task that timed out (event 31), starts only now.
     await assert.rejects(storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a', 31), (error) => {
       assert.equal((error as ApplicationFailure).type, TURN_SUPERSEDED, String(error));
-      assert.match((error as Error).message, /workflow task at event 40; this one's workflow task at event 31/);
+      assert.match((error as Error).message, /a newer workflow task \(at event 40; this attempt's at event 31\)/);
       return true;
     });
     await newer.confirm(); // it took nothing from the newer attempt
     const retried = await storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a', 40); // the same task's retry
     assert.deepEqual(retried.recorded, { policy: { text: 'the newer attempt made it' } });
     await assert.rejects(newer.confirm(), (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED);
+  });
+
+  it("a zombie's attempt cannot start a turn the newer task has not reached yet, and stops at its next request once that task plays any turn", async () => {
+    const store = new FileArtifactStore(dir);
+    const turn = (n: number) => KEY.replace('turn-1.json', `turn-${n}.json`);
+    // The zombie (task at event 31) claimed turn 2 before the newer task (event 40) took the dialogue over.
+    const zombie = await storeTurnJournal(store, NO_WAIT).claim(turn(2), 'input-2', 31);
+    await zombie.confirm();
+    await storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-1', 40); // the newer task replays turn 1
+    await assert.rejects(zombie.confirm(), (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED);
+    await assert.rejects(
+      storeTurnJournal(store, NO_WAIT).claim(turn(3), 'input-3', 31),
+      (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED,
+    );
+    assert.equal(await store.getText(turn(3)), null, 'the zombie claimed nothing');
   });
 
   it('attempts claiming one turn at once: exactly one of them can still write', async () => {
