@@ -229,15 +229,8 @@ export function storeTurnJournal(
         // A newer workflow task's attempt claimed the turn: this one is a zombie's, whatever the timing.
         if (fence !== undefined && found?.attempt.fence !== undefined && found.attempt.fence > fence)
           throw supersededFailure(store, key, found, `workflow task at event ${fence}`);
-        // No record: a turn not played yet, or a run that has ended and whose journal is gone.
-        if (current === null && round === 1) {
-          const closed = await io(key, () => store.getText(closedMarkerOf(key)));
-          if (closed !== null)
-            throw ApplicationFailure.nonRetryable(
-              `the rollout has ended (its turn journal ${store.locate(closedMarkerOf(key))} is closed): this attempt stops`,
-              TURN_SUPERSEDED,
-            );
-        }
+        // No record (and no fence to say the run is live): a turn not played yet, or a run that has ended.
+        if (current === null && round === 1 && fence === undefined) await refuseClosed(store, io, key);
         // Our claim of the round before landed although its answer was lost (an S3 retry then meets 412).
         if (current && found && found.attempt.token === lastToken)
           return fencedClaim(
@@ -270,6 +263,16 @@ export function storeTurnJournal(
 
 type StoreIo = <T>(key: string, call: () => Promise<T>) => Promise<T>;
 
+/** Fails the attempt as superseded when the run's journal was swept (its rollout has ended). */
+async function refuseClosed(store: ArtifactStore, io: StoreIo, key: string): Promise<void> {
+  const closed = await io(key, () => store.getText(closedMarkerOf(key)));
+  if (closed !== null)
+    throw ApplicationFailure.nonRetryable(
+      `the rollout has ended (its turn journal ${store.locate(closedMarkerOf(key))} is closed): this attempt stops`,
+      TURN_SUPERSEDED,
+    );
+}
+
 /** The run's fence record beside the turn record `key`: the newest workflow task that plays the dialogue. */
 const runFenceKeyOf = (key: string) => key.replace(/turn-\d+\.json$/, 'fence.json');
 
@@ -295,6 +298,8 @@ async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fen
     const newest = runFenceOf(current?.text ?? null);
     if (newest !== null && newest > fence) throw newerTaskFailure(store, key, fence, newest);
     if (newest === fence) return;
+    // No fence yet: the dialogue's first claim, or a rollout whose journal was swept (its closed marker says so).
+    if (current === null) await refuseClosed(store, io, key);
     if ((await io(fenceKey, () => store.putJsonIf(fenceKey, { fence }, current?.version ?? null))) !== null) return;
   }
   throw ApplicationFailure.retryable(
@@ -304,11 +309,12 @@ async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fen
 }
 
 /** The failure of an attempt from the workflow task at event `fence` while the task at event `newest` plays its dialogue. */
-function newerTaskFailure(store: ArtifactStore, key: string, fence: number, newest: number) {
-  return ApplicationFailure.nonRetryable(
-    `a newer workflow task (at event ${newest}; this attempt's at event ${fence}) plays this dialogue (${store.locate(runFenceKeyOf(key))}): this attempt stops`,
-    TURN_SUPERSEDED,
-  );
+function newerTaskFailure(store: ArtifactStore, key: string, fence: number, newest: number | null) {
+  const what =
+    newest === null
+      ? `the dialogue's journal is gone (${store.locate(runFenceKeyOf(key))}: its rollout has ended)`
+      : `a newer workflow task (at event ${newest}; this attempt's at event ${fence}) plays this dialogue (${store.locate(runFenceKeyOf(key))})`;
+  return ApplicationFailure.nonRetryable(`${what}: this attempt stops`, TURN_SUPERSEDED);
 }
 
 /** The failure of an attempt (`thisOne` says which) whose turn the attempt in `found` claimed: not retried. */
@@ -356,13 +362,16 @@ function fencedClaim(
     recorded: seen.recorded,
     ignored: seen.ignored,
     confirm: async () => {
-      const [current, runFence] = await Promise.all([
-        io(key, () => store.getVersioned(key)),
-        claimed.attempt.fence === undefined ? null : io(key, () => store.getText(runFenceKeyOf(key))),
-      ]);
-      const newest = runFenceOf(runFence);
-      if (claimed.attempt.fence !== undefined && newest !== null && newest > claimed.attempt.fence)
-        throw newerTaskFailure(store, key, claimed.attempt.fence, newest);
+      const fence = claimed.attempt.fence;
+      if (fence !== undefined) {
+        // One small read per call: a newer task that took the dialogue over raised the run's fence (or
+        // the sweeper removed it with the journal). An attempt of this same task that replaced this one
+        // (a local attempt past its timeout) is stopped at this one's next write instead.
+        const newest = runFenceOf(await io(key, () => store.getText(runFenceKeyOf(key))));
+        if (newest === null || newest > fence) throw newerTaskFailure(store, key, fence, newest);
+        return;
+      }
+      const current = await io(key, () => store.getVersioned(key));
       if (current?.version === held) return;
       const found = recordOf(current?.text ?? null);
       // Our own write whose answer was lost still holds the claim.

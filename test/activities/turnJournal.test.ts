@@ -110,7 +110,9 @@ describe('turn journal in the artifact store', () => {
     await newer.confirm(); // it took nothing from the newer attempt
     const retried = await storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-a', 40); // the same task's retry
     assert.deepEqual(retried.recorded, { policy: { text: 'the newer attempt made it' } });
-    await assert.rejects(newer.confirm(), (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED);
+    // the attempt it replaced (same task: a local attempt past its timeout) is stopped at its next write
+    await newer.confirm();
+    await assert.rejects(newer.write({}), (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED);
   });
 
   it("a zombie's attempt cannot start a turn the newer task has not reached yet, and stops at its next request once that task plays any turn", async () => {
