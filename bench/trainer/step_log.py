@@ -85,7 +85,7 @@ def run_setting(model: str, every: int, steps: int, samples: list, keep: int) ->
             "bytes_written_per_step": sum(r["bytes_written"] for r in rows) / len(rows),
             "snapshot_bytes": max(r["snapshot_bytes"] for r in rows),
             "log_bytes_per_step": statistics.median(r["bytes_written"] - r["snapshot_bytes"] for r in rows),
-            # what a step's checkpoint wrote before issue 43: the snapshot's files plus the tokenizer
+            # what a checkpoint per step wrote before the step log: the snapshot's files plus the tokenizer
             # (now hard-linked from the run's own copy), and no log entry
             "checkpoint_bytes_before": max(r["snapshot_bytes"] for r in rows) + tokenizer_bytes,
             "disk_after_run_bytes": disk,

@@ -175,8 +175,9 @@ export const isTurnRecordKey = (key: string): boolean => TURN_RECORD.test(key);
  */
 export const turnJournalClosedKey = (execution: JournalledRun) => `${turnJournalRunPrefix(execution)}closed.json`;
 
-/** The closed marker of the run whose turn record is `key`. */
-const closedMarkerOf = (key: string) => key.replace(/turn-\d+\.json$/, 'closed.json');
+/** A run-level file of the journal (the closed marker, the run's fence) beside the turn record `key`. */
+const besideTurn = (key: string, name: 'closed.json' | 'fence.json') => key.replace(/turn-\d+\.json$/, name);
+const closedMarkerOf = (key: string) => besideTurn(key, 'closed.json');
 
 /** The runs whose journal is only a closed marker now, among `keys` (a listing of `journals/`). */
 export function closedJournalRuns(keys: readonly string[]): JournalledRun[] {
@@ -226,9 +227,6 @@ export function storeTurnJournal(
       for (let round = 1; round <= CLAIM_ROUNDS; round++) {
         const current = await io(key, () => store.getVersioned(key));
         const found = recordOf(current?.text ?? null);
-        // A newer workflow task's attempt claimed the turn: this one is a zombie's, whatever the timing.
-        if (fence !== undefined && found?.attempt.fence !== undefined && found.attempt.fence > fence)
-          throw supersededFailure(store, key, found, `workflow task at event ${fence}`);
         // No record (and no fence to say the run is live): a turn not played yet, or a run that has ended.
         if (current === null && round === 1 && fence === undefined) await refuseClosed(store, io, key);
         // Our claim of the round before landed although its answer was lost (an S3 retry then meets 412).
@@ -274,7 +272,7 @@ async function refuseClosed(store: ArtifactStore, io: StoreIo, key: string): Pro
 }
 
 /** The run's fence record beside the turn record `key`: the newest workflow task that plays the dialogue. */
-const runFenceKeyOf = (key: string) => key.replace(/turn-\d+\.json$/, 'fence.json');
+const runFenceKeyOf = (key: string) => besideTurn(key, 'fence.json');
 
 function runFenceOf(text: string | null): number | null {
   if (text === null) return null;
