@@ -5,13 +5,17 @@ import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 
 /**
  * How far the trainer's float metrics of two runs of the same seed may differ, relative to their size.
- * On CPU the trainer is bit-identical across restarts and kills (its sampler keeps a reply's cache when
- * a step lands mid-reply: trainer/tests/test_sampling.py); the bound only leaves room for sums taken in
- * another order (1e-7 to 1e-6 relative in fp32). A step applied twice, or a sample lost or added, moves
- * loss, kl and grad norm by far more. Exactly-once itself is checked on exact values: rollout counts,
- * rewards and token counts here, and the trainer's ledger of applied steps (`trainerLedger`).
+ * On CPU the trainer is nearly always bit-identical across restarts and kills (its sampler keeps a
+ * reply's cache when a step lands mid-reply: trainer/tests/test_sampling.py), but MKL does not promise
+ * the same rounding from run to run, and AdamW's first steps divide each gradient by its own size: a
+ * last-bit difference in a near-zero gradient becomes a weight change of up to the learning rate. CI
+ * once saw an undisturbed run's step-2 grad norm move 1.1e-4 relative that way (4.02310 against
+ * 4.02265, rewards and tokens equal). A step applied twice moves the next step's grad norm by about
+ * what one step moves it (7 % from step 1 to 2 in the tiny runs), far past this bound. Exactly-once
+ * itself is checked on exact values: rollout counts, rewards and token counts here, and the trainer's
+ * ledger of applied steps (`trainerLedger`).
  */
-export const FLOAT_METRIC_RTOL = 1e-5;
+export const FLOAT_METRIC_RTOL = 1e-3;
 
 /** What a step applied twice, or a dialogue lost or counted twice, would change in a run's metrics. */
 export function essentials(metrics: StepMetricsRecord[]) {
