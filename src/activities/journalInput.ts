@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { DEFAULT_DIFFICULTY, dialogueDifficulty } from '../core/difficulty.js';
 import type { SimulatorCallInput, TurnInput } from '../core/dialogueTurn.js';
 import type { EndpointCall } from '../core/rolloutSettingsSchema.js';
-import { scenarioHash } from '../core/scenarioHash.js';
+import type { Scenario } from '../core/scenario.js';
+import { scenarioHashOfJson } from '../core/scenarioHash.js';
 
 /**
  * What a turn journal record was made from, as a hash: a record is reused only by an attempt made
@@ -36,6 +37,21 @@ function endpointIdentity(endpoint: EndpointCall) {
   };
 }
 
+/** Scenario hashes by JSON text: every turn of a dialogue hashes the same scenario (a few KB, in JavaScript). */
+const scenarioHashes = new Map<string, string>();
+const SCENARIO_HASHES_MAX = 1024;
+
+function cachedScenarioHash(scenario: Scenario): string {
+  const json = JSON.stringify(scenario);
+  let hash = scenarioHashes.get(json);
+  if (hash === undefined) {
+    if (scenarioHashes.size >= SCENARIO_HASHES_MAX) scenarioHashes.clear();
+    hash = scenarioHashOfJson(json);
+    scenarioHashes.set(json, hash);
+  }
+  return hash;
+}
+
 /** A turn's input: the dialogue so far, the seeds, the scenario, both endpoints' models and the turn number. */
 export function turnInputHash(input: TurnInput): string {
   const { settings, scenario } = input;
@@ -47,7 +63,7 @@ export function turnInputHash(input: TurnInput): string {
     history: input.history,
     systemPrompt: input.systemPrompt,
     emotion: input.emotion,
-    scenario: { id: scenario.id, hash: scenarioHash(scenario) },
+    scenario: { id: scenario.id, hash: cachedScenarioHash(scenario) },
     think: settings.think,
     maxTurns: settings.maxTurns,
     policy: endpointIdentity(settings.policy),

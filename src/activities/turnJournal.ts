@@ -247,7 +247,10 @@ export function storeTurnJournal(
           finished: seen.recorded ?? {},
         };
         lastToken = claimed.attempt.token;
-        const version = await io(key, () => store.putJsonIf(key, claimed, current?.version ?? null));
+        // A first claim carries no finished call: losing it to a power cut loses nothing (the next attempt
+        // claims again), so it skips the flushes to disk. A record with calls is rewritten durably.
+        const durable = current !== null;
+        const version = await io(key, () => store.putJsonIf(key, claimed, current?.version ?? null, { durable }));
         if (version !== null) return fencedClaim(store, io, key, claimed, version, seen, retryDelaysMs);
         // Another attempt wrote between our read and our claim: read again, so the newest claim wins.
       }
@@ -298,7 +301,11 @@ async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fen
     if (newest === fence) return;
     // No fence yet: the dialogue's first claim, or a rollout whose journal was swept (its closed marker says so).
     if (current === null) await refuseClosed(store, io, key);
-    if ((await io(fenceKey, () => store.putJsonIf(fenceKey, { fence }, current?.version ?? null))) !== null) return;
+    // Coordination, not data: a fence lost to a power cut went with every attempt it fenced.
+    const raised = await io(fenceKey, () =>
+      store.putJsonIf(fenceKey, { fence }, current?.version ?? null, { durable: false }),
+    );
+    if (raised !== null) return;
   }
   throw ApplicationFailure.retryable(
     `the turn journal ${store.locate(fenceKey)}: other attempts kept raising it`,

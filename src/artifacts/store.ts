@@ -1,8 +1,20 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import {
+  close as closeCallback,
+  fsync as fsyncCallback,
+  mkdir as mkdirCallback,
+  open as openCallback,
+  readFileSync,
+  rename as renameCallback,
+  stat as statCallback,
+  unlink as unlinkCallback,
+  writeFile as writeFileCallback,
+} from 'node:fs';
+import { readFile, readdir, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { isValidArtifactKey } from './keys.js';
 import { ArtifactNotFoundError } from './storeErrors.js';
 
@@ -20,7 +32,12 @@ export interface ArtifactStore {
    * that fences a stale writer. Returns the new version, or null when another writer came first
    * (nothing was written).
    */
-  putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null>;
+  putJsonIf(
+    key: string,
+    value: unknown,
+    expected: string | null,
+    options?: ConditionalWriteOptions,
+  ): Promise<string | null>;
   getJson<T = unknown>(key: string): Promise<T>;
   /** The text of an artifact and its version (an opaque string for putJsonIf), or null when it does not exist. */
   getVersioned(key: string): Promise<{ text: string; version: string } | null>;
@@ -48,6 +65,15 @@ export interface ArtifactStore {
   probe?(): Promise<void>;
 }
 
+export interface ConditionalWriteOptions {
+  /**
+   * False: the write must be atomic and visible to every other writer at once, but need not survive
+   * the host losing power (a claim or a fence, whose loss only makes the next attempt claim again). A
+   * directory store then skips its two flushes to disk; an object store writes durably regardless.
+   */
+  durable?: boolean;
+}
+
 export { ArtifactNotFoundError } from './storeErrors.js';
 
 /** A lock file older than this was left by a writer that died holding it (a conditional write holds it for milliseconds). */
@@ -55,11 +81,55 @@ const LOCK_STALE_MS = 10_000;
 /** How long a conditional write waits for another's lock before it fails. */
 const LOCK_WAIT_MS = 30_000;
 
+/** Directories this store created or found, so a put does not ask again; cleared past this many. */
+const KNOWN_DIRS_MAX = 4096;
+
+// The callback API through promisify: a turn journal makes a few small writes per LLM call, and the
+// FileHandle-based fs/promises API cost more of the worker's CPU than the writes themselves.
+const openFile = promisify(openCallback);
+const closeFile = promisify(closeCallback);
+const writeWhole = promisify(writeFileCallback);
+const fsyncFile = promisify(fsyncCallback);
+const renameFile = promisify(renameCallback);
+const unlinkFile = promisify(unlinkCallback);
+const statFile = promisify(statCallback);
+const makeDirs = promisify(mkdirCallback);
+const isMissing = (error: unknown) => (error as NodeJS.ErrnoException).code === 'ENOENT';
+
+/** Removes a file that may not be there (a lock, a temp file), ignoring that it is not. */
+async function unlinkIfThere(path: string): Promise<void> {
+  try {
+    await unlinkFile(path);
+  } catch (error) {
+    if (!isMissing(error)) throw error;
+  }
+}
+
+async function statOrNull(path: string) {
+  try {
+    return await statFile(path);
+  } catch (error) {
+    if (isMissing(error)) return null;
+    throw error;
+  }
+}
+
+/** Flushes a directory's entries (a rename into it) to disk. */
+async function syncDirectory(dir: string): Promise<void> {
+  const directory = await openFile(dir, 'r');
+  try {
+    await fsyncFile(directory);
+  } finally {
+    await closeFile(directory);
+  }
+}
+
 /** A directory store's version of a key: its content's hash (records written with putJsonIf carry a fresh token, so content never repeats). */
 const contentVersion = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 export class FileArtifactStore implements ArtifactStore {
   readonly root: string;
+  private readonly knownDirs = new Set<string>();
 
   constructor(root: string) {
     this.root = resolve(root);
@@ -93,42 +163,62 @@ export class FileArtifactStore implements ArtifactStore {
   /**
    * Write to a temp file named for this host, process and write (hosts may share the directory),
    * flush it to disk, rename it over the key, then flush the directory, so that after a crash the
-   * key holds either the old or the new content, whole.
+   * key holds either the old or the new content, whole. Not `durable`: no flushes (atomic still).
    */
-  private async putData(key: string, data: string | Uint8Array): Promise<string> {
+  private async putData(key: string, data: string | Uint8Array, durable = true): Promise<string> {
     const path = this.pathOf(key);
     const dir = dirname(path);
-    await mkdir(dir, { recursive: true });
     const temp = `${path}.${hostname()}.${process.pid}.${randomUUID()}.tmp`;
     try {
-      const file = await open(temp, 'w');
+      const file = await this.inDirectory(dir, () => openFile(temp, 'w'));
       try {
-        await file.writeFile(data);
-        await file.sync();
+        await writeWhole(file, data);
+        if (durable) await fsyncFile(file);
       } finally {
-        await file.close();
+        await closeFile(file);
       }
-      await rename(temp, path);
+      await renameFile(temp, path);
     } catch (error) {
       // A full disk must not leave half-written temp files behind to fill it further.
-      await rm(temp, { force: true });
+      await unlinkIfThere(temp).catch(() => undefined); // the write's own failure is the one to report
       throw error;
     }
-    const directory = await open(dir, 'r');
-    try {
-      await directory.sync();
-    } finally {
-      await directory.close();
-    }
+    if (durable) await syncDirectory(dir);
     return key;
   }
 
-  async putJsonIf(key: string, value: unknown, expected: string | null): Promise<string | null> {
+  /**
+   * Runs `create` (which makes a file in `dir`) once `dir` exists. A directory this store knows of
+   * is not asked for again; one removed since (a swept journal) is made again on the first ENOENT.
+   */
+  private async inDirectory<T>(dir: string, create: () => Promise<T>): Promise<T> {
+    if (!this.knownDirs.has(dir)) await this.makeDirectory(dir);
+    try {
+      return await create();
+    } catch (error) {
+      if (!isMissing(error)) throw error;
+      await this.makeDirectory(dir);
+      return create();
+    }
+  }
+
+  private async makeDirectory(dir: string): Promise<void> {
+    await makeDirs(dir, { recursive: true });
+    if (this.knownDirs.size >= KNOWN_DIRS_MAX) this.knownDirs.clear();
+    this.knownDirs.add(dir);
+  }
+
+  async putJsonIf(
+    key: string,
+    value: unknown,
+    expected: string | null,
+    options: ConditionalWriteOptions = {},
+  ): Promise<string | null> {
     const text = `${JSON.stringify(value, null, 2)}\n`;
     return this.withKeyLock(key, async () => {
       const current = await this.getText(key);
       if ((current === null ? null : contentVersion(current)) !== expected) return null;
-      await this.putData(key, text);
+      await this.putData(key, text, options.durable ?? true);
       return contentVersion(text);
     });
   }
@@ -140,24 +230,23 @@ export class FileArtifactStore implements ArtifactStore {
    */
   private async withKeyLock<T>(key: string, io: () => Promise<T>): Promise<T> {
     const lock = `${this.pathOf(key)}.lock.tmp`;
-    await mkdir(dirname(lock), { recursive: true });
     const deadline = Date.now() + LOCK_WAIT_MS;
     for (;;) {
       try {
-        await (await open(lock, 'wx')).close();
+        await closeFile(await this.inDirectory(dirname(lock), () => openFile(lock, 'wx')));
         break;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
-      const held = await stat(lock).catch(() => null);
-      if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) await rm(lock, { force: true });
+      const held = await statOrNull(lock);
+      if (held && Date.now() - held.mtimeMs > LOCK_STALE_MS) await unlinkIfThere(lock);
       else if (Date.now() > deadline) throw new Error(`${lock}: another writer held the lock for ${LOCK_WAIT_MS} ms`);
       else await sleep(1 + Math.floor(Math.random() * 10));
     }
     try {
       return await io();
     } finally {
-      await rm(lock, { force: true });
+      await unlinkIfThere(lock);
     }
   }
 
@@ -180,23 +269,24 @@ export class FileArtifactStore implements ArtifactStore {
 
   async getText(key: string): Promise<string | null> {
     try {
-      return await readFile(this.pathOf(key), 'utf8');
+      // Synchronous: the store's texts are small (records, transcripts, metrics lines), and a journal
+      // reads one before each LLM call.
+      return readFileSync(this.pathOf(key), 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      if (isMissing(error)) return null;
       throw error;
     }
   }
 
   async appendLine(key: string, line: string): Promise<void> {
     const path = this.pathOf(key);
-    await mkdir(dirname(path), { recursive: true });
     // Append mode: each write lands at the end, so writers keep each other's lines; flushed like a put.
-    const file = await open(path, 'a');
+    const file = await this.inDirectory(dirname(path), () => openFile(path, 'a'));
     try {
-      await file.appendFile(line.endsWith('\n') ? line : `${line}\n`, 'utf8');
-      await file.sync();
+      await writeWhole(file, line.endsWith('\n') ? line : `${line}\n`, 'utf8');
+      await fsyncFile(file);
     } finally {
-      await file.close();
+      await closeFile(file);
     }
   }
 

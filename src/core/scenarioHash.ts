@@ -7,5 +7,8 @@ import { stableHash } from './seeds.js';
  * inside workflows, so it uses the same pure hash as the seeds.
  */
 export function scenarioHash(scenario: Scenario): string {
-  return stableHash(JSON.stringify(scenario)).toString(16).padStart(8, '0');
+  return scenarioHashOfJson(JSON.stringify(scenario));
 }
+
+/** `scenarioHash` of a scenario given as its JSON text (what a cache of hashes keys on). */
+export const scenarioHashOfJson = (json: string): string => stableHash(json).toString(16).padStart(8, '0');

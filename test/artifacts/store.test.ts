@@ -18,6 +18,33 @@ describe('file artifact store', () => {
     assert.equal(stored.body.length, 2000 + stored.writer);
     assert.deepEqual(readdirSync(join(root, 'rollouts', 'r')), ['one.json']);
   });
+
+  it('writes into a directory removed since its last write there (the store remembers directories it made)', async () => {
+    const store = new FileArtifactStore(mkdtempSync(join(tmpdir(), 'attune-store-')));
+    await store.putJsonIf('journals/w/r/turn-1.json', { n: 1 }, null);
+    await store.putJson('journals/w/r/other.json', { n: 1 });
+    await store.remove('journals/w'); // a sweep
+    assert.notEqual(await store.putJsonIf('journals/w/r/turn-1.json', { n: 2 }, null), null);
+    await store.putJson('journals/w/r/other.json', { n: 2 });
+    await store.appendLine('journals/w/r/lines.jsonl', '{}');
+    assert.deepEqual(await store.list('journals/w/r'), [
+      'journals/w/r/lines.jsonl',
+      'journals/w/r/other.json',
+      'journals/w/r/turn-1.json',
+    ]);
+  });
+
+  it('a conditional write that need not be durable is still a compare-and-swap', async () => {
+    const store = new FileArtifactStore(mkdtempSync(join(tmpdir(), 'attune-store-')));
+    const first = await store.putJsonIf('journals/w/r/fence.json', { fence: 3 }, null, { durable: false });
+    assert.ok(first);
+    assert.equal(await store.putJsonIf('journals/w/r/fence.json', { fence: 4 }, null, { durable: false }), null);
+    const second = await store.putJsonIf('journals/w/r/fence.json', { fence: 5 }, first, { durable: false });
+    assert.ok(second);
+    assert.equal(await store.putJsonIf('journals/w/r/fence.json', { fence: 6 }, first, { durable: false }), null);
+    assert.deepEqual(await store.getJson('journals/w/r/fence.json'), { fence: 5 });
+    assert.equal((await store.getVersioned('journals/w/r/fence.json'))?.version, second);
+  });
 });
 
 describe('run metrics records', () => {
