@@ -101,35 +101,48 @@ export function recoverySeconds(faults: InjectedFault[], calls: RecordedCall[], 
 const personaOf = (call: RecordedCall): string | null =>
   /Name: (.+)/.exec(call.messages[0]?.content ?? '')?.[1] ?? null;
 
+/** A transcript as the takeover measure needs it: whose, which step, when its workflow finished it. */
+export interface EndedDialogue {
+  persona: string | undefined;
+  step: number | null;
+  /** The workflow's clock: the start of the workflow task that finished it, not the moment it did. */
+  finishedAtMs: number;
+}
+
 /**
  * Hole 5's measure, per fault that struck a worker process: seconds from the fault (the kill, the
- * SIGSTOP, the cut) until the run goes on with every dialogue that worker held (a dialogue it had a
- * call of in the 3 s before the fault): each one's next answered simulator call made by another
- * worker, or, for a dialogue with no call left, its transcript's end. Faults whose worker held none
- * fall back to `recoverySeconds`.
+ * SIGSTOP, the cut) until the run goes on with every dialogue of the fault's step that worker held
+ * (it had a call of it in the 3 s before the fault): each one's next answered simulator call made
+ * by another worker, or, for a dialogue with no call left, its transcript's end. Faults whose
+ * worker held none fall back to `recoverySeconds`.
+ *
+ * A dialogue is told by its persona within the fault's step. One that finished before the fault is
+ * not held: its transcript's time, the workflow's clock, is that of a task the struck worker started
+ * before the fault, whereas a dialogue taken over finishes in a task started after it. (Comparing
+ * with the worker's last call instead counted a dialogue that had ended as held, since the workflow's
+ * clock lags the calls its task made, and then waited for the persona's call in a later step.)
  */
 export function takeoverSeconds(
   faults: InjectedFault[],
   calls: RecordedCall[],
   ownerOf: (port: number, atMs: number) => number | null,
-  endedAt: (persona: string) => number[],
+  ended: readonly EndedDialogue[],
 ): Map<number, number> {
   const out = new Map<number, number>();
   for (const f of faults) {
     if (f.atMs === undefined || f.pid === undefined) continue;
     const at = f.atMs;
-    const lastCallOf = new Map<string, number>();
+    const ofStep = ended.filter((d) => d.step === f.fault.step);
+    const endsAfter = (persona: string) =>
+      ofStep.filter((d) => d.persona === persona && d.finishedAtMs >= at).map((d) => d.finishedAtMs);
+    const held = new Set<string>();
     for (const c of calls.filter((c) => c.arrivedAtMs <= at && c.arrivedAtMs >= at - 3000)) {
       const persona = personaOf(c);
-      if (persona !== null && ownerOf(c.remotePort, c.answeredAtMs) === f.pid)
-        lastCallOf.set(persona, Math.max(lastCallOf.get(persona) ?? 0, c.arrivedAtMs));
+      if (persona === null || ownerOf(c.remotePort, c.answeredAtMs) !== f.pid) continue;
+      // A dialogue of this step that had not finished: every dialogue of the run ends with a transcript.
+      if (endsAfter(persona).length > 0) held.add(persona);
     }
-    // A dialogue that ended between its worker's last call and the fault was not held: its persona's
-    // next call is another step's (after the soak's hold between steps, too late to say anything).
-    const held = [...lastCallOf]
-      .filter(([persona, last]) => !endedAt(persona).some((ms) => ms >= last && ms <= at))
-      .map(([persona]) => persona);
-    const resumed = held.map((persona) => {
+    const resumed = [...held].map((persona) => {
       // Made by another worker: a paused or cut-off one may still finish the call it had under way.
       const next = calls.find(
         (c) =>
@@ -139,8 +152,7 @@ export function takeoverSeconds(
           personaOf(c) === persona &&
           ownerOf(c.remotePort, c.answeredAtMs) !== f.pid,
       );
-      const ends = endedAt(persona).filter((ms) => ms > at);
-      return Math.min(next?.arrivedAtMs ?? Infinity, ...ends);
+      return Math.min(next?.arrivedAtMs ?? Infinity, ...endsAfter(persona));
     });
     const last = Math.max(...resumed);
     if (resumed.length > 0 && Number.isFinite(last)) out.set(f.fault.n, (last - at) / 1000);

@@ -245,7 +245,11 @@ async function main(): Promise<{ code: number; verdict: string }> {
       faults,
       rig.fake.calls,
       (port, at) => disturbed.owners.ownerOf(port, at),
-      (persona) => transcripts.filter((t) => t.scenario.persona.name === persona).map((t) => Date.parse(t.finishedAt)),
+      transcripts.map((t) => ({
+        persona: t.scenario.persona.name,
+        step: t.step,
+        finishedAtMs: Date.parse(t.finishedAt),
+      })),
     );
     for (const [n, s] of takeovers) recoveries.set(n, s);
     for (const f of faults)
