@@ -1,6 +1,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { capabilityReportKey } from '../artifacts/keys.js';
 import type { ArtifactStore } from '../artifacts/store.js';
+import { capabilitySuiteRun } from '../config/capabilitySuiteRun.js';
 import { policyBaseUrlForVersions } from '../config/evaluationInputFromConfig.js';
 import { rolloutSettingsFromConfig } from '../config/rolloutSettingsFromConfig.js';
 import type { AttuneConfig } from '../config/schema.js';
@@ -12,13 +13,8 @@ import {
   type CapabilityReport,
   type CapabilitySummary,
 } from '../core/capability/capabilityReport.js';
-import {
-  DEFAULT_DECODING,
-  DEFAULT_SANDBOX_TIMEOUT_MS,
-  type CapabilitySuite,
-} from '../core/capability/capabilitySuites.js';
+import type { CapabilitySuite } from '../core/capability/capabilitySuites.js';
 import { nameProblem } from '../core/names.js';
-import { vendoredDataset } from '../scenarios/capabilityDatasets.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { capabilityEvaluation } from '../workflows/capabilityEvaluation.js';
 import { evaluationProgressQuery, type EvaluationProgress } from '../workflows/evaluation.js';
@@ -43,27 +39,17 @@ export interface CapabilityRequest {
 export function buildCapabilityInput(config: AttuneConfig, request: CapabilityRequest): CapabilityEvaluationInput {
   const nameIssue = request.evalId !== undefined ? nameProblem(request.evalId) : null;
   if (nameIssue !== null) throw new Error(`evaluation name "${request.evalId}": ${nameIssue}`);
-  const { dataset, problems } = vendoredDataset(request.suite);
-  const known = new Set(problems.map((p) => p.id));
-  const only = request.only ?? [];
-  for (const [i, id] of only.entries()) {
-    if (!known.has(id)) throw new Error(`problem "${id}" is not in the ${request.suite} data set (${dataset.file})`);
-    if (only.indexOf(id) !== i) throw new Error(`problem "${id}" is listed twice`);
-  }
+  const run = capabilitySuiteRun(request.suite, request.only);
   const withPolicy: AttuneConfig = request.policy
     ? { ...config, policy: { ...config.policy, baseURL: policyBaseUrlForVersions(config), model: request.policy } }
     : config;
   const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace(/Z$/, '');
   return capabilityEvaluationInputSchema.parse({
     evalId: request.evalId ?? `eval-${request.suite}-${stamp}`,
-    suite: request.suite,
-    dataset,
-    problemIds: only.length > 0 ? only : problems.map((p) => p.id),
+    ...run,
     settings: rolloutSettingsFromConfig(withPolicy),
-    decoding: DEFAULT_DECODING[request.suite],
     seed: config.evaluation.seed,
     concurrency: config.evaluation.concurrency,
-    sandboxTimeoutMs: DEFAULT_SANDBOX_TIMEOUT_MS,
     runName: request.runName ?? null,
     step: request.step ?? null,
   });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RLVER_TRAINING_INITIAL_EMOTION } from '../core/emotion.js';
 import { ALGORITHMS } from '../core/training/algorithms.js';
+import { CAPABILITY_SUITES } from '../core/capability/capabilitySuites.js';
 import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
@@ -103,6 +104,13 @@ export const trainingConfigSchema = z
       .array(z.string())
       .optional()
       .describe('Scenario ids of the eval split to evaluate on (default: all).'),
+    evalSuites: z
+      .array(z.enum(CAPABILITY_SUITES))
+      .refine((suites) => new Set(suites).size === suites.length, { message: 'a suite is listed twice' })
+      .default([])
+      .describe(
+        "Capability suites (`math`, `code`: `attune eval --suite`) that each evaluation also scores on the same version, and on the base policy once before step 1; each suite's score, 95 % interval and problem count go in the step's record beside the Sentient score (capability retention; guardrail kind `capabilityDrop`). Needs `evalEvery` above 0.",
+      ),
     baseModel: z
       .string()
       .min(1)
@@ -160,6 +168,10 @@ export const trainingConfigSchema = z
       })
       .prefault({})
       .describe("The optimizer call's limits: the workflow input's `trainer` fields of the same names."),
+  })
+  .refine((t) => t.evalSuites.length === 0 || t.evalEvery > 0, {
+    message: 'evalSuites run with the evaluations: set evalEvery above 0',
+    path: ['evalSuites'],
   })
   .prefault({})
   .describe('An RLVER training run (`attune train`). Paper settings in configs/paper-*.yaml.');

@@ -3,6 +3,7 @@ import type { TrackingSettings } from '../core/tracking/trackingSettings.js';
 import { REPO_ROOT } from '../paths.js';
 import { trainingSettingsSchema, type TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { requireScenarioLibrary } from '../scenarios/library.js';
+import { capabilitySuiteRun } from './capabilitySuiteRun.js';
 import { buildEvaluationInput } from './evaluationInputFromConfig.js';
 import { rolloutSettingsFromConfig } from './rolloutSettingsFromConfig.js';
 import { samplesPerScenarioOf } from './crossFieldChecks.js';
@@ -92,6 +93,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     ...(evalSettings ? { evalSettings } : {}),
     ...(evalSimulators ? { evalSimulators } : {}),
     evalConcurrency: config.evaluation.concurrency,
+    ...(t.evalSuites.length > 0 ? { evalSuites: t.evalSuites.map((suite) => capabilitySuiteRun(suite)) } : {}),
     ...(tracking ? { tracking } : {}),
   });
 }

@@ -2,6 +2,7 @@ import type { Algorithm } from './training/algorithms.js';
 import type { ReplySignals } from './training/replySignals.js';
 import type { ValueStats } from './statistics/valueStats.js';
 import type { RewardEnvironment } from './evaluationManifest.js';
+import type { CapabilityStepScore } from './capability/retention.js';
 
 /** The trainer's per-step metrics (POST /v1/runs/{run}/steps response). */
 export interface TrainerStepMetrics {
@@ -100,6 +101,11 @@ export interface StepMetricsRecord {
     count: number;
     simulators?: { name: string; score: number; count: number; gap: number }[];
   };
+  /**
+   * Present on evaluation steps of a run with `training.evalSuites`: each capability suite's score on
+   * the same version, with the base policy's. Apart from `eval`: a failed Sentient evaluation keeps them.
+   */
+  capability?: CapabilityStepScore[];
 }
 
 /**

@@ -85,17 +85,29 @@ export function niceTicks(min: number, max: number, count = 5, integer = false):
   return ticks.map((t) => Number(t.toPrecision(12)));
 }
 
+/**
+ * How an axis writes its ticks: the fewest decimals (or, for very small or large values, significant
+ * digits in exponent form) at which every label reads back as its own tick. So no two labels repeat,
+ * none rounds to a value it is not, and zero is "0", never "-0".
+ */
 export function tickFormat(ticks: number[]): (value: number) => string {
   const step = ticks.length > 1 ? Math.abs((ticks[1] ?? 0) - (ticks[0] ?? 0)) : Math.abs(ticks[0] ?? 1);
-  let digits = 0;
-  while (
-    digits < 6 &&
-    step > 0 &&
-    Math.abs(Math.round(step * 10 ** digits) - step * 10 ** digits) > 1e-6 * 10 ** digits
-  )
-    digits++;
-  const huge = ticks.some((t) => Math.abs(t) >= 1e5);
-  return (value) => (huge ? value.toExponential(1) : value.toFixed(digits));
+  const largest = Math.max(0, ...ticks.map((t) => Math.abs(t)));
+  const exponent = largest >= 1e5 || (step > 0 && step < 1e-4);
+  const write = (digits: number) => (value: number) => {
+    const text = exponent ? value.toExponential(digits) : value.toFixed(digits);
+    if (Number(text) !== 0) return text;
+    return exponent ? '0' : text.replace(/^-/, '');
+  };
+  // Labels must be exact to a small share of the step (float noise aside).
+  const tolerance = (step > 0 ? step : largest || 1) * 1e-6;
+  for (let digits = exponent ? 1 : 0; digits < 17; digits++) {
+    const format = write(digits);
+    const labels = ticks.map(format);
+    const faithful = ticks.every((t, i) => Math.abs(Number(labels[i]) - t) <= tolerance);
+    if (faithful && new Set(labels).size === labels.length) return format;
+  }
+  return write(16);
 }
 
 function extent(values: number[]): [number, number] | null {

@@ -5,6 +5,7 @@ import { formatInt, formatNumber, formatPercent, formatTime, html, type SafeHtml
 import { renderPage } from './page.js';
 import { rateFigure, rewardFigure, runChartData, scoreFigure, trainerFigures } from './runCharts.js';
 import { simulatorGapFigure } from './simulatorGapFigure.js';
+import { capabilityFigure } from './capabilityFigure.js';
 import { environmentCard } from './runEnvironment.js';
 import { runEvalPoints, type RunEvalPoint } from './runEvalPoints.js';
 import { evaluationsCard, stepTable } from './runTables.js';
@@ -57,13 +58,15 @@ export function renderRunPage(input: RunPageInput): string {
   const evals = runEvalPoints(steps, input.evaluations);
   const plotted = evals.filter((e): e is RunEvalPoint & { step: number } => e.step !== null);
   const charts = runChartData(steps, plotted);
+  // Runs without capability suites render exactly as before.
+  const retention = capabilityFigure(charts);
   const notes = input.notes ?? [];
   const body = html`${runHeader(run, steps, evals)}
 <main class="wrap">
 ${notes.length > 0 ? html`<div class="notes"><b>Notes</b><ul>${notes.map((n) => html`<li>${n}</li>`)}</ul></div>` : ''}
 ${runStats(steps, plotted)}
 ${rewardFigure(charts)}
-${scoreFigure(charts)}
+${scoreFigure(charts)}${retention === '' ? '' : html`\n${retention}`}
 ${simulatorGapFigure(charts)}
 ${rateFigure(charts)}
 ${trainerFigures(charts)}

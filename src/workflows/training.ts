@@ -6,6 +6,7 @@ import {
   type TrainingResult,
   type TrainingState,
 } from '../core/training/trainingState.js';
+import { ensureCapabilityBase } from './trainingCapability.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { TrainingControl } from './trainingControl.js';
 import { pipelinedTick } from './trainingPipeline.js';
@@ -59,6 +60,8 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   if (!state.initialized) {
     await ensureTrainerRun(ctx.optimizer, settings);
     state.initialized = true;
+    // Retention is read against the base: scored while it is still what the policy server serves.
+    await ensureCapabilityBase(settings, state, control);
   }
   const pipelined = (settings.maxStaleness ?? 0) > 0;
   if (runIsOver(state, control.inForce().steps) && !(pipelined && state.rolledOut))

@@ -11,7 +11,7 @@ import type { OptimizerStepResult } from '../activities/optimizer.js';
 import type { PublishResult } from '../activities/runBookkeeping.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { liveHyperparameters } from '../core/training/liveOverrides.js';
-import { evaluatesAfterStep, stepEvaluationId } from '../core/training/stepPlan.js';
+import { evaluatesAfterStep, evaluationSettingsAt, stepEvaluationId } from '../core/training/stepPlan.js';
 import { stepEvalSummary, stepMetricsRecord } from '../core/training/stepRecord.js';
 import { rewardEnvironment } from '../core/evaluationManifest.js';
 import { sharesAt } from '../core/training/difficultyMix.js';
@@ -27,6 +27,7 @@ import { failureMessage } from './fanOut.js';
 import type { TrainingControl } from './trainingControl.js';
 import { publishInputOf } from './publishInput.js';
 import { publishToReplicas } from './replicaPublish.js';
+import { evaluateSuites } from './trainingCapability.js';
 import { checkGuardrails, waitOnGuardrail } from './trainingGuardrails.js';
 import { trackStep } from './trainingTracking.js';
 
@@ -118,12 +119,14 @@ export async function applyStep(ctx: StepContext, done: StepToApply): Promise<bo
   state.version = published.version;
 
   const evalSummary = await evaluateStep(settings, control, step, state.version);
+  const capability = await evaluateSuites(settings, state, control, step, state.version);
 
   control.setPhase('recording');
   const pause = await recordStep(bookkeeping, settings, state, {
     ...done,
     applied,
     evalSummary,
+    ...(capability ? { capability } : {}),
     publishLatencyMs: published.latencyMs,
   });
   await trackStep(settings, state, control, step);
@@ -270,17 +273,7 @@ async function evaluateStep(
           scenarioDir: settings.evalScenarioDir,
           scenarios: settings.evalScenarios,
           source: 'eval split',
-          settings: {
-            ...settings.evalSettings,
-            policy: {
-              ...settings.evalSettings.policy,
-              baseURL: settings.publish.policyBaseURL,
-              // A full-weight run's served model keeps its name; the version is vLLM's weight version.
-              ...(settings.evalSettings.policy.weightVersion !== undefined
-                ? { weightVersion: version }
-                : { model: version }),
-            },
-          },
+          settings: evaluationSettingsAt(settings.evalSettings, settings.publish.policyBaseURL, version),
           seed: settings.seed,
           concurrency: settings.evalConcurrency,
           runName: settings.runName,
@@ -311,6 +304,7 @@ async function recordStep(
     survivors: StepSurvivors;
     applied: OptimizerStepResult;
     evalSummary: StepMetricsRecord['eval'];
+    capability?: StepMetricsRecord['capability'];
     publishLatencyMs: number | null;
   },
 ): Promise<GuardTrip | null> {
@@ -331,6 +325,7 @@ async function recordStep(
     ...(state.guard?.lastEvalScore !== undefined ? { previousEvalScore: state.guard.lastEvalScore } : {}),
     ...(settings.credit ? { credit: settings.credit } : {}),
     ...(evalSummary ? { eval: evalSummary } : {}),
+    ...(done.capability ? { capability: done.capability } : {}),
     environment: rewardEnvironment(
       settings.rollout,
       settings.difficultyMix ? sharesAt(settings.difficultyMix, step) : undefined,

@@ -38,7 +38,7 @@ The report (evaluations/<name>/capability.json) stores the environment: data set
 prompt template and hash, decoding, policy model and version. --only takes problem ids (e.g.
 HumanEval/0); --json prints the report (score, ci, solved, count, failed, environment, problems).`;
 
-function suiteOf(text: string): CapabilitySuite {
+export function suiteOf(text: string): CapabilitySuite {
   if (!(CAPABILITY_SUITES as readonly string[]).includes(text))
     throw new UsageError(`--suite "${text}": one of ${CAPABILITY_SUITES.join(', ')}`);
   return text as CapabilitySuite;

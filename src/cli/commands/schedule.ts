@@ -1,5 +1,7 @@
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { capabilitySuiteRun } from '../../config/capabilitySuiteRun.js';
 import type { AttuneConfig } from '../../config/schema.js';
+import type { CapabilitySuite } from '../../core/capability/capabilitySuites.js';
 import { taskQueuesFor } from '../../config/taskQueues.js';
 import { isValidName, NAME_RULE } from '../../core/names.js';
 import { buildEvaluationInput } from '../../client/evaluations.js';
@@ -8,6 +10,7 @@ import { scheduledEvaluation, type ScheduledEvaluationInput } from '../../workfl
 import { CONFIG_FLAGS, flagHelp, parseCommand, UsageError, type Flags } from '../args.js';
 import { commandContext } from '../context.js';
 import { EVAL_FLAGS } from './eval.js';
+import { suiteOf } from './evalSuite.js';
 
 /** One table for every schedule subcommand; the help says which uses what. */
 export const SCHEDULE_FLAGS = {
@@ -21,6 +24,11 @@ export const SCHEDULE_FLAGS = {
     help: "create: evaluates that run's latest published version at each firing",
   },
   policy: { type: 'string', value: 'VERSION', help: 'create: evaluate this version (RUN@STEP) at each firing' },
+  suites: {
+    type: 'string',
+    value: 'math,code',
+    help: 'create: also score these capability suites (attune eval --suite) on the same version at each firing',
+  },
   'catchup-window': {
     type: 'string',
     value: 'TIME',
@@ -37,7 +45,7 @@ Nightly (or any cron) evaluations as Temporal Schedules: overlapping firings are
 firings are caught up within --catchup-window. Workers must be running (attune dev / attune worker).
 
   create NAME --cron "0 2 * * *" [--scenarios DIR | --split eval] [--run RUN | --policy VERSION]
-              [--catchup-window 1h] [--note TEXT]
+              [--suites math,code] [--catchup-window 1h] [--note TEXT]
   list [--json]
   pause NAME [--note TEXT]     unpause NAME     delete NAME     trigger NAME (run now)
 
@@ -50,6 +58,8 @@ export interface CreateScheduleOptions {
   split?: 'eval' | 'train';
   run?: string;
   policy?: string;
+  /** Capability suites each firing also scores on the same version. */
+  suites?: CapabilitySuite[];
   catchupWindow?: string;
   note?: string;
 }
@@ -74,6 +84,9 @@ export async function createEvaluationSchedule(
     run: options.run
       ? { name: options.run, trainer: { url: config.trainer.url, tokenEnv: config.trainer.tokenEnv } }
       : null,
+    ...(options.suites && options.suites.length > 0
+      ? { suites: options.suites.map((suite) => capabilitySuiteRun(suite)) }
+      : {}),
   };
   const handle = await client.schedule.create({
     scheduleId: options.name,
@@ -89,10 +102,17 @@ export async function createEvaluationSchedule(
     state: {
       note:
         options.note ??
-        `Sentient evaluation of ${options.run ? `run ${options.run} (latest version)` : evaluation.settings.policy.model}`,
+        `Sentient evaluation${input.suites ? ` and ${input.suites.map((r) => r.suite).join(', ')}` : ''} of ${options.run ? `run ${options.run} (latest version)` : evaluation.settings.policy.model}`,
     },
   });
   return handle.scheduleId;
+}
+
+/** `--suites math,code`: each a known suite, once. */
+function suitesOf(text: string): CapabilitySuite[] {
+  const suites = text.split(',').map((s) => suiteOf(s.trim()));
+  if (new Set(suites).size !== suites.length) throw new UsageError(`--suites "${text}": a suite is listed twice`);
+  return suites;
 }
 
 /** `attune schedule list`: every schedule, as a table or as JSON. */
@@ -148,6 +168,7 @@ export async function scheduleCommand(argv: string[]): Promise<number> {
           ...(values.split ? { split: values.split as 'eval' | 'train' } : {}),
           ...(values.run ? { run: values.run } : {}),
           ...(values.policy ? { policy: values.policy } : {}),
+          ...(values.suites ? { suites: suitesOf(values.suites) } : {}),
           ...(values['catchup-window'] ? { catchupWindow: values['catchup-window'] } : {}),
           ...(values.note ? { note: values.note } : {}),
         });

@@ -31,6 +31,16 @@ export const capabilityEvaluationInputSchema = z.strictObject({
 });
 export type CapabilityEvaluationInput = z.output<typeof capabilityEvaluationInputSchema>;
 
+/** What a training run or a schedule keeps of a suite run's input: id, policy and step are set at each run. */
+export const capabilitySuiteRunSchema = capabilityEvaluationInputSchema.pick({
+  suite: true,
+  dataset: true,
+  problemIds: true,
+  decoding: true,
+  sandboxTimeoutMs: true,
+});
+export type CapabilitySuiteRun = z.output<typeof capabilitySuiteRunSchema>;
+
 const problemEntrySchema = z.discriminatedUnion('status', [
   z.strictObject({
     status: z.literal('ok'),

@@ -34,6 +34,11 @@ export function stepScalars(record: StepMetricsRecord): Record<string, number> {
     out['eval/failure'] = record.eval.failure;
     out['eval/count'] = record.eval.count;
   }
+  for (const c of record.capability ?? []) {
+    if (c.score !== null) out[`capability/${c.suite}/score`] = c.score;
+    if (c.ci) [out[`capability/${c.suite}/low`], out[`capability/${c.suite}/high`]] = [c.ci.low, c.ci.high];
+    out[`capability/${c.suite}/count`] = c.count;
+  }
   // A tracker would reject or misdraw NaN and infinities: such values are left out, not faked.
   return Object.fromEntries(Object.entries(out).filter(([, v]) => typeof v === 'number' && Number.isFinite(v)));
 }

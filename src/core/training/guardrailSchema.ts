@@ -51,5 +51,16 @@ export const guardrailSchema = z.discriminatedUnion('kind', [
     rise: z.number().min(0),
     fall: z.number().min(0),
   }),
+  /**
+   * Capability retention (`training.evalSuites`): a suite's score fell below the base policy's by
+   * more than `points` percentage points with the intervals taken into account (the base's lower
+   * 95 % bound above the current upper bound by more than `points`; retention.ts). Not a default.
+   */
+  z.strictObject({
+    kind: z.literal('capabilityDrop'),
+    name,
+    action,
+    points: z.number().min(0).max(100),
+  }),
 ]);
 export type Guardrail = z.infer<typeof guardrailSchema>;

@@ -1,3 +1,4 @@
+import { describeSuiteScore, droppedSuites, type CapabilityStepScore } from '../capability/retention.js';
 import type { StepMetricsRecord } from '../runMetrics.js';
 import type { Guardrail, GuardSignal } from './guardrailSchema.js';
 
@@ -13,6 +14,8 @@ export interface GuardPoint {
   signals: Partial<Record<GuardSignal, number>>;
   /** On a step that evaluated with held-out simulators: each one's score, the training simulator's first. */
   simulators?: { name: string; score: number }[];
+  /** On a step that scored capability suites against the base's scores (`training.evalSuites`). */
+  capability?: CapabilityStepScore[];
 }
 
 /** A rule that tripped: its name, action and the figures that tripped it. */
@@ -76,6 +79,7 @@ export function guardPointOf(record: StepMetricsRecord): GuardPoint {
     ...(record.eval?.simulators && record.eval.simulators.length > 1
       ? { simulators: record.eval.simulators.map(({ name, score }) => ({ name, score })) }
       : {}),
+    ...(record.capability?.some((c) => c.base) ? { capability: record.capability } : {}),
   };
 }
 
@@ -127,6 +131,32 @@ function checkHeldOutGap(
   );
 }
 
+/** A suite of this step fell below the base's past the rule's points (the rule: retention.ts); names the largest drop. */
+function checkCapabilityDrop(rule: Extract<Guardrail, { kind: 'capabilityDrop' }>, now: GuardPoint): GuardTrip | null {
+  const [worst, ...others] = droppedSuites(now.capability ?? [], rule.points);
+  if (!worst) return null;
+  const { current, base } = worst;
+  const pctOf = (x: number | null | undefined) => (x === null || x === undefined ? -1 : x * 100);
+  const also = others.length > 0 ? `; also ${others.map((d) => `${d.suite} (${fmt(d.drop)})`).join(', ')}` : '';
+  return trip(
+    rule,
+    now.step,
+    {
+      score: pctOf(current.score),
+      low: pctOf(current.ci?.low),
+      high: pctOf(current.ci?.high),
+      count: current.count,
+      baseScore: pctOf(base.score),
+      baseLow: pctOf(base.ci?.low),
+      baseHigh: pctOf(base.ci?.high),
+      baseCount: base.count,
+      drop: worst.drop,
+      points: rule.points,
+    },
+    `${describeSuiteScore(worst.suite, current)} fell below the base's ${describeSuiteScore(worst.suite, base)}: the base's lower bound is ${fmt(worst.drop)} points above the current upper bound (limit ${fmt(rule.points)})${also}`,
+  );
+}
+
 /**
  * Whether `rule` trips on the newest of `points` (oldest first); `evaluations`: the points that carry
  * evaluations, the newest included when it does (by default, those among `points`).
@@ -152,6 +182,7 @@ export function checkRule(
       : null;
   }
   if (rule.kind === 'heldOutGapWidens') return checkHeldOutGap(rule, now, evaluations);
+  if (rule.kind === 'capabilityDrop') return checkCapabilityDrop(rule, now);
   if (rule.kind === 'growth') {
     const then = points[points.length - 1 - rule.steps]?.signals[rule.signal];
     const v = now.signals[rule.signal];

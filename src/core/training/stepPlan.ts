@@ -103,6 +103,25 @@ export function stepRolloutSettings(
   };
 }
 
+/**
+ * The run's evaluation settings sampling `version` from the server the run publishes to: a
+ * full-weight run's served model keeps its name, and the version is vLLM's weight version.
+ */
+export function evaluationSettingsAt(
+  evalSettings: RolloutSettings,
+  policyBaseURL: string,
+  version: string,
+): RolloutSettings {
+  return {
+    ...evalSettings,
+    policy: {
+      ...evalSettings.policy,
+      baseURL: policyBaseURL,
+      ...(evalSettings.policy.weightVersion !== undefined ? { weightVersion: version } : { model: version }),
+    },
+  };
+}
+
 /** Every `evalEvery` steps and after the last one; `evalEvery` 0 turns evaluations off. */
 export function evaluatesAfterStep(step: number, evalEvery: number, steps: number): boolean {
   return evalEvery > 0 && (step % evalEvery === 0 || step === steps);

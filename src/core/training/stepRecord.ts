@@ -36,6 +36,8 @@ export interface StepRecordInput {
   /** See StepMetricsRecord.commitToAnswerMs; absent: not reported (recorded as absent). */
   commitToAnswerMs?: number | null;
   eval?: StepEvalSummary;
+  /** The capability suites' scores of the step's evaluation (`evalSuites`). */
+  capability?: StepMetricsRecord['capability'];
   /** What the step's rewards were measured in (absent: not recorded). */
   environment?: RewardEnvironment;
 }
@@ -73,6 +75,7 @@ export function stepMetricsRecord(input: StepRecordInput): StepMetricsRecord {
       : {}),
     ...(input.environment ? { environment: input.environment } : {}),
     ...(input.eval ? { eval: input.eval } : {}),
+    ...(input.capability ? { capability: input.capability } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { FULL_WEIGHTS_TRANSPORTS, ncclRendezvousSchema } from './fullWeightsTransport.js';
 import { NAME_PATTERN, NAME_RULE } from '../names.js';
+import { capabilitySuiteRunSchema } from '../capability/capabilityReport.js';
 import { rolloutSettingsSchema } from '../rolloutSettingsSchema.js';
 import { goalTypeSchema, personalitySchema } from '../scenario.js';
 import { trackingSettingsSchema } from '../tracking/trackingSettings.js';
@@ -148,6 +149,8 @@ export const trainingSettingsSchema = z.strictObject({
     .min(1)
     .optional(),
   evalConcurrency: z.number().int().min(1),
+  /** Capability suites each evaluation also scores, the base once before step 1 (`training.evalSuites`); absent: none. */
+  evalSuites: z.array(capabilitySuiteRunSchema).min(1).optional(),
   /** Experiment trackers (absent: none, as in runs started before trackers existed). */
   tracking: trackingSettingsSchema.optional(),
 });

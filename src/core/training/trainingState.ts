@@ -6,6 +6,7 @@ import type { LiveSettings } from './liveSet.js';
 import { mean } from '../statistics/valueStats.js';
 import type { TrackingHealth } from '../tracking/trackingHealth.js';
 import type { GuardState, GuardTrip } from './guardrails.js';
+import type { CapabilityBase } from '../capability/retention.js';
 
 export type TrainingPhase =
   | 'starting'
@@ -43,6 +44,8 @@ export interface TrainingState {
   tracking?: TrackingHealth[];
   /** The guardrails' view of recent steps (absent before the first recorded step, and in older states). */
   guard?: GuardState;
+  /** The base policy's capability scores (`evalSuites`), each suite's once it was scored; absent without suites. */
+  capabilityBase?: CapabilityBase[];
 }
 
 /**
