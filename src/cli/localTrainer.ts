@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { AttuneConfig } from '../config/schema.js';
 import type { Logger } from '../log.js';
+import { stopsWithThisProcess } from '../childWatchdog.js';
 import { REPO_ROOT } from '../paths.js';
 
 export interface LocalTrainer {
@@ -69,7 +70,9 @@ export async function ensureLocalTrainer(config: AttuneConfig, log: Logger): Pro
     stateDir,
   ];
   log.info('starting the local trainer service', { url: config.trainer.url, stateDir });
-  const child: ChildProcess = spawn(python, args, { stdio: ['ignore', 'ignore', 'pipe'], env: trainerEnv(config) });
+  const child: ChildProcess = stopsWithThisProcess(
+    spawn(python, args, { stdio: ['ignore', 'ignore', 'pipe'], env: trainerEnv(config) }),
+  );
   let tail = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     tail = (tail + chunk.toString()).slice(-4000);

@@ -4,6 +4,7 @@ import { parse as parseYaml, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { describeIssues } from '../core/scenario.js';
 import { DEPRECATED_KEYS_IN_ORDER, deprecationWarning, renamedKey, renamedSetKey } from './deprecatedKeys.js';
+import { fitToEmbeddedModel } from './embeddedModelFit.js';
 import { LOCAL_LLM_TOKEN_ENV } from './localLlmEndpoint.js';
 import { configSchema, type AttuneConfig } from './schema.js';
 
@@ -79,6 +80,16 @@ function takePath(tree: Tree, dotted: string, remove: boolean): unknown {
   const value = node[last];
   if (remove) delete node[last];
   return value;
+}
+
+/** Whether a source wrote a value at a dotted path; a number after a list indexes it. */
+function written(tree: Tree, dotted: string): boolean {
+  let node: unknown = tree;
+  for (const key of dotted.split('.')) {
+    if (Array.isArray(node)) node = /^\d+$/.test(key) ? node[Number(key)] : undefined;
+    else node = isMapping(node) && Object.hasOwn(node, key) ? node[key] : undefined;
+  }
+  return node !== undefined;
 }
 
 /**
@@ -285,7 +296,7 @@ export function loadConfig(options: LoadConfigOptions = {}): AttuneConfig {
         .join('\n')}`,
     );
   }
-  return result.data;
+  return fitToEmbeddedModel(result.data, (key) => written(tree, key));
 }
 
 export function configErrorFrom(error: unknown): string {

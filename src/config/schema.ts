@@ -59,7 +59,11 @@ const endpointFields = {
     .describe(
       'Tokens-per-minute budget (prompt and completion, as providers count them), split evenly among the live worker processes like requestsPerSecond; absent = none. A call is charged its estimate (prompt chars / 4 + maxTokens) before it starts, waits while the budget is spent, and is settled with the usage its response reports.',
     ),
-  timeoutMs: callFields.timeoutMs.default(120_000),
+  timeoutMs: callFields.timeoutMs
+    .default(120_000)
+    .describe(
+      'HTTP timeout of one call, in ms. Unset for the embedded model server: `localLlm.requestTimeoutMs` + 5 s, so the server answers first.',
+    ),
   retry: retryPolicySchema
     .prefault({})
     .describe("Temporal retry policy of the endpoint's activities: 429, 5xx and timeouts."),
@@ -308,7 +312,9 @@ export const configSchema = z
             'at most 500: each dialogue in flight is a pending child workflow, and Temporal allows 2,000 per workflow',
           )
           .default(8)
-          .describe('Dialogues in flight at once.'),
+          .describe(
+            'Dialogues in flight at once. Unset while the policy or the simulator is the embedded model server: `localLlm.parallel` (src/config/embeddedModelFit.ts).',
+          ),
         seed: z.number().int().min(0).default(1234).describe("Seed of the evaluation's dialogues."),
         repeats: z
           .number()

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Connection } from '@temporalio/client';
+import { stopsWithThisProcess } from '../childWatchdog.js';
 import { findTemporalCli } from './cliBinary.js';
 import { plainConnectionOptions, type TemporalConnectionOptions } from './connectionOptions.js';
 import { devServerSearchAttributeArgs } from './searchAttributes.js';
@@ -185,7 +186,7 @@ export class DevServer {
       ...(this.options.headless ? ['--headless'] : ['--ui-port', String(this.options.uiPort), '--ui-ip', '127.0.0.1']),
     ];
     this.output = '';
-    const child = spawn(findTemporalCli(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = stopsWithThisProcess(spawn(findTemporalCli(), args, { stdio: ['ignore', 'pipe', 'pipe'] }));
     this.child = child;
     const keep = (chunk: Buffer) => {
       if (this.output.length < 64_000) this.output += chunk.toString();

@@ -35,6 +35,8 @@ export const unknownSinceKey = (run: JournalledRun) => `${turnJournalRunPrefix(r
  */
 export class TurnJournalSweeper {
   private readonly pending = new Set<Promise<void>>();
+  /** Runs whose last activity said they are ending and whose journal is not gone yet. */
+  private readonly ending = new Map<string, JournalledRun>();
   private readonly waits = new Set<() => void>();
   private periodic: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -53,6 +55,8 @@ export class TurnJournalSweeper {
    */
   afterClose(run: JournalledRun): Promise<boolean> {
     // Resolves, never rejects: every failure is logged or counted as "not yet".
+    const key = `${run.workflowId}/${run.runId}`;
+    this.ending.set(key, run);
     const work = (async () => {
       // Rollouts without local turns have no journal: no need to ask the server about them.
       if ((await this.store.list(turnJournalRunPrefix(run)).catch(() => ['unknown'])).length === 0) return false;
@@ -63,7 +67,7 @@ export class TurnJournalSweeper {
         if (Date.now() + delayMs * 2 > deadline) return false;
       }
       return false;
-    })();
+    })().finally(() => this.ending.delete(key));
     this.track(work.then(() => undefined));
     return work;
   }
@@ -84,12 +88,18 @@ export class TurnJournalSweeper {
     });
   }
 
-  /** Every journal in the store: those of closed runs go; closed markers go once they are old enough. */
-  async sweep(): Promise<{ removed: number; kept: number }> {
+  /**
+   * Every journal in the store: those of closed runs go; closed markers go once they are old enough.
+   * Past `until` (a Date.now() time) it asks about no more runs: a stopping worker's last pass ends there.
+   */
+  async sweep(until = Infinity): Promise<{ removed: number; kept: number }> {
     const keys = await this.store.list('journals/');
     const runs = journalledRuns(keys);
     let removed = 0;
-    for (const run of runs) if (await this.removeIfClosed(run)) removed++;
+    for (const run of runs) {
+      if (Date.now() > until) return { removed, kept: runs.length - removed };
+      if (await this.removeIfClosed(run)) removed++;
+    }
     for (const run of closedJournalRuns(keys)) await this.removeMarkerIfOld(run);
     return { removed, kept: runs.length - removed };
   }
@@ -112,16 +122,29 @@ export class TurnJournalSweeper {
   }
 
   /**
-   * Stops checking, and waits for the checks in flight for at most `LIMITS.turnJournalStopWaitMs`:
-   * a store that hangs (an S3 outage) must not hold up the worker's shutdown, and a removal cut
-   * short is done again by the next sweep.
+   * Stops checking, after one last look: first at the runs that said they were ending, then a sweep of
+   * the store (runs that failed meanwhile), both within the wait below. The last dialogues of a command
+   * that stops its workers next (`npm run demo`, `attune eval`) are closed by then, and no sweep of
+   * this worker would come for them (the next periodic one is 10 minutes on). Waits for the checks in flight for at most
+   * `LIMITS.turnJournalStopWaitMs`: a store that hangs (an S3 outage) must not hold up the worker's
+   * shutdown, and a removal cut short is done again by the next sweep.
    */
   async stop(): Promise<void> {
+    const lastLook = [...this.ending.values()];
     this.stopped = true;
     if (this.periodic) clearInterval(this.periodic);
     this.periodic = null;
     for (const wake of this.waits) wake();
     this.waits.clear();
+    const until = Date.now() + LIMITS.turnJournalStopWaitMs;
+    this.track(
+      Promise.all(lastLook.map((run) => this.removeIfClosed(run)))
+        .then(() => this.sweep(until))
+        .then(
+          () => undefined,
+          () => undefined,
+        ),
+    );
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all([...this.pending]),

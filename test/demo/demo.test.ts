@@ -4,6 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { journalledRuns } from '../../src/activities/turnJournal.js';
+import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import { freePort } from '../../src/temporal/devServer.js';
 
@@ -130,6 +132,9 @@ describe('the embedded-default demo (reduced: one step)', function () {
       .trim()
       .split('\n');
     assert.equal(metrics.length, 1);
+    // Its workers' last look removed the journals of its dialogues (a closed marker may stay a day).
+    const journals = await new FileArtifactStore(join(demo.home, 'artifacts')).list('journals/');
+    assert.deepEqual(journalledRuns(journals), [], journals.join('\n'));
     for (const port of demo.ports) assert.equal(await listening(port), false, `port ${port} still listening`);
   });
 

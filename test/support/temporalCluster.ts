@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../../src/paths.js';
+import { processAlive } from './processAlive.js';
 
 /**
  * The Temporal cluster on PostgreSQL that `npm run test:postgres` brings up (scripts/temporal-cluster/):
@@ -33,15 +34,6 @@ function servicePid(state: string, service: ClusterService): number {
   return Number(readFileSync(join(state, 'pids', `${service}.pid`), 'utf8').trim());
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * SIGKILLs one service of the cluster and starts it again with the same config (a crash and a
  * restart); checks that the old process is gone and a new one runs.
@@ -51,6 +43,6 @@ export async function restartClusterService(service: ClusterService, env: NodeJS
   const before = servicePid(state, service);
   await promisify(execFile)('bash', [SERVICE_SCRIPT, 'restart', state, service]);
   const after = servicePid(state, service);
-  if (alive(before) || after === before || !alive(after))
+  if (processAlive(before) || after === before || !processAlive(after))
     throw new Error(`${service}: restart did not replace process ${before} (now ${after})`);
 }

@@ -124,6 +124,39 @@ describe('turn journal sweeper', () => {
     assert.equal(journalledRuns(await store.list('journals/')).length, 1);
   });
 
+  it('stop: one last look (the runs that said they were ending, then the store) removes the journals of the runs closed by then (real dev server)', async () => {
+    // What a command that stops its workers right after its last dialogues (npm run demo) leaves.
+    const env = await sharedTestEnv();
+    const handle = await env.client.workflow.start('sweeperNoSuchWorkflow', {
+      taskQueue: `sweeper-nobody-${Date.now()}`,
+      workflowId: `sweeper-last-look-${Date.now()}`,
+    });
+    const closed = run(handle.workflowId, handle.firstExecutionRunId);
+    await handle.terminate('its dialogue is over');
+    const still = await env.client.workflow.start('sweeperNoSuchWorkflow', {
+      taskQueue: `sweeper-nobody-${Date.now()}`,
+      workflowId: `sweeper-still-open-${Date.now()}`,
+    });
+    const open = run(still.workflowId, still.firstExecutionRunId);
+    // A dialogue that failed: its run never said it was ending, and the next periodic sweep is 10 minutes on.
+    const failedHandle = await env.client.workflow.start('sweeperNoSuchWorkflow', {
+      taskQueue: `sweeper-nobody-${Date.now()}`,
+      workflowId: `sweeper-failed-${Date.now()}`,
+    });
+    await failedHandle.terminate('its dialogue failed');
+    const failed = run(failedHandle.workflowId, failedHandle.firstExecutionRunId);
+    await journal(closed);
+    await journal(open);
+    await journal(failed);
+    const sweeper = new TurnJournalSweeper(store, runStateVia(env.nativeConnection, env.namespace ?? 'default'), quiet);
+    const removed = [sweeper.afterClose(closed), sweeper.afterClose(open)];
+    await sweeper.stop();
+    await Promise.all(removed);
+    assert.deepEqual(journalledRuns(await store.list('journals/')), [open], 'the open run keeps its journal');
+    assert.ok((await store.list('journals/')).includes(turnJournalClosedKey(closed)), 'the closed one left its marker');
+    await still.terminate('the test is done with it');
+  });
+
   it('a run is closed only for a status that says so: paused, running, unspecified or no info keep the journal', () => {
     const S = temporal.api.enums.v1.WorkflowExecutionStatus;
     const closed = ['COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED', 'CONTINUED_AS_NEW', 'TIMED_OUT'] as const;

@@ -4,11 +4,12 @@ import { connectTemporal, connectWorkerSide, devServerAddress } from '../../temp
 import { installTemporalLogging } from '../../temporal/runtimeLogging.js';
 import { createLlmIoWorkers } from '../../workers/llmIoWorkers.js';
 import { createOptimizerWorker } from '../../workers/optimizerWorker.js';
-import { runWorkers, shutdownWorkers } from '../../workers/runWorkers.js';
+import { runWorkers } from '../../workers/runWorkers.js';
 import { CONFIG_FLAGS, flagHelp, parseCommand } from '../args.js';
 import { commandContext, untilSignal } from '../context.js';
 import { ensureLocalModels } from '../localModels.js';
 import { ensureLocalTrainer } from '../localTrainer.js';
+import { stopDevEnvironment } from '../stopDevEnvironment.js';
 
 export const DEV_FLAGS = CONFIG_FLAGS;
 
@@ -70,11 +71,6 @@ export async function devCommand(argv: string[]): Promise<number> {
   );
   const signal = await Promise.race([running.then(() => null), untilSignal()]);
   log.info('stopping', { signal });
-  shutdownWorkers(workers);
-  await running.catch((error: unknown) => log.error('worker failed', { error: String(error) }));
-  await connection.close();
-  await temporal.close();
-  await trainer.close();
-  await models.close();
+  await stopDevEnvironment({ workers, running, connection, temporal, trainer, models, log });
   return 0;
 }
