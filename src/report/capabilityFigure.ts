@@ -1,7 +1,7 @@
 /** The run page's capability retention: each suite's score (share solved) beside the Sentient score, from the base on. */
 import type { CapabilityStepScore } from '../core/capability/retention.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
-import { figure } from './cards.js';
+import { figure, legendItemsOf } from './cards.js';
 import { lineChart, type LineSeries } from './charts.js';
 import type { SafeHtml } from './html.js';
 import type { RunChartData } from './runCharts.js';
@@ -61,7 +61,7 @@ export function capabilityFigure({ steps, plotted, wide }: RunChartData): SafeHt
     "share of each capability suite's problems solved (band: 95 % Wilson interval; step 0: the base policy) beside the Sentient score, on the same versions",
     'capability-retention',
     chart,
-    series.map((s) => ({ name: s.name, color: s.color, ...(s.dashed ? { dashed: true } : {}) })),
+    legendItemsOf(series),
     true,
   );
 }

@@ -7,6 +7,10 @@ export interface LegendItem {
   dashed?: boolean;
 }
 
+/** The legend of a chart's series: their names and colours, dashed where the line is. */
+export const legendItemsOf = (series: readonly { name: string; color: string; dashed?: boolean | undefined }[]) =>
+  series.map((s): LegendItem => ({ name: s.name, color: s.color, ...(s.dashed ? { dashed: true } : {}) }));
+
 export function legend(series: LegendItem[]): SafeHtml {
   return html`<div class="legend">${series.map((s) => html`<span><span class="swatch ${s.dashed ? 'dash' : 'line'}" style="${s.dashed ? `color:${s.color}` : `background:${s.color}`}"></span>${s.name}</span>`)}</div>`;
 }

@@ -1,7 +1,7 @@
 /** The run page's charts: reward, Sentient score, success / failure rates and the trainer's figures, over steps. */
 import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { lineChart, type LineChartOptions, type LineSeries, type Point } from './charts.js';
-import { empty, figure } from './cards.js';
+import { empty, figure, legendItemsOf } from './cards.js';
 import { html, type SafeHtml } from './html.js';
 import { SERIES, STATE_COLORS } from './theme.js';
 
@@ -172,7 +172,7 @@ export function rateFigure({ steps, wide }: RunChartData): SafeHtml {
     "share of the step's dialogues reaching 100, ending below 10, and with malformed policy output",
     'success-failure',
     chart,
-    series.map((s) => ({ name: s.name, color: s.color, ...(s.dashed ? { dashed: true } : {}) })),
+    legendItemsOf(series),
     true,
   );
 }
@@ -185,7 +185,7 @@ function smallFigure(data: RunChartData, title: string, caption: string, png: st
     caption,
     png,
     hasData ? lineChart({ ...data.half, ariaLabel: title, series }) : empty('No values recorded.'),
-    series.map((s) => ({ name: s.name, color: s.color, ...(s.dashed ? { dashed: true } : {}) })),
+    legendItemsOf(series),
   );
 }
 

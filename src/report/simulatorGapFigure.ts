@@ -1,6 +1,6 @@
 /** The run page's held-out gap: each simulator's Sentient score per evaluation step, and the gaps between them. */
 import type { StepMetricsRecord } from '../core/runMetrics.js';
-import { figure } from './cards.js';
+import { figure, legendItemsOf } from './cards.js';
 import { lineChart, type LineSeries } from './charts.js';
 import type { SafeHtml } from './html.js';
 import type { RunChartData } from './runCharts.js';
@@ -70,7 +70,7 @@ export function simulatorGapFigure({ steps, wide }: RunChartData): SafeHtml | ''
     "each simulator's Sentient score per evaluation; dashed: the training simulator's score less the held-out one's",
     'simulator-gap',
     chart,
-    series.map((s) => ({ name: s.name, color: s.color, ...(s.dashed ? { dashed: true } : {}) })),
+    legendItemsOf(series),
     true,
   );
 }

@@ -55,7 +55,7 @@ export class TurnJournalSweeper {
    */
   afterClose(run: JournalledRun): Promise<boolean> {
     // Resolves, never rejects: every failure is logged or counted as "not yet".
-    const key = `${run.workflowId}/${run.runId}`;
+    const key = turnJournalRunPrefix(run);
     this.ending.set(key, run);
     const work = (async () => {
       // Rollouts without local turns have no journal: no need to ask the server about them.
@@ -125,9 +125,9 @@ export class TurnJournalSweeper {
    * Stops checking, after one last look: first at the runs that said they were ending, then a sweep of
    * the store (runs that failed meanwhile), both within the wait below. The last dialogues of a command
    * that stops its workers next (`npm run demo`, `attune eval`) are closed by then, and no sweep of
-   * this worker would come for them (the next periodic one is 10 minutes on). Waits for the checks in flight for at most
-   * `LIMITS.turnJournalStopWaitMs`: a store that hangs (an S3 outage) must not hold up the worker's
-   * shutdown, and a removal cut short is done again by the next sweep.
+   * this worker would come for them (the next periodic one is 10 minutes on). Waits for the checks in
+   * flight for at most `LIMITS.turnJournalStopWaitMs`: a store that hangs (an S3 outage) must not hold
+   * up the worker's shutdown, and a removal cut short is done again by the next sweep.
    */
   async stop(): Promise<void> {
     const lastLook = [...this.ending.values()];
