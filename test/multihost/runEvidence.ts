@@ -46,8 +46,10 @@ export class RunEvidence {
 
   /**
    * Every retried activity attempt in the run's workflow and all its child workflows (rollouts,
-   * evaluations), and how many tasks each worker identity (`pid@host`) ran: activities, and workflow
-   * tasks (which carry the local activities a rollout with local calls runs, as markers).
+   * evaluations), and how many tasks each worker identity (`pid@host`) took: activities, and workflow
+   * tasks (which carry the local activities a rollout with local calls runs, as markers). A workflow task
+   * counts when it started, not when it completed: a worker killed while holding dialogues may have
+   * completed none of their tasks yet, and it still ran the run's calls.
    */
   async retries(
     run: string,
@@ -73,8 +75,8 @@ export class RunEvidence {
         if (event.eventType === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED) {
           const child = event.childWorkflowExecutionStartedEventAttributes?.workflowExecution?.workflowId;
           if (child) pending.push({ id: child });
-        } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
-          ran(event.workflowTaskCompletedEventAttributes?.identity);
+        } else if (event.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
+          ran(event.workflowTaskStartedEventAttributes?.identity);
         } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) {
           scheduled.set(eventId, event.activityTaskScheduledEventAttributes?.activityType?.name ?? '?');
         } else if (event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED) {
