@@ -56,21 +56,32 @@ async function calibrate(options: Options, facade: VllmFacade): Promise<Calibrat
 
 async function measureAll(options: Options, facade: VllmFacade, rolloutSeconds: number): Promise<Measured[]> {
   const measured: Measured[] = [];
-  for (const tOverR of options.ratios) {
-    const padSeconds = tOverR * rolloutSeconds;
-    await withPaddedRig(options, options.steps, padSeconds, facade, async (rig) => {
-      for (const staleness of options.staleness) {
-        const run = `pipe-r${String(tOverR).replace('.', 'p')}-s${staleness}-${process.pid}`;
-        progress(`T/R ${tOverR} (T = ${padSeconds.toFixed(2)} s), staleness ${staleness}: ${options.steps} steps`);
-        const result = await runTraining(rig, run, staleness);
-        for (const p of result.phases ?? []) progress(`  ${phaseLine(p)}`);
-        progress(
-          `  ${result.stepsPerHour.toFixed(0)} steps/hour, ${result.secondsPerStep.toFixed(2)} s/step, wall ${result.wallS.toFixed(1)} s, intervals ${result.stepIntervalsS.map((x) => x.toFixed(2)).join(' ')}`,
-        );
-        measured.push({ staleness, tOverR, padSeconds, result });
-      }
-    });
-  }
+  for (const weights of options.weights)
+    for (const tOverR of options.ratios) {
+      const padSeconds = tOverR * rolloutSeconds;
+      await withPaddedRig(
+        options,
+        options.steps,
+        padSeconds,
+        facade,
+        async (rig) => {
+          for (const staleness of options.staleness) {
+            const tag = weights === 'lora' ? '' : `-${weights}`;
+            const run = `pipe-r${String(tOverR).replace('.', 'p')}-s${staleness}${tag}-${process.pid}`;
+            progress(
+              `${weights} weights, T/R ${tOverR} (T = ${padSeconds.toFixed(2)} s), staleness ${staleness}: ${options.steps} steps`,
+            );
+            const result = await runTraining(rig, run, staleness);
+            for (const p of result.phases ?? []) progress(`  ${phaseLine(p)}`);
+            progress(
+              `  ${result.stepsPerHour.toFixed(0)} steps/hour, ${result.secondsPerStep.toFixed(2)} s/step, wall ${result.wallS.toFixed(1)} s, intervals ${result.stepIntervalsS.map((x) => x.toFixed(2)).join(' ')}`,
+            );
+            measured.push({ weights, staleness, tOverR, padSeconds, result });
+          }
+        },
+        weights,
+      );
+    }
   return measured;
 }
 

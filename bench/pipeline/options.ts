@@ -14,6 +14,10 @@ Usage: npm run bench:pipeline [-- options]
   --staleness LIST    training.maxStaleness values (default 0,1,2); 0 is always run, it is the
                       baseline of speedup; a value > 0 is passed as training.maxStaleness=S
   --ratios LIST       T/R values, optimizer step time over rollout time (default 0.5,1,2)
+  --weights LIST      what each step publishes to the stand-in vLLM (default lora): lora (an adapter
+                      per version), full (full weights reloaded in place; staleness > 0 is then
+                      in-flight updates: the reload lands under the next step's dialogues)
+  --reload-ms MS      full weights: how long the stand-in vLLM's reload takes (default 2000)
   --steps N           training steps per run, at least 3 (default 12; --quick 6)
   --calibration-steps N  steps of the calibration run that measures R (default 4)
   --latency MS        fake LLM latency per call, policy and simulator (default 1000)
@@ -32,10 +36,15 @@ sampling never waits for the trainer. Throughput: steady-state steps per hour fr
 records' times, (n - 1) / (last - first), so a pipeline's fill is not counted.
 Progress on stderr; a table on stdout and the JSON file.`;
 
+export const WEIGHTS = ['lora', 'full'] as const;
+export type Weights = (typeof WEIGHTS)[number];
+
 export interface Options {
   quick: boolean;
   staleness: number[];
   ratios: number[];
+  weights: Weights[];
+  reloadMs: number;
   steps: number;
   calibrationSteps: number;
   latencyMs: number;
@@ -58,6 +67,13 @@ function integer(flag: string, text: string, min: number): number {
   return n;
 }
 
+function weightsList(text: string): Weights[] {
+  const values = text.split(',').map((part) => part.trim());
+  const bad = values.find((w) => !(WEIGHTS as readonly string[]).includes(w));
+  if (bad !== undefined) throw new Error(`--weights: ${JSON.stringify(bad)} is not one of ${WEIGHTS.join(', ')}`);
+  return [...new Set(values as Weights[])];
+}
+
 /** Parses argv; `null` when --help was asked for. */
 export function parseOptions(argv: string[]): Options | null {
   const { values } = parseArgs({
@@ -66,6 +82,8 @@ export function parseOptions(argv: string[]): Options | null {
       quick: { type: 'boolean', default: false },
       staleness: { type: 'string', default: '0,1,2' },
       ratios: { type: 'string', default: '0.5,1,2' },
+      weights: { type: 'string', default: 'lora' },
+      'reload-ms': { type: 'string', default: '2000' },
       steps: { type: 'string' },
       'calibration-steps': { type: 'string', default: '4' },
       latency: { type: 'string' },
@@ -83,6 +101,8 @@ export function parseOptions(argv: string[]): Options | null {
     quick,
     staleness: [...new Set([0, ...staleness])].sort((a, b) => a - b),
     ratios: list('ratios', values.ratios, (n) => Number.isFinite(n) && n > 0),
+    weights: weightsList(values.weights),
+    reloadMs: integer('reload-ms', values['reload-ms'], 0),
     steps: integer('steps', values.steps ?? (quick ? '6' : '12'), 3),
     calibrationSteps: integer('calibration-steps', values['calibration-steps'], 2),
     latencyMs: integer('latency', values.latency ?? '1000', 0),

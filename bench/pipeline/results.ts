@@ -1,5 +1,5 @@
 import { cpus, platform, release, totalmem } from 'node:os';
-import type { Options } from './options.js';
+import type { Options, Weights } from './options.js';
 import type { RunResult } from './pipelineRun.js';
 import { limitSpeedup } from './throughput.js';
 
@@ -15,9 +15,12 @@ export interface Row {
   min_step_seconds: number;
   trainer_seconds_mean: number;
   step_intervals_s: number[];
+  /** What each step published: a LoRA adapter, or full weights (staleness > 0: in-flight updates). */
+  weights: Weights;
 }
 
 export interface Measured {
+  weights: Weights;
   staleness: number;
   tOverR: number;
   padSeconds: number;
@@ -26,11 +29,11 @@ export interface Measured {
 
 const round = (x: number, digits = 3) => Number(x.toFixed(digits));
 
-/** Rows in measurement order; speedup against staleness 0 at the same T/R (always measured). */
+/** Rows in measurement order; speedup against staleness 0 of the same weights at the same T/R (always measured). */
 export function toRows(measured: Measured[], rolloutSeconds: number): Row[] {
   return measured.map((m) => {
-    const base = measured.find((b) => b.staleness === 0 && b.tOverR === m.tOverR);
-    if (!base) throw new Error(`no staleness-0 run for T/R ${m.tOverR}`);
+    const base = measured.find((b) => b.staleness === 0 && b.tOverR === m.tOverR && b.weights === m.weights);
+    if (!base) throw new Error(`no staleness-0 run for T/R ${m.tOverR} (${m.weights})`);
     return {
       staleness: m.staleness,
       t_over_r: m.tOverR,
@@ -42,6 +45,7 @@ export function toRows(measured: Measured[], rolloutSeconds: number): Row[] {
       min_step_seconds: round(m.padSeconds),
       trainer_seconds_mean: round(m.result.trainerSecondsMean),
       step_intervals_s: m.result.stepIntervalsS.map((s) => round(s, 2)),
+      weights: m.weights,
     };
   });
 }
@@ -50,11 +54,11 @@ export function table(rows: Row[], rolloutSeconds: number): string {
   const lines = [
     `R (rollout seconds per step, calibration) = ${rolloutSeconds.toFixed(2)}`,
     '',
-    'T/R   staleness |      T s | steps/hour  s/step | speedup  limit | trainer s  wall s',
+    'weights T/R   staleness |      T s | steps/hour  s/step | speedup  limit | trainer s  wall s',
   ];
   for (const r of rows) {
     lines.push(
-      `${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)}`,
+      `${r.weights.padEnd(7)} ${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)}`,
     );
   }
   return lines.join('\n');

@@ -2,14 +2,14 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../src/paths.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../../test/support/trainingRig.js';
 import { tuneFakeServer } from '../orchestration/fakeServer.js';
-import type { Options } from './options.js';
+import type { Options, Weights } from './options.js';
 import type { VllmFacade } from './vllmFacade.js';
 
 /** The trainer's benchmark knob (trainer/src/attune_trainer/update/step_pad.py): each step takes at least this many seconds. */
 const STEP_PAD_ENV = 'ATTUNE_TRAINER_MIN_STEP_SECONDS';
 
 /** The config of every run: the tiny trainer, the fake for both roles, the policy published as on vLLM. */
-export function runSettings(options: Options, steps: number, facade: VllmFacade): string[] {
+export function runSettings(options: Options, steps: number, facade: VllmFacade, weights: Weights = 'lora'): string[] {
   return [
     ...TINY_TRAINING('grpo', steps),
     'training.evalEvery=0',
@@ -18,7 +18,8 @@ export function runSettings(options: Options, steps: number, facade: VllmFacade)
     `training.dialogue.maxTurns=${options.turns}`,
     `training.maxInFlight=${options.scenarios * options.samples}`,
     'training.publish.mode=vllm',
-    'training.lora.r=8', // vLLM loads LoRA adapters only
+    // lora: an adapter per version; full (no training.lora): the weights reloaded in place
+    ...(weights === 'lora' ? ['training.lora.r=8'] : []),
     `policy.baseURL=${facade.url}`,
     'policy.logprobs=off',
   ];
@@ -34,9 +35,11 @@ export async function withPaddedRig<T>(
   padSeconds: number,
   facade: VllmFacade,
   body: (rig: TrainingRig) => Promise<T>,
+  weights: Weights = 'lora',
 ): Promise<T> {
+  facade.fullWeights.reloadMs = options.reloadMs;
   const rig = await createTrainingRig({
-    set: runSettings(options, steps, facade),
+    set: runSettings(options, steps, facade, weights),
     // emotion change 0: no dialogue ends early, so every step has the same number of calls
     behaviour: { latencyMs: options.latencyMs, analysis: () => ({ emotionChange: 0 }) },
     trainerEnv: {

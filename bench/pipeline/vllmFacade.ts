@@ -1,16 +1,20 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { FakeFullWeights } from '../../test/support/fakeFullWeights.js';
 
 /**
  * A stand-in for a vLLM policy server in front of the fake OpenAI server: it accepts the runtime
  * LoRA loads that `training.publish.mode: vllm` makes (`POST /v1/load_lora_adapter`), lists the loaded
  * names in `GET /v1/models`, and forwards chat completions to the fake. With it the policy is the
  * fake at its latency and sampling never touches the trainer, as with a separate inference server,
- * so rollouts and optimizer steps can overlap.
+ * so rollouts and optimizer steps can overlap. Full weights: vLLM's RL routes as the tests' fake
+ * serves them (`fullWeights`: pause modes, weight labels), a reload taking `fullWeights.reloadMs`,
+ * and the forwarded completions held by a pause as vLLM's scheduler holds them.
  */
 export class VllmFacade {
   /** The fake's base URL (…/v1) chat completions are forwarded to; set before a run starts. */
   target = '';
+  readonly fullWeights = new FakeFullWeights();
   private readonly loaded = new Set<string>();
 
   private constructor(
@@ -45,6 +49,7 @@ export class VllmFacade {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString('utf8');
+    if (this.fullWeights.handle(req.method ?? '', req.url ?? '', body, res, send)) return;
     if (req.method === 'GET' && req.url === '/v1/models') {
       const ids = [this.baseModel, ...this.loaded];
       return send(res, 200, { object: 'list', data: ids.map((id) => ({ id, object: 'model' })) });
@@ -58,13 +63,16 @@ export class VllmFacade {
     }
     if (req.method === 'POST' && req.url === '/v1/chat/completions') {
       if (!this.target) return send(res, 503, { error: { message: 'facade: no target set' } });
-      const forwarded = await fetch(`${this.target}/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
+      const { value } = await this.fullWeights.generation(async () => {
+        const forwarded = await fetch(`${this.target}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
+        return { status: forwarded.status, text: await forwarded.text() };
       });
-      res.writeHead(forwarded.status, { 'content-type': 'application/json' });
-      res.end(await forwarded.text());
+      res.writeHead(value.status, { 'content-type': 'application/json' });
+      res.end(value.text);
       return;
     }
     send(res, 404, { error: { message: `facade: no route ${req.method} ${req.url}` } });

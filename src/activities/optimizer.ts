@@ -6,11 +6,12 @@ import type { TrainerStepMetrics } from '../core/runMetrics.js';
 import type { Hyperparameters, LoraSpec } from '../core/training/trainingSettingsSchema.js';
 import { FINAL_CREDIT, type CreditSettings } from '../core/training/credit.js';
 import { replySignals, type ReplySignals } from '../core/training/replySignals.js';
-import { samplesFromTranscript, trainerCredit } from '../core/training/samples.js';
+import { samplesFromTranscript, trainerCredit, type TrainerSample } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS, nextSameErrorRun, type SameErrorRun } from '../core/training/sameTrainerError.js';
 import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from '../trainer/trainerClient.js';
+import { versionStep } from '../vllm/adapters.js';
 
 const log = createLogger({ component: 'optimizer' });
 
@@ -119,17 +120,46 @@ function asFailure(error: unknown): unknown {
     : ApplicationFailure.retryable(error.message, 'TrainerError');
 }
 
-/** The step's dialogues as the trainer's samples, and the policy's replies (for the guardrails' signals). */
+/**
+ * The step's dialogues as the trainer's samples, and the policy's replies (for the guardrails' signals).
+ * Each sample's `policy_version` is the step its turn was sampled from: the version a full-weight
+ * turn recorded (vLLM's, which with in-flight updates may be newer than the one the step's rollouts
+ * started on), else the step's `policyVersion`.
+ */
 async function stepSamples(store: ArtifactStore, input: OptimizerStepInput) {
-  const samples = [];
+  const samples: (TrainerSample & { policy_version?: number })[] = [];
   const replies: string[] = [];
   for (const rollout of input.rollouts) {
     const transcript = await store.getJson<Transcript>(rollout.artifact);
     replies.push(...transcript.turns.map((t) => t.policy.reply));
-    for (const sample of samplesFromTranscript(transcript, rollout.group))
-      samples.push(input.policyVersion === undefined ? sample : { ...sample, policy_version: input.policyVersion });
+    samplesFromTranscript(transcript, rollout.group).forEach((sample, i) => {
+      const version = turnPolicyVersion(input, transcript.turns[i]!.policy.weightVersion, rollout.artifact);
+      samples.push(version === undefined ? sample : { ...sample, policy_version: version });
+    });
   }
   return { samples, replies };
+}
+
+/**
+ * The step a turn was sampled from: its recorded full-weight version of this run, else the step's.
+ * A turn older than the version the step's rollouts started on (`policyVersion`, which the workflow
+ * keeps within `maxStaleness`) or newer than the weights this step updates is refused, never
+ * trained on silently (`StaleTurn`).
+ */
+function turnPolicyVersion(
+  input: OptimizerStepInput,
+  weightVersion: string | undefined,
+  artifact: string,
+): number | undefined {
+  const recorded = weightVersion === undefined ? null : versionStep(input.runName, weightVersion);
+  if (recorded === null || input.policyVersion === undefined) return input.policyVersion;
+  if (recorded < input.policyVersion || recorded > input.step - 1)
+    throw ApplicationFailure.nonRetryable(
+      `${artifact}: a turn sampled by ${weightVersion}, outside the versions step ${input.step} may train on ` +
+        `(${input.runName}@${input.policyVersion} to ${input.runName}@${input.step - 1})`,
+      'StaleTurn',
+    );
+  return recorded;
 }
 
 /** The trainer's step request: the samples, the credit that shares their rewards out, any live overrides. */

@@ -7,7 +7,6 @@ import { replicaOrder } from '../core/replicaChoice.js';
 import { createLogger } from '../log.js';
 import { isModelMissing, withVersionReload } from '../vllm/republish.js';
 import { withServedWeights } from '../vllm/servedWeights.js';
-import type { ChatResponse } from './chatCompletion.js';
 
 const log = createLogger({ component: 'policy' });
 
@@ -27,10 +26,10 @@ function replicaCannotServe(error: unknown): boolean {
  * it; any other failure, or the last replica's, is the call's. `last`: no replica is left after this
  * one (the call then waits for a replica's publisher rather than fail at once).
  */
-async function onReplicas(
+async function onReplicas<T>(
   input: PolicyTurnInput,
-  call: (endpoint: PolicyTurnInput['endpoint'], last: boolean) => Promise<ChatResponse>,
-): Promise<ChatResponse> {
+  call: (endpoint: PolicyTurnInput['endpoint'], last: boolean) => Promise<T>,
+): Promise<T> {
   const order = replicaOrder(input.endpoint, input.seed);
   for (let i = 0; ; i++) {
     const endpoint = { ...input.endpoint, baseURL: order[i]! };
@@ -50,8 +49,8 @@ async function onReplicas(
 /** One policy turn: a chat completion, then the think-then-say split. A malformed output is a result, not an error. */
 export async function generatePolicyTurn(input: PolicyTurnInput): Promise<PolicyTurnResult> {
   // A version a restarted vLLM lost is published again from the trainer's checkpoint, then asked again.
-  // A full-weight run's call is made on the version it records (see withServedWeights).
-  const response = await onReplicas(input, (endpoint, last) =>
+  // A full-weight run's turn records the version vLLM served from the call's start to its end (see withServedWeights).
+  const { value: response, weightVersion } = await onReplicas(input, (endpoint, last) =>
     withServedWeights(
       endpoint,
       () =>
@@ -61,7 +60,6 @@ export async function generatePolicyTurn(input: PolicyTurnInput): Promise<Policy
       { waitForPublisher: last },
     ),
   );
-  const weightVersion = input.endpoint.weightVersion;
   const parsed = parsePolicyOutput(response.content, input.think);
   return {
     raw: response.content,

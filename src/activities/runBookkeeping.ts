@@ -8,7 +8,7 @@ import type { NcclRendezvous } from '../core/training/fullWeightsTransport.js';
 import type { TrainerEndpoint } from '../trainer/trainerClient.js';
 import { versionStep } from '../vllm/adapters.js';
 import { checkpointReload } from '../vllm/checkpointReload.js';
-import { publishFullWeights } from '../vllm/fullWeights.js';
+import { publishFullWeights, type FullWeightsPause } from '../vllm/fullWeights.js';
 import type { FullWeightsTransport } from '../vllm/fullWeightsTransport.js';
 import { ncclTransfer } from '../vllm/ncclTransfer.js';
 import { loadLoraAdapter } from '../vllm/load.js';
@@ -37,6 +37,11 @@ export interface PublishInput {
    * the run whose step `version` names, and the group. Absent: vLLM reloads `exportPath`.
    */
   nccl?: { trainer: TrainerEndpoint; runName: string; rendezvous: NcclRendezvous };
+  /**
+   * `weights: full`: `keep` freezes the calls in flight across the reload (in-flight updates,
+   * `training.maxStaleness` >= 1; see publishFullWeights). Absent: `wait`, they finish first.
+   */
+  pause?: FullWeightsPause;
 }
 
 export interface PublishResult {
@@ -98,6 +103,7 @@ async function publishFullWeightsStep(input: PublishInput, startedAtMs: number):
     { base, headers, apiKeyEnv: input.apiKeyEnv },
     input.version,
     fullWeightsTransportOf(input, input.exportPath),
+    input.pause ? { pause: input.pause } : {},
   );
   const firstTokenAtMs = await firstTokenAt(base, headers, input.servedModel);
   return {

@@ -60,30 +60,25 @@ export function checkKeptCheckpoints(
 }
 
 /**
- * Publishing to vLLM: a LoRA run loads its adapters, whose rank the server must accept; a full
- * fine-tuning run reloads vLLM's weights in place, which holds one version at a time. So full
- * weights need `maxStaleness` 0 (a step's update waits until the dialogues of the version before
- * it are done); on `policy.replicas` each replica's publisher fetches and reloads them.
+ * Publishing to vLLM: a LoRA run loads its adapters, whose rank the server must accept. A full
+ * fine-tuning run reloads vLLM's weights in place, one version at a time: with `maxStaleness` 0 a
+ * step's dialogues wait for the reload; with 1 or more the reload lands while the next step's
+ * dialogues run (in-flight updates: their calls take any version from the one the step started on,
+ * record the one vLLM served, and a call that straddled the reload is asked again; see
+ * servedWeights.ts). The checkpoints that window samples are kept (checkKeptCheckpoints, and
+ * trainerHyperparameters' `export_keep`). On `policy.replicas` each replica's publisher fetches and
+ * reloads them.
  */
 export function checkVllmPublish(
   config: {
     policy: { maxLoraRank: number };
-    training: { publish: { mode: string }; lora: { r: number } | null; maxStaleness: number };
+    training: { publish: { mode: string }; lora: { r: number } | null };
   },
   ctx: z.RefinementCtx,
 ): void {
   const { publish, lora } = config.training;
-  if (publish.mode !== 'vllm') return;
-  if (lora === null) {
-    if (config.training.maxStaleness > 0)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['training', 'maxStaleness'],
-        message:
-          `${config.training.maxStaleness}: full fine-tuning with training.publish.mode: vllm reloads the one set of weights ` +
-          'vLLM holds after each step, so rollouts cannot sample an older version: set 0, or train a LoRA (training.lora)',
-      });
-  } else if (lora.r > config.policy.maxLoraRank)
+  if (publish.mode !== 'vllm' || lora === null) return;
+  if (lora.r > config.policy.maxLoraRank)
     ctx.addIssue({
       code: 'custom',
       path: ['training', 'lora', 'r'],

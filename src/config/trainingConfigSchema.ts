@@ -79,7 +79,7 @@ export const trainingConfigSchema = z
       .unwrap()
       .default(0)
       .describe(
-        "0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next step's rollouts overlap the optimizer step, sampling from a version at most this many steps old.",
+        "0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next step's rollouts overlap the optimizer step, sampling from a version at most this many steps old (full weights in vLLM: the publish reloads vLLM under the dialogues in flight, and each turn records the version that sampled it).",
       ),
     credit: creditSettingsSchema
       .prefault({})

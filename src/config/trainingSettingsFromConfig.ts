@@ -47,12 +47,11 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     { ...config, policy: { ...config.policy, baseURL: policyBaseURL, model: sampledModel } },
     t.dialogue,
   );
-  const rollout = { ...configured, policy: { ...configured.policy, ...reloadFrom, ...spread, ...weightVersion } };
-  const { evalScenarios, evalSettings, evalSimulators } = runEvaluations(config, policyBaseURL, sampledModel, {
-    ...reloadFrom,
-    ...spread,
-    ...weightVersion,
-  });
+  const extras = { ...reloadFrom, ...spread, ...weightVersion };
+  // In-flight updates: rollouts take any version from their step's on (withServedWeights); evaluations ask for theirs.
+  const inFlight = fullWeights && t.maxStaleness > 0 ? { acceptNewerWeights: true as const } : {};
+  const rollout = { ...configured, policy: { ...configured.policy, ...extras, ...inFlight } };
+  const { evalScenarios, evalSettings, evalSimulators } = runEvaluations(config, policyBaseURL, sampledModel, extras);
   const tracking = trackingSettingsFromConfig(config);
   return trainingSettingsSchema.parse({
     runName,

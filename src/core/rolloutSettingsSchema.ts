@@ -63,6 +63,15 @@ export const endpointCallSchema = z.strictObject({
    */
   weightVersion: z.string().min(1).optional(),
   /**
+   * Full fine-tuning with in-flight updates (`training.maxStaleness` >= 1): `weightVersion` is the
+   * oldest version the call may sample, and any newer version of the same run that vLLM serves (a
+   * publish landed while the step's dialogues run) is taken as it is; the turn records the version
+   * vLLM served. A call whose served version changed while it ran (it straddled a reload) is made
+   * again, the same request, so every recorded reply was sampled by one version. Absent: vLLM must
+   * serve `weightVersion` exactly.
+   */
+  acceptNewerWeights: z.literal(true).optional(),
+  /**
    * The policy's vLLM replicas (`policy.replicas`): OpenAI base URLs serving the same versions, baseURL
    * among them. Each call goes to the one `replicaOrder` picks from its seed, the next ones when that
    * one is unreachable or lacks the version. Absent: baseURL alone.
@@ -82,6 +91,7 @@ export const ENDPOINT_CALL_INTERNAL = {
   logprobs: true,
   reloadFrom: true,
   weightVersion: true,
+  acceptNewerWeights: true,
   replicas: true,
 } as const;
 

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
+import { z } from 'zod';
 import { createLogger } from '../log.js';
 import { checkpointReload } from './checkpointReload.js';
 import {
@@ -28,12 +29,21 @@ const publishing = new Map<string, Promise<unknown>>();
  * found paused first (a publish whose resume failed) is resumed, so a step's check before it samples
  * (`unlessServed`) mends it too. Safe to run twice; a publish always loads (a run re-created under
  * its old name reuses the label, not the weights).
+ *
+ * `pause: 'keep'` (in-flight updates, `training.maxStaleness` >= 1): `POST /pause?mode=keep` freezes
+ * the requests in flight instead of draining them, so the reload does not wait for the slowest
+ * generation; they go on after `/resume` on the new weights (their calls see the label change and
+ * ask again, see servedWeights.ts). vLLM keeps its prefix cache across a `keep` pause, so after the
+ * load `POST /reset_prefix_cache?reset_running_requests=true` drops the KV computed by the old
+ * weights (the frozen requests recompute theirs): no token of the new version is sampled on top of
+ * the old version's cache. `unlessServed` may name the versions that suffice (any version of the
+ * run at least as new as the one asked for): then a newer one already served is left as it is.
  */
 export async function publishFullWeights(
   server: FullWeightsServer,
   version: string,
   transport: FullWeightsTransport,
-  options: { unlessServed?: boolean } = {},
+  options: PublishFullWeightsOptions = {},
 ): Promise<{ reloadMs: number }> {
   const key = serverRoot(server.base);
   const previous = publishing.get(key) ?? Promise.resolve();
@@ -42,9 +52,9 @@ export async function publishFullWeights(
     .catch(() => undefined)
     .then(async () => {
       await resumeLeftPaused(server, version);
-      return options.unlessServed && (await servedWeightVersion(server)) === version
+      return options.unlessServed && servedSuffices(options.unlessServed, version, await servedWeightVersion(server))
         ? { reloadMs: 0 }
-        : publishNow(server, version, transport);
+        : publishNow(server, version, transport, options.pause ?? 'wait');
     });
   publishing.set(key, mine);
   try {
@@ -52,6 +62,27 @@ export async function publishFullWeights(
   } finally {
     if (publishing.get(key) === mine) publishing.delete(key);
   }
+}
+
+/** How vLLM holds requests while it loads: `wait` drains those in flight first, `keep` freezes them (in-flight updates). */
+export type FullWeightsPause = 'wait' | 'keep';
+
+export interface PublishFullWeightsOptions {
+  /**
+   * Load only when vLLM does not serve the version already: `true`, that version exactly; a
+   * predicate, any served label it accepts (a newer version of the run, for in-flight updates).
+   */
+  unlessServed?: boolean | ((served: string | null) => boolean);
+  /** Absent: `wait`. */
+  pause?: FullWeightsPause;
+}
+
+function servedSuffices(
+  unlessServed: true | ((served: string | null) => boolean),
+  version: string,
+  served: string | null,
+): boolean {
+  return unlessServed === true ? served === version : unlessServed(served);
 }
 
 /** `publishFullWeights` by a reload of `weightsPath`, a complete model directory (the trainer commits checkpoints by rename). */
@@ -107,20 +138,45 @@ async function resumeLeftPaused(server: FullWeightsServer, version: string): Pro
   log.info('vLLM resumed', fields);
 }
 
+const resetSchema = z.object({ success: z.boolean() });
+
+/**
+ * After a `keep` pause's load: the prefix cache (and the frozen requests' KV, which they recompute)
+ * dropped, so nothing the new version samples reads the old version's KV. vLLM answers
+ * `success: false` while blocks are still held (an async KV offload); that fails the publish, retried.
+ */
+async function dropOldCache(server: FullWeightsServer, what: string): Promise<void> {
+  const answer = await postRoute(server, '/reset_prefix_cache?reset_running_requests=true', undefined, what);
+  let json: unknown;
+  try {
+    json = JSON.parse(answer || 'null');
+  } catch {
+    json = undefined;
+  }
+  const parsed = resetSchema.safeParse(json);
+  if (!parsed.success || !parsed.data.success)
+    throw ApplicationFailure.retryable(
+      `${what}: vLLM ${serverRoot(server.base)}/reset_prefix_cache answered ${answer.slice(0, 200)}: the old weights' cache may remain`,
+      'PublishFailed',
+    );
+}
+
 async function publishNow(
   server: FullWeightsServer,
   version: string,
   transport: FullWeightsTransport,
+  pause: FullWeightsPause,
 ): Promise<{ reloadMs: number }> {
   const what = transport.describe(version);
   const started = Date.now();
   let resumeFailure: string | null = null;
   try {
     await transport.prepare(server, what);
-    await postRoute(server, '/pause?mode=wait', undefined, what);
+    await postRoute(server, `/pause?mode=${pause}`, undefined, what);
     try {
       await postRoute(server, '/update_weight_version', { new_version: loadingLabel(version) }, what);
       await transport.load(server, what);
+      if (pause === 'keep') await dropOldCache(server, what);
       await postRoute(server, '/update_weight_version', { new_version: version }, what);
     } finally {
       // A load's own failure is the one to report; a failed resume is found by the check below.

@@ -30,6 +30,7 @@ export const FULL_WEIGHTS_ROUTES = [
   ['GET', '/is_paused'],
   ['GET', '/weight_info'],
   ['POST', '/update_weight_version'],
+  ['POST', '/reset_prefix_cache'],
   ['POST', '/collective_rpc'],
   ['POST', '/shutdown_weight_transfer_engine'],
   ['POST', '/init_weight_transfer_engine'],

@@ -3,7 +3,8 @@ import type { TrainingSettings } from '../core/training/trainingSettingsSchema.j
 
 /**
  * The publish activity's input for a committed step: the version and its export, full weights'
- * served model and transport (sent over NCCL by the trainer, else reloaded from `exportPath`), and
+ * served model, transport (sent over NCCL by the trainer, else reloaded from `exportPath`) and pause
+ * (`keep` when the next step's dialogues run across the reload, `maxStaleness` >= 1), and
  * which old LoRA versions to unload (at least the ones `maxStaleness` lets rollouts still sample).
  */
 export function publishInputOf(settings: TrainingSettings, version: string, exportPath: string | null): PublishInput {
@@ -15,6 +16,8 @@ export function publishInputOf(settings: TrainingSettings, version: string, expo
     version,
     exportPath,
     ...(publish.weights === 'full' ? { weights: 'full' as const, servedModel: settings.rollout.policy.model } : {}),
+    // In-flight updates: the next step's calls in flight are frozen across the reload, not drained.
+    ...(publish.weights === 'full' && (settings.maxStaleness ?? 0) > 0 ? { pause: 'keep' as const } : {}),
     ...(publish.weights === 'full' && publish.transport === 'nccl' && publish.nccl
       ? {
           nccl: {

@@ -12,6 +12,7 @@ import { rolloutSettingsFromConfig } from '../../src/config/rolloutSettingsFromC
 import { replicaOrder } from '../../src/core/replicaChoice.js';
 import { reloadFullWeights } from '../../src/vllm/fullWeights.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
+import { eventually } from '../support/eventually.js';
 import { testConfig } from '../support/rolloutRig.js';
 
 /** Just the trainer's routes a reload reads: the run's checkpoints (step 0, the base) and each step's export. */
@@ -38,7 +39,7 @@ async function fakeTrainerExports(runName: string, base: string): Promise<{ url:
 describe('publishing full weights to vLLM (reload in place, weight versions), against the fake vLLM', () => {
   let fake: FakeOpenAIServer;
   const bookkeeping = createRunBookkeepingActivities(new FileArtifactStore(mkdtempSync(join(tmpdir(), 'a-'))));
-  const publish = (version: string, exportPath: string) =>
+  const publish = (version: string, exportPath: string, pause?: 'keep') =>
     bookkeeping.publishPolicyVersion({
       mode: 'vllm',
       policyBaseURL: `${fake.url}/`,
@@ -47,6 +48,7 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
       exportPath,
       weights: 'full',
       servedModel: 'fake-model',
+      ...(pause ? { pause } : {}),
     });
 
   beforeEach(async () => {
@@ -86,6 +88,26 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
     });
     assert.equal(fake.fullWeights.version, 'run@1');
     assert.equal(fake.fullWeights.weightsPath, '/state/run/step-1');
+  });
+
+  it('in-flight updates (pause keep): pauses with mode=keep, and drops the prefix cache the old weights computed before labelling the new version', async () => {
+    fake.fullWeights.version = 'run@1';
+    await publish('run@2', '/state/run/step-2', 'keep');
+    assert.deepEqual(
+      fake.fullWeights.calls.map((c) => [c.route, c.version, c.paused]),
+      [
+        ['/is_paused', 'run@1', false],
+        ['/pause?mode=keep', 'run@1', false],
+        ['/update_weight_version', 'run@1', true],
+        ['/collective_rpc', 'loading run@2', true],
+        ['/reset_prefix_cache?reset_running_requests=true', 'loading run@2', true],
+        ['/update_weight_version', 'loading run@2', true],
+        ['/resume', 'run@2', true],
+        ['/weight_info', 'run@2', false],
+        ['/is_paused', 'run@2', false],
+      ],
+    );
+    assert.deepEqual(fake.fullWeights.prefixResets, ['loading run@2']);
   });
 
   it("a reload vLLM refuses fails for good with vLLM's message; vLLM is resumed and its weights carry no version a rollout expects", async () => {
@@ -308,6 +330,73 @@ describe('publishing full weights to vLLM (reload in place, weight versions), ag
         } finally {
           await other.close();
         }
+      });
+    });
+
+    describe('with in-flight updates (acceptNewerWeights: the version is the oldest the call takes)', () => {
+      const inFlight = (oldest: string) =>
+        generatePolicyTurn({
+          endpoint: { ...endpointAt(oldest), acceptNewerWeights: true },
+          messages: [{ role: 'user', content: 'hi' }],
+          think: false,
+          seed: 1,
+        });
+      const policyCalls = () => fake.calls.filter((c) => c.role === 'policy');
+
+      it('a newer version of the run is sampled as it is and recorded; nothing is reloaded', async () => {
+        fake.fullWeights.version = 'run@2';
+        assert.equal((await inFlight('run@1')).weightVersion, 'run@2');
+        assert.deepEqual(
+          fake.fullWeights.calls.map((c) => c.route),
+          ['/weight_info', '/weight_info'],
+        );
+      });
+
+      it('an older version, the launch weights or another run are reloaded to the oldest it takes, which it then records', async () => {
+        for (const served of ['run@0', 'default', 'other@5']) {
+          fake.fullWeights.version = served;
+          assert.equal((await inFlight('run@1')).weightVersion, 'run@1', served);
+          assert.equal(fake.fullWeights.weightsPath, '/state/run/step-1');
+          fake.fullWeights.weightsPath = null;
+        }
+        assert.ok(fake.fullWeights.calls.some((c) => c.route === '/pause?mode=keep'));
+      });
+
+      it('a publish of a newer version under way (`loading run@2`) is waited for, then that version is sampled', async () => {
+        fake.fullWeights.version = 'loading run@2';
+        const call = inFlight('run@1');
+        await eventually('the call asking the label again', async () =>
+          fake.fullWeights.calls.filter((c) => c.route === '/weight_info').length >= 2 ? true : undefined,
+        );
+        fake.fullWeights.version = 'run@2';
+        assert.equal((await call).weightVersion, 'run@2');
+        assert.equal(fake.fullWeights.weightsPath, null, 'the call reloaded nothing itself');
+        assert.deepEqual(
+          policyCalls().map((c) => c.weights),
+          [['run@2']],
+        );
+      });
+
+      it('a call frozen across a publish (pause keep) is asked again at once, the same request, and records the version of the second ask', async () => {
+        fake.fullWeights.version = 'run@1';
+        fake.inject('policy', 1, 'hold');
+        const call = inFlight('run@1');
+        await fake.waitForCall('policy', 1);
+        // The publish pauses with the call in flight; the call's generation ends while vLLM is paused, so it stays frozen until the resume.
+        fake.fullWeights.afterPause = () => fake.release();
+        await publish('run@2', '/state/run/step-2', 'keep');
+        const result = await call;
+        assert.equal(result.weightVersion, 'run@2');
+        const calls = policyCalls();
+        assert.deepEqual(
+          calls.map((c) => [c.status, c.weights]),
+          [
+            [200, ['run@1', 'run@2']],
+            [200, ['run@2']],
+          ],
+        );
+        assert.equal(calls[0]!.key, calls[1]!.key, 'the same request (messages and seed) asked again');
+        assert.equal(result.raw, calls[1]!.answer, "the second ask's reply is the one recorded");
       });
     });
 

@@ -34,8 +34,9 @@ describe("publishing full weights over NCCL (vLLM's native weight transfer), aga
   let fake: FakeOpenAIServer;
   let trainer: FakeWeightTransferTrainer;
   const bookkeeping = createRunBookkeepingActivities(new FileArtifactStore(mkdtempSync(join(tmpdir(), 'a-'))));
-  const publish = (version: string) =>
+  const publish = (version: string, pause?: 'keep') =>
     bookkeeping.publishPolicyVersion({
+      ...(pause ? { pause } : {}),
       mode: 'vllm',
       policyBaseURL: `${fake.url}/`,
       apiKeyEnv: 'POLICY_API_KEY',
@@ -244,5 +245,60 @@ describe("publishing full weights over NCCL (vLLM's native weight transfer), aga
     assert.equal(turn.weightVersion, 'run@1');
     assert.deepEqual(trainer.sentSteps, [1, 1]);
     assert.equal(trainer.calls.filter((c) => c.call === 'group').length, 2);
+  });
+
+  describe('in-flight updates (maxStaleness >= 1)', () => {
+    const endpoint = (oldest: string) => ({
+      ...rolloutSettingsFromConfig(testConfig(fake.url)).policy,
+      weightVersion: oldest,
+      acceptNewerWeights: true as const,
+      reloadFrom: { runName: 'run', trainerUrl: trainer.url, tokenEnv: 'ATTUNE_TRAINER_TOKEN', nccl: RENDEZVOUS },
+    });
+    const say = (oldest: string) =>
+      generatePolicyTurn({
+        endpoint: endpoint(oldest),
+        messages: [{ role: 'user', content: 'hi' }],
+        think: false,
+        seed: 1,
+      });
+
+    it('the publish freezes the calls in flight (pause keep) and drops the old weights’ prefix cache after the broadcast, before the label', async () => {
+      await publish('run@1', 'keep');
+      assert.deepEqual(
+        routes(),
+        ROUTES_OF_A_FIRST_SEND.map((r) => (r === '/pause?mode=wait' ? '/pause?mode=keep' : r)).flatMap((r, i, all) =>
+          r === '/finish_weight_update' && all[i + 1] === '/update_weight_version'
+            ? [r, '/reset_prefix_cache?reset_running_requests=true']
+            : [r],
+        ),
+      );
+      assert.deepEqual(fake.fullWeights.prefixResets, ['loading run@1']);
+    });
+
+    it('a call frozen across an NCCL publish is asked again, and records the version sent; a call on a newer version takes it as it is', async () => {
+      await publish('run@1', 'keep');
+      fake.inject('policy', 1, 'hold');
+      const call = say('run@1');
+      await fake.waitForCall('policy', 1);
+      fake.fullWeights.afterPause = () => fake.release();
+      await publish('run@2', 'keep');
+      assert.equal((await call).weightVersion, 'run@2');
+      assert.deepEqual(
+        fake.calls.filter((c) => c.role === 'policy').map((c) => c.weights),
+        [['run@1', 'run@2'], ['run@2']],
+      );
+      const sent = trainer.sentSteps.length;
+      assert.equal((await say('run@1')).weightVersion, 'run@2');
+      assert.equal(trainer.sentSteps.length, sent, 'nothing sent for a call a newer version serves');
+    });
+
+    it('a call that finds vLLM restarted has the trainer send the oldest version it takes over NCCL, with a keep pause', async () => {
+      await publish('run@2', 'keep');
+      fake.fullWeights.restart();
+      fake.fullWeights.calls.length = 0;
+      assert.equal((await say('run@1')).weightVersion, 'run@1');
+      assert.deepEqual(trainer.sentSteps, [2, 1]);
+      assert.ok(routes().includes('/pause?mode=keep'));
+    });
   });
 });

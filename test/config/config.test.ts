@@ -34,16 +34,11 @@ describe('configuration', () => {
     );
     loadConfig({ env: {}, set: ['training.maxStaleness=1', 'training.hyperparameters.keep_checkpoints=2'] });
   });
-  it('training.publish.mode: vllm takes full fine-tuning at maxStaleness 0 on one vLLM, or a LoRA at a rank within policy.maxLoraRank (vLLM: 16 by default)', () => {
+  it('training.publish.mode: vllm takes full fine-tuning on one vLLM (with in-flight updates at maxStaleness 1 or more), or a LoRA at a rank within policy.maxLoraRank (vLLM: 16 by default)', () => {
     const full = loadConfig({ env: {}, set: ['training.publish.mode=vllm'] });
     assert.equal(full.training.lora, null);
-    assert.throws(
-      () => loadConfig({ env: {}, set: ['training.publish.mode=vllm', 'training.maxStaleness=1'] }),
-      (error: unknown) =>
-        error instanceof ConfigError &&
-        /training\.maxStaleness/.test(error.message) &&
-        /full fine-tuning with training\.publish\.mode: vllm/.test(error.message),
-    );
+    const inFlight = loadConfig({ env: {}, set: ['training.publish.mode=vllm', 'training.maxStaleness=1'] });
+    assert.deepEqual([inFlight.training.lora, inFlight.training.maxStaleness], [null, 1]);
     assert.equal(loadConfig({ env: {}, set: [] }).policy.maxLoraRank, 16);
     assert.throws(
       () => loadConfig({ env: {}, set: ['training.publish.mode=vllm', 'training.lora.r=64'] }),

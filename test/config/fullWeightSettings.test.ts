@@ -35,6 +35,49 @@ describe('a full fine-tuning run published to vLLM: its settings', () => {
   });
 });
 
+describe('full weights with in-flight updates (training.maxStaleness >= 1)', () => {
+  for (const transport of ['checkpoint', 'nccl'] as const) {
+    it(`the config takes them (${transport}): rollouts take newer versions, the publish freezes calls in flight (pause keep), the trainer keeps maxStaleness + 1 exports; evaluations and maxStaleness 0 ask for one version and drain`, () => {
+      const nccl =
+        transport === 'nccl'
+          ? [
+              'training.publish.transport=nccl',
+              'training.publish.nccl.address=10.0.0.5',
+              'training.publish.nccl.port=29551',
+            ]
+          : [];
+      const config = loadConfig({ env: {}, set: [...BASE, ...nccl, 'training.maxStaleness=1'] });
+      const settings = trainingSettingsFromConfig(config, 'run');
+      assert.equal(settings.maxStaleness, 1);
+      assert.equal(settings.rollout.policy.acceptNewerWeights, true);
+      assert.equal(settings.rollout.policy.weightVersion, 'run@0');
+      assert.equal(
+        settings.evalSettings?.policy.acceptNewerWeights,
+        undefined,
+        'an evaluation samples its version exactly',
+      );
+      assert.equal(stepRolloutSettings(settings.rollout, 'run@2', undefined).policy.acceptNewerWeights, true);
+      assert.equal(publishInputOf(settings, 'run@3', '/state/run/step-3').pause, 'keep');
+      assert.equal(settings.trainer.hyperparameters.export_keep, 2, 'the exports rollouts may still sample are kept');
+
+      const synchronous = trainingSettingsFromConfig(loadConfig({ env: {}, set: [...BASE, ...nccl] }), 'run');
+      assert.equal(synchronous.rollout.policy.acceptNewerWeights, undefined);
+      assert.equal(publishInputOf(synchronous, 'run@3', '/state/run/step-3').pause, undefined);
+    });
+  }
+
+  it('still needs the checkpoints its rollouts sample kept', () => {
+    assert.throws(
+      () =>
+        loadConfig({
+          env: {},
+          set: [...BASE, 'training.maxStaleness=1', 'training.hyperparameters.keep_checkpoints=1'],
+        }),
+      /keep at least 2/,
+    );
+  });
+});
+
 describe('training.publish.transport: nccl (full weights sent by the trainer over NCCL)', () => {
   const NCCL = [
     ...BASE,

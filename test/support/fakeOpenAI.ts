@@ -77,6 +77,11 @@ export interface RecordedCall {
   delivered: boolean;
   /** The client's TCP port: which process made the call (see `onArrival`). */
   remotePort: number;
+  /**
+   * The weight labels (vLLM's `/weight_info`) the request was generated under: the one when its
+   * generation started, then the one when it ended if a reload came in between.
+   */
+  weights?: string[];
 }
 
 function hashOf(text: string): number {
@@ -279,8 +284,10 @@ export class FakeOpenAIServer {
     const arrivedAtMs = performance.timeOrigin + performance.now();
     const remotePort = req.socket.remotePort ?? 0;
     this.onArrival?.(remotePort);
+    let weights: string[] = [this.fullWeights.version];
     const record = (status: number, answer = ''): void => {
       this.calls.push({
+        weights,
         role,
         nth,
         key,
@@ -295,15 +302,24 @@ export class FakeOpenAIServer {
       });
     };
 
-    if (fault === 'hold') {
-      this.held.push(res);
-      await new Promise<void>((resolve) => this.releaseHeld.push(resolve));
-      if (res.destroyed || res.writableEnded) return record(0);
-    }
-    const latencyMs = this.behaviour.latencyFor
-      ? this.behaviour.latencyFor({ role, nth, body, turn, last: lastMessage, persona: personaName })
-      : this.behaviour.latencyMs;
-    if (latencyMs) await new Promise((r) => setTimeout(r, latencyMs));
+    // The policy's generation, as vLLM's scheduler runs it across a pause (FakeFullWeights.generation);
+    // the simulator's calls stand for another server, which a policy reload does not hold.
+    const generate = async () => {
+      if (fault === 'hold') {
+        this.held.push(res);
+        await new Promise<void>((resolve) => this.releaseHeld.push(resolve));
+        if (res.destroyed || res.writableEnded) return false;
+      }
+      const latencyMs = this.behaviour.latencyFor
+        ? this.behaviour.latencyFor({ role, nth, body, turn, last: lastMessage, persona: personaName })
+        : this.behaviour.latencyMs;
+      if (latencyMs) await new Promise((r) => setTimeout(r, latencyMs));
+      return true;
+    };
+    const generated =
+      role === 'policy' ? await this.fullWeights.generation(generate) : { value: await generate(), weights };
+    weights = generated.weights;
+    if (!generated.value) return record(0);
     if (fault === '429') {
       record(429);
       return this.send(res, 429, { error: { message: 'rate limited', type: 'rate_limit_error' } });

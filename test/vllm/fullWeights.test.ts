@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { loadConfig } from '../../src/config/load.js';
+import type { Transcript } from '../../src/core/transcript.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../support/trainingRig.js';
 import { statusWhen } from '../support/statusWhen.js';
 import {
@@ -108,6 +110,47 @@ describe('training.publish.mode: vllm with full fine-tuning against a real vLLM 
     );
     assert.ok(gap < TOLERANCE, `max |vLLM - trainer step 3| log-prob difference ${gap}`);
     assert.ok(moved > TOLERANCE, `the steps moved the weights: max |base - step 3| ${moved}`);
+  });
+
+  it("in-flight updates (maxStaleness 1): each publish reloads vLLM under the next step's dialogues with /pause?mode=keep and a prefix-cache reset; every turn records a version vLLM served, none older than the bound", async () => {
+    const run = 'vllm-full-inflight';
+    const config = loadConfig({ env: {}, set: [...rig.configSet, 'training.maxStaleness=1'] });
+    const { handle } = await rig.start(run, config);
+    const result = await handle.result();
+    assert.equal(result.stepsApplied, 3);
+    assert.equal(result.version, `${run}@3`);
+    assert.equal(await weightVersion(vllm.url), `${run}@3`);
+    const metrics = await rig.metrics(run);
+    assert.deepEqual(
+      metrics.map((m) => [m.step, m.policyVersion]),
+      [
+        [1, `${run}@0`],
+        [2, `${run}@0`],
+        [3, `${run}@1`],
+      ],
+      'step n starts on run@n-2',
+    );
+    for (const m of metrics) {
+      assert.ok(m.rollouts.ok > 0, `step ${m.step}: rollouts ${JSON.stringify(m.rollouts)}`);
+      assert.equal(m.trainer.retokenized_share, 0, `step ${m.step}: every sample carries vLLM's token ids`);
+      assert.ok(
+        Object.keys(m.trainer.staleness_histogram ?? {}).every((k) => Number(k) <= 1),
+        `step ${m.step}: ${JSON.stringify(m.trainer.staleness_histogram)}`,
+      );
+    }
+    // vLLM 0.32 took the keep pause and the cache reset (its access log), and each turn names a
+    // version of the run within one of the weights its step trains.
+    assert.match(vllm.output, /"POST \/pause\?mode=keep HTTP\/1\.1" 200/);
+    assert.match(vllm.output, /"POST \/reset_prefix_cache\?reset_running_requests=true HTTP\/1\.1" 200/);
+    for (const key of await rig.store.list(`rollouts/${run}`)) {
+      const transcript = await rig.store.getJson<Transcript>(key);
+      assert.ok(transcript && transcript.step !== null, key);
+      for (const turn of transcript.turns) {
+        const version = turn.policy.weightVersion ?? '';
+        const k = Number(/^vllm-full-inflight@(\d+)$/.exec(version)?.[1] ?? NaN);
+        assert.ok(k <= transcript.step - 1 && transcript.step - 1 - k <= 1, `${key} turn ${turn.turn}: ${version}`);
+      }
+    }
   });
 
   it("fault matrix: vLLM SIGKILLed once step 1 is published and restarted on its launch weights: the run completes, each step applied once, step 2's turns name run@1 and were sampled from run@1's weights, reloaded from the trainer's checkpoint", async () => {
