@@ -154,8 +154,8 @@ def run_step_case(spec: dict, engine, models: Path) -> dict:
         "micro_batch_size": shape["micro_batch_size"],
         "gradient_checkpointing": shape["gradient_checkpointing"],
         "keep_checkpoints": 2,
-        # every step commits a snapshot, so the rows time the whole step as before (a full-weight run
-        # snapshots every 10 by default) and the reload check has the step's checkpoint to read
+        # every step commits a snapshot (sharded and written in the background for full weights), so
+        # the rows time a snapshot step (a full-weight run snapshots every 10 by default)
         "snapshot_every": 1,
     }
     engine.create_run(

@@ -20,8 +20,14 @@ def live_policy(engine: Engine, run_id: str):
 
 
 def checkpoint_policy(engine: Engine, run_id: str, step: int):
-    """The policy of checkpoint `step` as the trainer reloads it from disk (its sampler's path)."""
-    return engine.sampler._checkpoint_model(engine.ensure_loaded(run_id), step)
+    """The policy of step `step` (the run's current one) as the trainer reloads it from disk (its sampler's path).
+
+    A full-weight snapshot is sharded and holds no loadable model: the step's export in the served
+    dtype (what a vLLM publish reads) is written first, outside the timed steps."""
+    run = engine.ensure_loaded(run_id)
+    if run.lora is None:
+        engine.steps.durable.exports.write(run, step)
+    return engine.sampler._checkpoint_model(run, step)
 
 
 def unwrap(engine: Engine, model):

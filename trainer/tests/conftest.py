@@ -132,14 +132,50 @@ def service_factory():
         s.kill()
 
 
+def wait_for_snapshot(state_dir: Path, run_id: str, step: int, timeout: float = 120) -> Path:
+    """The folder of snapshot `step` once committed: a full-weight one is written in the background."""
+    d = state_dir / "runs" / run_id / "checkpoints" / f"step-{step:06d}"
+    deadline = time.time() + timeout
+    while not (d / "state.json").exists():
+        assert time.time() < deadline, f"snapshot {step} of {run_id} was never committed"
+        time.sleep(0.05)
+    return d
+
+
 def policy_tensors(state_dir: Path, run_id: str, step: int) -> dict:
-    """Weights of a checkpoint (adapter or full model) plus the critic, as tensors."""
+    """Weights of a checkpoint (adapter or full model) plus the critic, as tensors: from the policy
+    directory and critic file, or from a sharded (full-weight) snapshot."""
     from safetensors.torch import load_file
 
-    d = state_dir / "runs" / run_id / "checkpoints" / f"step-{step:06d}"
+    from attune_trainer.state.sharded_snapshots import is_sharded, read_tensors
+
+    d = wait_for_snapshot(state_dir, run_id, step)
+    if is_sharded(d):
+        parts = ("policy", "critic")
+        return {f"{k.replace('.', '/', 1)}": v for k, v in read_tensors(d).items() if k.split(".", 1)[0] in parts}
     out = {}
     for f in sorted((d / "policy").glob("*.safetensors")):
         out.update({f"policy/{k}": v for k, v in load_file(str(f)).items()})
     if (d / "critic.safetensors").exists():
         out.update({f"critic/{k}": v for k, v in load_file(str(d / "critic.safetensors")).items()})
+    return out
+
+
+def optimizer_tensors(state_dir: Path, run_id: str, step: int, models=("policy",)) -> dict:
+    """The AdamW states of a snapshot's `models` (policy, critic), by model, parameter and field
+    (either snapshot format)."""
+    from attune_trainer.state.sharded_snapshots import is_sharded, read_tensors
+
+    d = wait_for_snapshot(state_dir, run_id, step)
+    out = {}
+    if is_sharded(d):
+        tensors = read_tensors(d)
+        for model in models:
+            prefix = f"{model}_optim.state."
+            out.update({f"adam/{model}/{k[len(prefix) :]}": v for k, v in tensors.items() if k.startswith(prefix)})
+        return out
+    opt = torch.load(d / "optimizer.pt", weights_only=True)
+    for model in models:
+        for param, fields in opt[model]["state"].items():
+            out.update({f"adam/{model}/{param}.{name}": torch.as_tensor(v) for name, v in fields.items()})
     return out

@@ -14,7 +14,8 @@ PROMPT = P + [{"role": "assistant", "content": "I hear you"}, {"role": "user", "
 
 
 def trained(engine, run_id, **run):
-    engine.create_run(tiny_run(run_id, **{"snapshot_every": 1, **run}))  # step 1 has a snapshot to export
+    # step 1's weights on disk: a LoRA snapshot's adapter; full weights, an export (their snapshot is sharded)
+    engine.create_run(tiny_run(run_id, **{"snapshot_every": 1, "export_keep": 0 if run.get("lora") else 1, **run}))
     engine.apply_step(run_id, {"step": 1, "samples": fixed_samples(1)})
     return engine.loaded[run_id]
 

@@ -2,6 +2,7 @@
 state directory, and checkpoints loaded as plain tensors (never an arbitrary pickle)."""
 
 import builtins
+import pickle
 import shutil
 from pathlib import Path
 
@@ -26,7 +27,8 @@ def _plant_run(tmp_path: Path, where: Path) -> Path:
     from attune_trainer.engine.engine import Engine
 
     other = Engine(tmp_path / "other-state", device="cpu")
-    other.create_run(tiny_run("planted", snapshot_every=1))  # step 1 snapshotted, optimizer.pt too
+    # LoRA: step 1 snapshotted with its optimizer.pt (a full-weight run's snapshots are sharded: test below)
+    other.create_run(tiny_run("planted", lora={"r": 4}))
     other.apply_step("planted", {"step": 1, "samples": fixed_samples(1)})
     other.state_lock.release()
     shutil.copytree(other.runs.store("planted").dir, where)
@@ -96,7 +98,7 @@ def test_checkpoints_load_as_plain_tensors_never_as_pickled_code(client, engine,
     """Even a pickle inside the state directory (a tampered checkpoint) never runs: weights_only loading."""
     from attune_trainer.engine.engine import Engine
 
-    client.post("/v1/runs", json=tiny_run("t", snapshot_every=1))
+    client.post("/v1/runs", json=tiny_run("t", lora={"r": 4}))  # rank 0's snapshot format: optimizer.pt
     assert client.post("/v1/runs/t/steps", json={"step": 1, "samples": fixed_samples(1)}).status_code == 200
     optimizer = engine.state_dir / "runs" / "t" / "checkpoints" / "step-000001" / "optimizer.pt"
     # what the trainer writes loads with weights_only=True
@@ -109,3 +111,23 @@ def test_checkpoints_load_as_plain_tensors_never_as_pickled_code(client, engine,
     with pytest.raises(Exception) as refused:
         restarted.ensure_loaded("t")
     assert "optimizer.pt" in str(refused.value) and not marker.exists()
+
+
+def test_a_sharded_snapshots_metadata_loads_as_plain_records_never_as_pickled_code(client, engine, tmp_path):
+    """A full-weight snapshot's DCP `.metadata` is a pickle: a tampered one is never unpickled as code.
+    The snapshot counts as torn, and the run recovers from the snapshot before it by replay."""
+    from attune_trainer.engine.engine import Engine
+
+    client.post("/v1/runs", json=tiny_run("d", snapshot_every=1))
+    for step in (1, 2):
+        assert client.post("/v1/runs/d/steps", json={"step": step, "samples": fixed_samples(step)}).status_code == 200
+    engine.close()
+    metadata = engine.state_dir / "runs" / "d" / "checkpoints" / "step-000002" / ".metadata"
+    marker = tmp_path / "pwned"
+    metadata.write_bytes(pickle.dumps(Payload(marker)))
+    live = {k: v.clone() for k, v in engine.loaded["d"].policy.state_dict().items()}
+    engine.state_lock.release()
+    restarted = Engine(engine.state_dir, device="cpu").ensure_loaded("d")
+    assert not marker.exists()
+    assert restarted.step == 2  # from snapshot 1, step 2 replayed from its log entry
+    assert all(torch.equal(v, live[k]) for k, v in restarted.policy.state_dict().items())

@@ -5,7 +5,7 @@ import json
 
 import pytest
 import torch
-from conftest import fixed_samples, policy_tensors, tiny_run
+from conftest import fixed_samples, optimizer_tensors, policy_tensors, tiny_run
 from fastapi.testclient import TestClient
 
 from attune_trainer import log as trainer_log
@@ -34,14 +34,7 @@ def _metrics(body):
 
 
 def _optimizer_tensors(state_dir, step):
-    path = state_dir / "runs" / RUN["run_id"] / "checkpoints" / f"step-{step:06d}" / "optimizer.pt"
-    states = torch.load(path, weights_only=True)
-    out = {}
-    for model, sd in states.items():
-        for param, fields in sd["state"].items():
-            for name, value in fields.items():
-                out[f"{model}/{param}/{name}"] = torch.as_tensor(value)
-    return out
+    return optimizer_tensors(state_dir, RUN["run_id"], step, models=("policy", "critic"))
 
 
 def _committed(log_text, step):
@@ -116,12 +109,13 @@ def test_stale_gradients_do_not_leak_into_a_step(undisturbed, tmp_path):
 
 
 def test_torchs_short_write_on_a_full_disk_answers_507_and_the_step_applies_once_space_is_back(tmp_path, monkeypatch):
+    """A LoRA snapshot is written within its step (a full-weight one in the background: the test below)."""
     from attune_trainer.state import disk_full
     from attune_trainer.state.checkpoints import CheckpointWriter
 
     state_dir = tmp_path / "state"
     _, client = _client(state_dir)
-    assert client.post("/v1/runs", json=RUN).status_code == 201
+    assert client.post("/v1/runs", json=dict(RUN, lora={"r": 4})).status_code == 201
     assert _post(client, 1).status_code == 200
     save = CheckpointWriter.save
 
@@ -144,20 +138,12 @@ def test_torchs_short_write_on_a_full_disk_answers_507_and_the_step_applies_once
 
 PAGE = 4096
 # Every file a step's commit writes, in the order it writes them: the step's log entry (before the
-# update), the policy (full weights with the tokenizer, or the LoRA adapter), the critic, the
-# optimizer states, the checkpoint's metadata, then (after the rename that commits the step) the
-# step's stored result.
+# update), then for LoRA the adapter, the critic, the optimizer states, the checkpoint's metadata,
+# then (after the rename that commits the step) the step's stored result. A full-weight step commits
+# by its log entry and its result; its snapshot, if any, is written in the background (a failure
+# there loses only the snapshot: test_a_background_snapshot_write_that_fails_loses_only_the_snapshot).
 COMMIT_FILES = {
-    "full": [
-        "log",
-        "policy/config.json",
-        "policy/generation_config.json",
-        "policy/model.safetensors",
-        "critic.safetensors",
-        "optimizer.pt",
-        "state.json",
-        "result",
-    ],
+    "full": ["log", "result"],
     "lora": [
         "log",
         "policy/README.md",
@@ -224,7 +210,10 @@ def test_each_file_of_a_commit_written_on_a_full_tmpfs_answers_507_and_rolls_bac
         return cleanup_tmp(store)
 
     monkeypatch.setattr(RunStore, "cleanup_tmp", recording_cleanup)
-    run = dict(RUN, run_id=f"disk-{kind}", lora={"r": 4} if kind == "lora" else None)
+    # full weights: no snapshot in these steps (its write would be in the background)
+    between = {"hyperparameters": {**RUN["hyperparameters"], "snapshot_every": 100}}
+    lora = {"lora": {"r": 4}} if kind == "lora" else {"lora": None, **between}
+    run = {**RUN, "run_id": f"disk-{kind}", **lora}
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256M", "tmpfs", str(state_dir)]).returncode != 0:
@@ -265,8 +254,9 @@ def test_each_file_of_a_commit_written_on_a_full_tmpfs_answers_507_and_rolls_bac
             assert error["message"].startswith(f"disk full: no space left in the state directory {state_dir} ")
             ckpts = state_dir / "runs" / run["run_id"] / "checkpoints"
             assert not [p.name for p in ckpts.iterdir() if p.name.startswith(".tmp-")], target
-            # the result is written after the commit: that step stays applied, its retry replays it
-            committed = target == "result"
+            # LoRA's result is written after the snapshot's rename, its commit: that step stays applied, its
+            # retry replays it; a full-weight step between snapshots is committed by its result itself
+            committed = target == "result" and kind == "lora"
             assert run_step() == (step if committed else step - 1), target
 
             subprocess.run(["mount", "-o", "remount,size=256M", str(state_dir)], check=True)
@@ -308,3 +298,53 @@ def test_a_step_between_snapshots_that_fails_is_applied_once(point, tmp_path, mo
     mine, theirs = policy_tensors(state_dir, "b", STEPS), policy_tensors(tmp_path / "reference", "b", STEPS)
     assert mine.keys() == theirs.keys() and mine
     assert all(torch.equal(mine[k], theirs[k]) for k in mine), "the snapshot after the failed step differs"
+
+
+def test_a_background_snapshot_write_that_fails_loses_only_the_snapshot(tmp_path, monkeypatch):
+    """Full weights: the disk fills while snapshot 2 is written in the background. Step 2 was already
+    committed (its log entry and result), so it is answered as applied; the snapshot's folder is
+    removed, its log entries are kept, and a restarted trainer recovers from snapshot 0 by replay,
+    ending bit-identical to an undisturbed run."""
+    import errno
+
+    from attune_trainer.state import async_snapshots
+
+    every2 = tiny_run("bg", algorithm="ppo", mini_batch_size=3, kl_coef=0.05, seed=9, snapshot_every=2)
+
+    def post(client, step):
+        r = client.post("/v1/runs/bg/steps", json={"step": step, "samples": fixed_samples(step)})
+        assert r.status_code == 200, r.text
+        return _metrics(r.json())
+
+    _, reference = _client(tmp_path / "reference")
+    assert reference.post("/v1/runs", json=every2).status_code == 201
+    want = [post(reference, s) for s in range(1, 5)]
+
+    write_shards = async_snapshots.write_shards
+    failing = []
+
+    def full_disk(state, folder, group=None):
+        if not failing:
+            failing.append(folder)
+            raise OSError(errno.ENOSPC, "No space left on device (test)", str(folder))
+        write_shards(state, folder, group)
+
+    monkeypatch.setattr(async_snapshots, "write_shards", full_disk)
+    state_dir = tmp_path / "state"
+    engine, client = _client(state_dir)
+    assert client.post("/v1/runs", json=every2).status_code == 201
+    got = [post(client, s) for s in range(1, 4)]
+    engine.close()
+    run_dir = state_dir / "runs" / "bg"
+    assert failing and not failing[0].exists()  # the failed write's folder is gone
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-000000"]
+    assert sorted(p.name for p in (run_dir / "steplog").iterdir()) == [f"step-{s:06d}.json" for s in (1, 2, 3)]
+    engine.state_lock.release()
+
+    _, client = _client(state_dir)
+    assert client.get("/v1/runs/bg").json()["step"] == 3
+    got.append(post(client, 4))
+    assert got == want
+    mine, theirs = policy_tensors(state_dir, "bg", 4), policy_tensors(tmp_path / "reference", "bg", 4)
+    assert mine.keys() == theirs.keys() and mine
+    assert all(torch.equal(mine[k], theirs[k]) for k in mine)

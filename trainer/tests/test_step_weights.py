@@ -9,7 +9,7 @@ trainer's disk is refused at its start."""
 import json
 
 import pytest
-from conftest import fixed_samples, tiny_run
+from conftest import fixed_samples, tiny_run, wait_for_snapshot
 from fastapi.testclient import TestClient
 
 
@@ -73,10 +73,12 @@ def test_exports_are_written_per_step_only_when_kept_and_only_the_newest_are_kep
     exports = store.dir / "exports"
     assert sorted(p.name for p in exports.iterdir()) == ["step-000004", "step-000005"]
     assert answers[2]["checkpoint"]["path"] is None and answers[2]["storage"]["export_bytes"] > 0
-    # the snapshot step links its snapshot's files (fp32 on CPU, the served dtype): nothing written twice
-    assert answers[4]["storage"]["export_bytes"] == 0 and answers[4]["storage"]["snapshot"]
-    linked = exports / "step-000005" / "model.safetensors"
-    assert linked.stat().st_ino == (store.ckpt(5) / "policy" / "model.safetensors").stat().st_ino
+    # a full-weight snapshot is sharded, for recovery only: its step's weights are served from its export
+    assert answers[4]["storage"]["export_bytes"] > 0 and answers[4]["storage"]["snapshot"]
+    assert answers[4]["checkpoint"]["export_path"] == str((exports / "step-000005").resolve())
+    assert answers[4]["checkpoint"]["path"] == str(store.ckpt(5).resolve())
+    assert not (store.ckpt(5) / "policy").exists()
+    assert client.get("/v1/runs/pub/checkpoints/5/weights").json()["files"]
     marker = json.loads((exports / "step-000004" / "export.json").read_text())
     assert marker == {"step": 4, "format": "hf_full", "dtype": "float32"}
     manifest = client.get("/v1/runs/pub/checkpoints/4/weights")
@@ -104,31 +106,36 @@ def test_a_run_whose_retention_cannot_fit_on_the_disk_is_refused_naming_the_sett
     from attune_trainer.state import disk_budget
 
     usage = namedtuple("usage", "total used free")
-    # tiny-random: a snapshot (fp32 weights + AdamW) is a few MB; 12 weight snapshots do not fit in 40 MB
+    # tiny-random: a snapshot (fp32 weights + AdamW) is a few MB; 400 exports do not fit in 40 MB
     monkeypatch.setattr(disk_budget.shutil, "disk_usage", lambda _p: usage(10**9, 0, 40 * 10**6))
-    r = client.post("/v1/runs", json=tiny_run("big", keep_checkpoints=400))
+    r = client.post("/v1/runs", json=tiny_run("big", export_keep=400))
     assert r.status_code == 422, r.text
     error = r.json()["error"]
-    assert error["field"] == "hyperparameters.keep_checkpoints"
-    assert "what fits: keep_checkpoints" in error["message"] and "GB free" in error["message"]
+    assert error["field"] == "hyperparameters.export_keep"
+    assert "what fits: export_keep" in error["message"] and "GB free" in error["message"]
     assert not engine.run_store("big").exists()
-    assert client.post("/v1/runs", json=tiny_run("big", keep_checkpoints=3)).status_code == 201
+    # full weights keep no weight-only snapshots (sharded ones serve recovery only): keep_checkpoints costs nothing
+    assert client.post("/v1/runs", json=tiny_run("big", keep_checkpoints=400)).status_code == 201
     monkeypatch.setattr(disk_budget.shutil, "disk_usage", shutil.disk_usage)
 
 
-def test_full_weight_snapshots_and_exports_link_the_runs_tokenizer_instead_of_writing_it(engine):
-    """A snapshot and an export stay complete model directories, but the tokenizer (a few MB, as large
-    as the tiny model's snapshot) is written once, at the run's creation, and counted in no step's bytes."""
+def test_full_weight_exports_link_the_runs_tokenizer_and_snapshots_hold_only_shards(engine):
+    """An export stays a complete model directory, but the tokenizer (a few MB, as large as the tiny
+    model's snapshot) is written once, at the run's creation, and counted in no step's bytes. A
+    full-weight snapshot holds only its shards: HF-format weights of its step come from an export."""
     engine.create_run(tiny_run("tok", snapshot_every=1, export_keep=1))
     out = engine.apply_step("tok", {"step": 1, "samples": fixed_samples(1)})
     store = engine.run_store("tok")
     tokenizer = store.dir / "tokenizer" / "tokenizer.json"
-    for model_dir in (store.ckpt(1) / "policy", store.dir / "exports" / "step-000001"):
-        assert (model_dir / "tokenizer.json").stat().st_ino == tokenizer.stat().st_ino, model_dir
-        assert (model_dir / "tokenizer_config.json").exists()
-    tokenizer_inodes = {p.stat().st_ino for p in (store.dir / "tokenizer").iterdir()}
-    files = [p.stat() for p in store.ckpt(1).rglob("*") if p.is_file()]
-    linked = sum(st.st_size for st in files if st.st_ino in tokenizer_inodes)
-    assert linked >= tokenizer.stat().st_size
-    # what the snapshot wrote: all but the linked tokenizer (the commit's own state.json comes after it is counted)
-    assert 0 <= sum(st.st_size for st in files) - linked - out["storage"]["snapshot_bytes"] < 10_000
+    model_dir = store.dir / "exports" / "step-000001"
+    assert (model_dir / "tokenizer.json").stat().st_ino == tokenizer.stat().st_ino
+    assert (model_dir / "tokenizer_config.json").exists()
+    snapshot = wait_for_snapshot(engine.state_dir, "tok", 1)
+    assert sorted(p.name for p in snapshot.iterdir()) == [".metadata", "__0_0.distcp", "state.json"]
+    # the step's snapshot_bytes are its tensors' bytes; the shard adds DCP's per-tensor headers
+    shard = (snapshot / "__0_0.distcp").stat().st_size
+    assert out["storage"]["snapshot_bytes"] <= shard < 1.25 * out["storage"]["snapshot_bytes"]
+    later = engine.apply_step("tok", {"step": 2, "samples": fixed_samples(2)})
+    previous = later["storage"]["previous_snapshot"]  # the background write, reported by the next step
+    assert previous["step"] == 1 and previous["committed"] and previous["bytes"] > shard
+    assert previous["write_seconds"] > 0

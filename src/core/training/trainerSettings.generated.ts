@@ -30,7 +30,8 @@ const HYPERPARAMETER_HELP = {
   max_length: "max prompt+completion tokens (prompt cut on the left); the trainer's default: 4096",
   append_eos: "append the end-of-turn token to each completion; the trainer's default: true",
   gradient_checkpointing: "the trainer's default: false",
-  keep_checkpoints: "keep only the last N weight checkpoints (0 = all); the trainer's default: 0",
+  keep_checkpoints:
+    "LoRA: keep only the last N adapter checkpoints (0 = all); full weights keep their last 2 snapshots; the trainer's default: 0",
   snapshot_every:
     "snapshot weights and AdamW states every N steps; the steps between are durable by the step log and replayed after a crash (null = the mode's default: every step for LoRA, every 10 for full weights); the trainer's default: null",
   export_keep:

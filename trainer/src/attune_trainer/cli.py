@@ -191,6 +191,7 @@ def serve_main(args, token: str | None) -> int:
     dispatcher = Dispatcher(engine)
     if not engine.is_main:
         dispatcher.worker_loop()
+        engine.close()  # its shards of any background snapshot write, before the process exits
         return 0
     return _serve_http(args, token, state_dir, engine, dispatcher)
 
@@ -250,12 +251,38 @@ def _serve_http(args, token: str | None, state_dir: Path, engine, dispatcher) ->
         pid=os.getpid(),
     )
     print(f"attune-trainer listening on {url}", flush=True)
+    stop = _Stop(engine, dispatcher)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        _server_that_stops(uvicorn, config, stop).run(sockets=[sock])
     finally:
-        dispatcher.shutdown()
+        stop()
         log("info", "stopped")
     return 0
+
+
+class _Stop:
+    """Once: the worker ranks are told to stop, and every background snapshot write finishes and commits."""
+
+    def __init__(self, engine, dispatcher):
+        self.engine, self.dispatcher, self.done = engine, dispatcher, False
+
+    def __call__(self) -> None:
+        if not self.done:
+            self.done = True
+            self.dispatcher.shutdown()
+            self.engine.close()
+
+
+def _server_that_stops(uvicorn, config, stop: _Stop):
+    """uvicorn's server, which stops the engine as it shuts down: on SIGTERM uvicorn re-raises the
+    signal once it has shut down, which ends the process before any `finally` of ours runs."""
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            await super().shutdown(sockets)
+            stop()
+
+    return Server(config)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@ step leaves the run at its last committed checkpoint. Off unless `ATTUNE_TRAINER
 is set; never set it in production. (`ATTUNE_TRAINER_FAULT_DELAY_S=N`, the other test hook, holds
 each step's commit open N seconds so a test can SIGKILL the service mid-step;
 `ATTUNE_TRAINER_FAULT_REPLAY_DELAY_S=N` holds each replayed step N seconds, so a test can SIGKILL
-the service during a recovery by replay.)
+the service during a recovery by replay; `ATTUNE_TRAINER_FAULT_SNAPSHOT_DELAY_S=N` holds each background
+snapshot write N seconds after its shards are written and before its marker, so a test can SIGKILL
+the service while a sharded snapshot is being written and the steps after it go on.)
 
 Syntax: comma-separated `point[@step]:count`, e.g. `during_commit@2:1` (fail once, at step 2) or
 `after_update:2` (fail the first two steps that get there). Faults fire only in steps (n >= 1),
@@ -29,6 +31,7 @@ from attune_trainer.log import log
 ENV = "ATTUNE_TRAINER_FAULT_INJECTION"
 DELAY_ENV = "ATTUNE_TRAINER_FAULT_DELAY_S"
 REPLAY_DELAY_ENV = "ATTUNE_TRAINER_FAULT_REPLAY_DELAY_S"
+SNAPSHOT_DELAY_ENV = "ATTUNE_TRAINER_FAULT_SNAPSHOT_DELAY_S"
 POINTS = ("during_update", "after_update", "during_commit", "after_commit")
 
 
@@ -44,10 +47,13 @@ class _Armed:
 
 
 class FaultInjection:
-    def __init__(self, spec: str = "", commit_delay_s: float = 0.0, replay_delay_s: float = 0.0):
+    def __init__(
+        self, spec: str = "", commit_delay_s: float = 0.0, replay_delay_s: float = 0.0, snapshot_delay_s: float = 0.0
+    ):
         self.armed: list[_Armed] = [self._parse(part.strip()) for part in spec.split(",") if part.strip()]
         self.commit_delay_s = commit_delay_s
         self.replay_delay_s = replay_delay_s
+        self.snapshot_delay_s = snapshot_delay_s
         if self.armed:
             log("warning", "fault injection is on (tests only)", spec=spec)
 
@@ -57,6 +63,7 @@ class FaultInjection:
             os.environ.get(ENV, ""),
             float(os.environ.get(DELAY_ENV, "0") or 0),
             float(os.environ.get(REPLAY_DELAY_ENV, "0") or 0),
+            float(os.environ.get(SNAPSHOT_DELAY_ENV, "0") or 0),
         )
 
     @staticmethod
@@ -88,3 +95,9 @@ class FaultInjection:
         if self.replay_delay_s > 0:
             log("warning", "fault delay before a replayed step", step=step, seconds=self.replay_delay_s)
             time.sleep(self.replay_delay_s)
+
+    def hold_snapshot(self, step: int) -> None:
+        """In a background snapshot write: its shards are written, its marker is not (tests only)."""
+        if self.snapshot_delay_s > 0:
+            log("warning", "fault delay before a snapshot's marker", step=step, seconds=self.snapshot_delay_s)
+            time.sleep(self.snapshot_delay_s)

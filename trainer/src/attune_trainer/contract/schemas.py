@@ -95,7 +95,11 @@ class Hyperparameters(Strict):
     max_length: int = Field(4096, ge=8, description="max prompt+completion tokens (prompt cut on the left)")
     append_eos: bool = Field(True, description="append the end-of-turn token to each completion")
     gradient_checkpointing: bool = False
-    keep_checkpoints: int = Field(0, ge=0, description="keep only the last N weight checkpoints (0 = all)")
+    keep_checkpoints: int = Field(
+        0,
+        ge=0,
+        description="LoRA: keep only the last N adapter checkpoints (0 = all); full weights keep their last 2 snapshots",
+    )
     snapshot_every: int | None = Field(
         None,
         ge=1,

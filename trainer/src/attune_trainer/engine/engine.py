@@ -107,6 +107,10 @@ class Engine:
     def ensure_loaded(self, run_id: str) -> LoadedRun:
         return self.runs.ensure_loaded(run_id)
 
+    def close(self) -> None:
+        """Wait for the runs' background snapshot writes (each rank its own): call before exiting."""
+        self.runs.close()
+
     # steps and sampling
     def apply_step(self, run_id: str, req: dict) -> dict:
         return self.steps.apply_step(run_id, req)

@@ -1,14 +1,22 @@
-"""Writing a run's checkpoint (a snapshot, see `snapshots.py`): policy (in the form vLLM loads), critic, AdamW states.
+"""Writing a run's checkpoint (a snapshot, see `snapshots.py`): policy, critic, AdamW states.
 
-Written to a temporary folder, fsynced and renamed into place: the rename is the commit.
+LoRA runs and step 0 are written by rank 0 from full state dicts (the adapter, in the form vLLM loads,
+is a few MB; step 0 of full fine-tuning is the base model itself), synchronously. Full weights past
+step 0 are sharded (`sharded_snapshots.py`): staged to CPU by the step, written by every rank in the
+background (`async_snapshots.py`). Either way into a temporary folder, fsynced, marker last, renamed
+into place: the rename is the commit.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -16,9 +24,11 @@ import torch
 from attune_trainer.compute import Compute, inner_optimizer
 from attune_trainer.faults import FaultInjection
 from attune_trainer.log import log
+from attune_trainer.state.async_snapshots import PendingSnapshot, SnapshotWrite
 from attune_trainer.state.loaded_run import LoadedRun
+from attune_trainer.state.sharded_snapshots import FORMAT, stage_to_cpu, state_bytes, training_state
 from attune_trainer.state.snapshots import retain
-from attune_trainer.state.store import fsync_tree, now
+from attune_trainer.state.store import RunStore, fsync_tree, now, step_name
 
 OnWritten = Callable[[dict, int], None]
 
@@ -40,18 +50,78 @@ def link_tokenizer(tokenizer_dir: Path, dest: Path) -> None:
                 shutil.copy2(f, dest / f.name)
 
 
+def writes_sharded(run: LoadedRun, step: int) -> bool:
+    """Full weights past step 0: a sharded snapshot, written in the background."""
+    return run.lora is None and step > 0
+
+
+@dataclass
+class StagedSnapshot:
+    """A run's state copied to CPU for a sharded snapshot: what the step waited for."""
+
+    step: int
+    state: dict
+    bytes: int  # the tensors' bytes over all ranks: what the snapshot's shards hold
+    seconds: float  # waiting for the previous write, and the copy
+    previous: dict | None  # the previous write's report (`PendingSnapshot.report`), once it is done
+
+
 class CheckpointWriter:
     def __init__(self, compute: Compute, faults: FaultInjection):
         self.compute = compute
         self.faults = faults
+        self._group = None  # the background writes' own process group (gloo), made at the first one
+
+    def stage_sharded(self, run: LoadedRun, step: int) -> StagedSnapshot:
+        """Wait for the run's previous snapshot write (its staged copy is freed), then copy the run's
+        sharded state to CPU. Collective: every rank stages its own shard."""
+        t0 = time.time()
+        previous, run.pending_snapshot = run.pending_snapshot, None
+        if previous is not None:
+            previous.wait()
+        state = stage_to_cpu(training_state(run))
+        report = previous.report() if previous is not None else None
+        return StagedSnapshot(step, state, state_bytes(state), round(time.time() - t0, 4), report)
+
+    def write_sharded(self, run: LoadedRun, staged: StagedSnapshot, stored: dict, digest: str) -> None:
+        """Start writing a staged snapshot in the background; rank 0 commits it once every rank's
+        shard is written. Collective (the write's own collectives run on its own process group)."""
+        group = self._snapshot_group()
+        store = run.store
+        folder = store.ckpt_dir / f".tmp-{step_name(staged.step)}-sharded"
+        if self.compute.is_main:
+            shutil.rmtree(folder, ignore_errors=True)  # a failed earlier attempt at this step
+            folder.mkdir(parents=True)
+        self.compute.barrier()
+        commit = None
+        if self.compute.is_main:
+            state = {"step": staged.step, "samples_sha256": digest, "stored": copy.deepcopy(stored)}
+            commit = partial(_commit_sharded, store, state, folder, run.hp.keep_checkpoints)
+        write = SnapshotWrite(run.run_id, staged.step, staged.state, folder, group, commit, self.faults.hold_snapshot)
+        staged.state = {}  # the writer owns the copy now
+        run.pending_snapshot = PendingSnapshot(write)
+
+    def _snapshot_group(self):
+        """A gloo group for the background writes, so that their collectives never interleave with a
+        step's on the default group. Made collectively, at the first sharded snapshot of any run."""
+        import torch.distributed as dist
+
+        if self.compute.world == 1 or not dist.is_initialized():
+            return None
+        if self._group is None:
+            self._group = dist.new_group(backend="gloo")
+        return self._group
 
     def save(
         self, run: LoadedRun, step: int, stored: dict | None, digest: str | None, on_written: OnWritten | None = None
     ) -> dict:
-        """Save the run's state as checkpoint `step` and commit it. Collective: every rank calls it.
+        """Save a LoRA run's state, or step 0 of any run, as checkpoint `step` and commit it.
+        Collective: every rank calls it.
 
         `on_written(stored, bytes)` runs once the snapshot's files are written, before its marker:
         the stored result then times the whole step, snapshot included."""
+        if writes_sharded(run, step):
+            raise ValueError(f"step {step} of full-weight run {run.run_id!r} is a sharded snapshot: use write_sharded")
         compute = self.compute
         acc = compute.acc
         need_policy = run.lora is not None or step > 0
@@ -93,13 +163,9 @@ class CheckpointWriter:
             unwrapped.save_pretrained(str(tmp / "policy"), state_dict=policy_sd, safe_serialization=True)
             patch_adapter_config(tmp / "policy", run.base_path)
             export = {"path": f"checkpoints/step-{step:06d}/policy", "format": "peft_lora"}
-        elif step == 0:
-            # step 0 of full fine-tuning is the base model itself: no copy
-            export = {"path": str(run.base_path), "format": "hf_full"}
         else:
-            unwrapped.save_pretrained(str(tmp / "policy"), state_dict=policy_sd, safe_serialization=True)
-            link_tokenizer(store.tokenizer_dir, tmp / "policy")
-            export = {"path": f"checkpoints/step-{step:06d}/policy", "format": "hf_full"}
+            # step 0 of full fine-tuning is the base model itself: no copy (later steps: write_sharded)
+            export = {"path": str(run.base_path), "format": "hf_full"}
         if critic_sd is not None:
             from safetensors.torch import save_file
 
@@ -129,6 +195,17 @@ class CheckpointWriter:
         if stored is not None:
             store.write_result(step, stored)
         retain(store, run.hp.keep_checkpoints)
+
+
+def _commit_sharded(
+    store: RunStore, state: dict, folder: Path, keep_weights: int, seconds: float, written: int
+) -> None:
+    """Rank 0, once every rank's shard and the `.metadata` are durable: marker, rename, retention."""
+    step = state["step"]
+    marker = {**state, "format": FORMAT, "export": None, "created": now(), "run_id": store.run_id}
+    store.commit_ckpt(folder, step, {**marker, "write_seconds": seconds, "bytes": written})
+    log("info", "checkpoint committed", run_id=store.run_id, step=step, sharded=True)
+    retain(store, keep_weights)
 
 
 def patch_adapter_config(adapter_dir: Path, base_path: Path) -> None:

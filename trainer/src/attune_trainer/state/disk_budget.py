@@ -2,9 +2,10 @@
 
 A snapshot holds the policy's weights, its AdamW moments (two tensors per trainable parameter) and,
 for PPO, the critic's trainable tensors with theirs. Snapshots keep their AdamW states in the newest
-KEEP_SNAPSHOTS; older ones keep their weights only, up to `keep_checkpoints` (0 = every snapshot:
-unbounded, so only the bounded part is checked). Exports (`export_keep`) hold the policy in the
-served dtype. A run whose retention cannot fit on the free space is refused before its first step.
+KEEP_SNAPSHOTS; older LoRA ones keep their weights only, up to `keep_checkpoints` (0 = every snapshot:
+unbounded, so only the bounded part is checked); older full-weight (sharded) ones are removed.
+Exports (`export_keep`) hold the policy in the served dtype. A run whose retention cannot fit on the
+free space is refused before its first step.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class RunBytes:
     weights: int  # a snapshot's policy weights (+ the critic's trainable tensors)
     optimizer: int  # a snapshot's AdamW states
     export: int  # one export, in the served dtype
+    sharded: bool = False  # full weights: no weights-only snapshot is kept past KEEP_SNAPSHOTS
 
     @property
     def snapshot(self) -> int:
@@ -33,7 +35,7 @@ class RunBytes:
 
     def retained(self, keep_checkpoints: int, export_keep: int) -> int:
         """Bytes held once the run is past its retention windows (keep_checkpoints 0: the bounded part)."""
-        weights_only = max(keep_checkpoints - KEEP_SNAPSHOTS, 0)
+        weights_only = 0 if self.sharded else max(keep_checkpoints - KEEP_SNAPSHOTS, 0)
         return KEEP_SNAPSHOTS * self.snapshot + weights_only * self.weights + export_keep * self.export
 
 
@@ -52,7 +54,7 @@ def estimate(run: LoadedRun, unwrap, served_element_size: int) -> RunBytes:
         weights += critic
         optimizer += 2 * critic
     export = trainable if run.lora is not None else sum(p.numel() for p in policy.parameters()) * served_element_size
-    return RunBytes(weights=weights, optimizer=optimizer, export=export)
+    return RunBytes(weights=weights, optimizer=optimizer, export=export, sharded=run.lora is None)
 
 
 def check_fits(run: LoadedRun, estimate_: RunBytes, state_dir: Path) -> None:

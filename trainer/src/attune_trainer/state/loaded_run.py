@@ -28,3 +28,10 @@ class LoadedRun:
     step: int = 0
     in_progress_step: int | None = None
     eos_ids: list[int] = field(default_factory=list)
+    # a sharded snapshot being written in the background (`async_snapshots.PendingSnapshot`)
+    pending_snapshot: Any = None
+
+    def wait_for_snapshot(self) -> None:
+        """Until the run's background snapshot write, if any, is done: before its memory is reused."""
+        if self.pending_snapshot is not None:
+            self.pending_snapshot.wait()

@@ -1,4 +1,9 @@
-"""Loading a run into memory from its newest committed checkpoint: policy, critic, reference, AdamW."""
+"""Loading a run into memory from its newest complete snapshot: policy, critic, reference, AdamW.
+
+Two snapshot formats load: sharded (full weights; `sharded_snapshots.py`), read by every rank into
+its own shards once the models are wrapped; and rank 0's (`policy/`, `critic.safetensors`,
+`optimizer.pt`: LoRA runs, step 0, and full-weight runs written before snapshots were sharded).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from attune_trainer.models import build_critic, load_causal_lm, load_tokenizer, 
 from attune_trainer.state.checkpoints import CheckpointWriter
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.reference import ensure_reference
+from attune_trainer.state.sharded_snapshots import is_sharded, load_shards
 from attune_trainer.state.snapshots import newest_snapshot
 from attune_trainer.state.store import RunStore
 
@@ -99,6 +105,17 @@ def _build_critic(compute: Compute, spec: RunCreate, base_path: Path, latest_dir
     return critic
 
 
+def _load_full_optimizer_states(compute: Compute, ckpt_dir: Path, policy, policy_opt, critic, critic_opt) -> None:
+    """AdamW states of a snapshot written by rank 0 (`optimizer.pt`, full state dicts), given to every rank."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    states = load_optimizer_states(ckpt_dir / "optimizer.pt")
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=compute.world > 1)
+    set_optimizer_state_dict(policy, inner_optimizer(policy_opt), states["policy"], options=options)
+    if critic is not None and states.get("critic") is not None:
+        set_optimizer_state_dict(critic, inner_optimizer(critic_opt), states["critic"], options=options)
+
+
 def load_optimizer_states(path: Path) -> dict:
     """AdamW states as plain tensors and containers: a tampered file is refused, never executed."""
     try:
@@ -128,8 +145,9 @@ def load_run(
     hp = spec.hyperparameters
     base_path = resolve_base(spec.base_model, state_dir, store.dir, models_dir)
     tokenizer = load_tokenizer(store.tokenizer_dir)
-    latest = newest_snapshot(store)  # the steps after it are replayed from the step log (recovery.py)
+    latest = _agreed_newest_snapshot(compute, store)  # the steps after it are replayed from the log (recovery.py)
     latest_dir = store.ckpt(latest) if latest is not None else None
+    sharded = latest_dir is not None and is_sharded(latest_dir)  # built from the base, then filled from the shards
 
     policy = _build_policy(compute, spec, base_path, latest_dir)
     policy_params = [p for p in policy.parameters() if p.requires_grad]
@@ -146,15 +164,9 @@ def load_run(
     else:
         policy, policy_opt = acc.prepare(policy, policy_opt)
 
-    if latest_dir is not None and (latest_dir / "optimizer.pt").exists():
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
-
-        states = load_optimizer_states(latest_dir / "optimizer.pt")
-        options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=compute.world > 1)
-        set_optimizer_state_dict(policy, inner_optimizer(policy_opt), states["policy"], options=options)
-        if critic is not None and states.get("critic") is not None:
-            set_optimizer_state_dict(critic, inner_optimizer(critic_opt), states["critic"], options=options)
-    elif latest_dir is not None and latest > 0:
+    if latest_dir is not None and not sharded and (latest_dir / "optimizer.pt").exists():
+        _load_full_optimizer_states(compute, latest_dir, policy, policy_opt, critic, critic_opt)
+    elif latest_dir is not None and latest > 0 and not sharded:
         log("warning", "no optimizer state in the latest checkpoint; AdamW restarts", run_id=store.run_id, step=latest)
 
     run = LoadedRun(
@@ -172,6 +184,8 @@ def load_run(
         step=latest or 0,
         eos_ids=_end_of_turn_ids(compute, policy, tokenizer),
     )
+    if sharded:
+        load_shards(run, latest_dir)  # weights and AdamW states, each rank its own shards
     if hp.kl_coef > 0:
         ensure_reference(compute, run)
     if latest is None:
@@ -187,6 +201,17 @@ def load_run(
         wrapper=type(policy).__name__,
     )
     return run
+
+
+def _agreed_newest_snapshot(compute: Compute, store: RunStore) -> int | None:
+    """Rank 0's newest complete snapshot, on every rank. A rank that looked on its own could see another
+    one: a snapshot committed meanwhile in the background, or step 0 of a new run that rank 0 (ahead:
+    FSDP2 wraps without a collective) already wrote, and skip the collective write of it."""
+    latest = newest_snapshot(store) if compute.is_main else None
+    if compute.world == 1:
+        return latest
+    agreed = int(compute.broadcast_from_main(torch.tensor([-1 if latest is None else latest])).item())
+    return None if agreed < 0 else agreed
 
 
 def _end_of_turn_ids(compute: Compute, policy, tokenizer) -> list[int]:

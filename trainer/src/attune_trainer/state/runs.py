@@ -257,6 +257,11 @@ class RunRegistry:
             self.loaded[run_id] = run
             return run
 
+    def close(self) -> None:
+        """Before the trainer exits: every background snapshot write finishes and commits."""
+        for run in list(self.loaded.values()):
+            run.wait_for_snapshot()
+
     def evict(self, run_id: str) -> None:
         """Drop a loaded run from memory; its next use reloads it from its newest checkpoint."""
         with self.lock:
@@ -265,6 +270,7 @@ class RunRegistry:
                 self._release(run)
 
     def _release(self, run: LoadedRun) -> None:
+        run.wait_for_snapshot()  # its background snapshot write finishes (and commits) before the memory goes
         acc = self.compute.acc
         for obj in (run.policy, run.critic, run.ref, run.policy_opt, run.critic_opt):
             for registered in (getattr(acc, "_models", []), getattr(acc, "_optimizers", [])):

@@ -2,14 +2,20 @@
 
 A snapshot is a checkpoint directory (`checkpoints.py` writes it into a temporary folder, fsyncs it,
 writes `state.json` last as its marker and renames it into place). Loadable means committed (the
-marker is there) and complete (its AdamW states are there, or it is step 0): a directory without its
-marker was cut off and is never loaded. The RNG needs no snapshot: every step reseeds from the run's
-seed and its step number (`compute.step_seeds`), and the step log records those seeds.
+marker is there) and complete: step 0; or its AdamW states are there (`optimizer.pt`: LoRA, and
+full-weight snapshots written before they were sharded); or, sharded (full weights), its DCP
+`.metadata` reads and names only shards that are there whole (`sharded_snapshots.shards_complete`).
+A directory without its marker was cut off and is never loaded, nor one with a missing or short shard.
+The RNG needs no snapshot: every step reseeds from the run's seed and its step number
+(`compute.step_seeds`), and the step log records those seeds.
 """
 
 from __future__ import annotations
 
+import shutil
+
 from attune_trainer.contract.schemas import Hyperparameters
+from attune_trainer.state.sharded_snapshots import is_sharded, shards_complete
 from attune_trainer.state.step_log import StepLog
 from attune_trainer.state.store import RunStore
 
@@ -38,7 +44,11 @@ def is_snapshot_step(step: int, hp: Hyperparameters, lora: bool) -> bool:
 def is_complete(store: RunStore, step: int) -> bool:
     """Committed (marker written last) and with the AdamW states a resumed run needs."""
     d = store.ckpt(step)
-    return (d / MARKER).exists() and (step == 0 or (d / OPTIMIZER).exists())
+    if not (d / MARKER).exists():
+        return False
+    if step == 0:
+        return True
+    return shards_complete(d) if is_sharded(d) else (d / OPTIMIZER).exists()
 
 
 def newest_snapshot(store: RunStore) -> int | None:
@@ -49,8 +59,13 @@ def newest_snapshot(store: RunStore) -> int | None:
 
 def retain(store: RunStore, keep_weights: int) -> None:
     """Keep the AdamW states of the last KEEP_SNAPSHOTS snapshots, the weights `keep_weights` asks
-    for (0 = all: exports and `run@step` read them), and the log entries after the oldest kept snapshot."""
+    for (0 = all: exports and `run@step` read them), and the log entries after the oldest kept snapshot.
+    A sharded snapshot is weights and AdamW states in the same shards, read by recovery only (exports
+    serve its weights): it is kept whole in the last KEEP_SNAPSHOTS, else removed."""
     store.prune(keep_weights, keep_optimizer=KEEP_SNAPSHOTS)
+    for s in store.committed_steps()[:-KEEP_SNAPSHOTS]:
+        if is_sharded(store.ckpt(s)):
+            shutil.rmtree(store.ckpt(s), ignore_errors=True)
     complete = [s for s in store.committed_steps() if is_complete(store, s)]
     if complete:
         oldest = complete[-KEEP_SNAPSHOTS:][0]

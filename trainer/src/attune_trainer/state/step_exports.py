@@ -16,8 +16,6 @@ import shutil
 import time
 import uuid
 
-import torch
-
 from attune_trainer.compute import Compute
 from attune_trainer.log import log
 from attune_trainer.state.checkpoints import link_tokenizer, patch_adapter_config, tree_bytes
@@ -27,9 +25,10 @@ from attune_trainer.state.store import RunStore, fsync_dir, fsync_tree, readable
 from attune_trainer.state.weights_files import store_weights_manifest
 
 
-def links_snapshot(compute: Compute, run: LoadedRun) -> bool:
-    """Whether a snapshot's policy files are already what an export would hold (same dtype)."""
-    return run.lora is not None or compute.frozen_dtype == torch.float32
+def links_snapshot(run: LoadedRun) -> bool:
+    """Whether a snapshot's policy files are what an export would hold: a LoRA adapter (a full-weight
+    snapshot is sharded, not a model directory)."""
+    return run.lora is not None
 
 
 class ExportWriter:

@@ -7,12 +7,14 @@
     run.json                      {"config": {...normalised request...}, "created": ts}
     tokenizer/                    tokenizer + chat template used by this run
     base/                         tiny-random only: the randomly initialised base model
-    checkpoints/step-000003/      one committed step (the rename is the commit)
+    checkpoints/step-000003/      one committed snapshot (the rename is the commit); LoRA, or step 0:
       policy/                     LoRA: peft adapter dir (vLLM --enable-lora loadable)
-                                  full fine-tuning: HF model dir (config + safetensors + tokenizer)
+                                  (full fine-tuning before sharded snapshots: HF model dir)
       critic.safetensors          PPO: the critic's trainable tensors (value head, + LoRA or backbone)
       optimizer.pt                AdamW states (policy, critic), kept in the newest 2 checkpoints
       state.json                  {"step", "samples_sha256", "result", "export", ...}
+    checkpoints/step-000010/      full fine-tuning past step 0: sharded (sharded_snapshots.py)
+      __<rank>_0.distcp, .metadata  each rank's shard, DCP's index; state.json (marker) last
     steplog/step-000004.json      what step 4 needs to be applied again (step_log.py); the checkpoints
                                   are snapshots every `snapshot_every` steps (snapshots.py)
     results/step-000003.json      the stored response of each applied step (never pruned)
