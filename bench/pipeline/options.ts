@@ -9,14 +9,14 @@ export const HELP = `Pipeline benchmark: training throughput with rollouts and o
 
 Usage: npm run bench:pipeline [-- options]
 
-  --quick             smaller runs (about 13 minutes on 2 cores): 6 steps, 1000 ms latency,
+  --quick             smaller runs (about 13 minutes on 2 cores per weights): 6 steps, 1000 ms latency,
                       2 scenarios x 2 samples x 2 turns
   --staleness LIST    training.maxStaleness values (default 0,1,2); 0 is always run, it is the
                       baseline of speedup; a value > 0 is passed as training.maxStaleness=S
   --ratios LIST       T/R values, optimizer step time over rollout time (default 0.5,1,2)
-  --weights LIST      what each step publishes to the stand-in vLLM (default lora): lora (an adapter
-                      per version), full (full weights reloaded in place; staleness > 0 is then
-                      in-flight updates: the reload lands under the next step's dialogues)
+  --weights LIST      what each step publishes to the stand-in vLLM (default lora,full): lora (an
+                      adapter per version), full (full weights reloaded in place; staleness > 0 is
+                      then in-flight updates: the reload lands under the next step's dialogues)
   --reload-ms MS      full weights: how long the stand-in vLLM's reload takes (default 2000)
   --steps N           training steps per run, at least 3 (default 12; --quick 6)
   --calibration-steps N  steps of the calibration run that measures R (default 4)
@@ -82,7 +82,7 @@ export function parseOptions(argv: string[]): Options | null {
       quick: { type: 'boolean', default: false },
       staleness: { type: 'string', default: '0,1,2' },
       ratios: { type: 'string', default: '0.5,1,2' },
-      weights: { type: 'string', default: 'lora' },
+      weights: { type: 'string', default: 'lora,full' },
       'reload-ms': { type: 'string', default: '2000' },
       steps: { type: 'string' },
       'calibration-steps': { type: 'string', default: '4' },

@@ -9,6 +9,7 @@ import {
   rolloutQueueActivities,
   type EndpointGates,
 } from './index.js';
+import { heartbeating } from './heartbeating.js';
 import { createPublisherActivities, type PublisherOptions } from './publisher.js';
 import { storeTurnJournal, type JournalledRun } from './turnJournal.js';
 
@@ -38,6 +39,9 @@ export const QUEUE_ACTIVITIES = {
   simulator: () => queuedSimulatorActivities,
   turns: ({ gates }: Pick<QueueActivityDeps, 'gates'>) => dialogueTurnActivities(gates),
   optimizer: ({ store }: Pick<QueueActivityDeps, 'store'>) => optimizerQueueActivities(store),
-  /** One publish queue per vLLM replica (`publishQueueFor`), served by the publisher beside it. */
-  publish: (publisher: PublisherOptions) => createPublisherActivities(publisher),
+  /**
+   * One publish queue per vLLM replica (`publishQueueFor`), served by the publisher beside it; it
+   * heartbeats, so a publisher killed mid-publish is noticed and the publish retried on its successor.
+   */
+  publish: (publisher: PublisherOptions) => heartbeating(createPublisherActivities(publisher)),
 } satisfies Record<keyof TaskQueues | 'publish', (deps: never) => object>;

@@ -88,6 +88,12 @@ export const LIMITS = {
    */
   replicaPublishTimeoutMs: 30 * 60_000,
   replicaPublishAttempts: 5,
+  /**
+   * A replica's publish heartbeats while it runs: a publisher killed mid-publish (mid-download) is
+   * presumed dead this soon and the publish retried on the publisher that replaced it, not after
+   * the whole `replicaPublishTimeoutMs` (the soak's kill-publisher-download held a step 30 minutes).
+   */
+  replicaPublishHeartbeatTimeoutMs: 30_000,
   publisherWaitMs: 120_000,
   /**
    * A full-weights publisher asks its vLLM this often whether it still serves the version last

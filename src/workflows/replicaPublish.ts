@@ -25,6 +25,7 @@ function publisherOf(settings: TrainingSettings, replica: Replica) {
     taskQueue: replica.taskQueue,
     scheduleToStartTimeout: settings.publish.publisherWaitMs ?? LIMITS.publisherWaitMs,
     startToCloseTimeout: LIMITS.replicaPublishTimeoutMs,
+    heartbeatTimeout: LIMITS.replicaPublishHeartbeatTimeoutMs,
     retry: {
       initialInterval: '2 seconds',
       maximumInterval: '30 seconds',

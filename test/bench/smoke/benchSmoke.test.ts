@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../../src/paths.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { freePort } from '../../../src/temporal/devServer.js';
+import { SOAK_FAULT_KINDS } from '../../../bench/soak/plan.js';
+import { soakResultsSchema } from '../../../bench/soak/results.js';
 
 /**
  * Each TypeScript benchmark in its smallest form, as its npm script runs it (a child process), its
@@ -141,11 +143,14 @@ const SMOKES: Record<string, Smoke> = {
     check: (results) => {
       const { rows, calibration } = results as { rows: Json[]; calibration: Json };
       positive(calibration.rollout_seconds_per_step, 'R');
+      // Both weights by default: LoRA, and full weights whose staleness 1 is in-flight updates.
       assert.deepEqual(
-        rows.map((r) => [r.staleness, r.t_over_r]),
+        rows.map((r) => [r.weights, r.staleness, r.t_over_r]),
         [
-          [0, 1],
-          [1, 1],
+          ['lora', 0, 1],
+          ['lora', 1, 1],
+          ['full', 0, 1],
+          ['full', 1, 1],
         ],
       );
       for (const row of rows) for (const f of ['steps_per_hour', 'speedup', 'seconds_per_step']) positive(row[f], f);
@@ -303,6 +308,33 @@ const SMOKES: Record<string, Smoke> = {
       assert.ok(invariants.length > 0, 'invariants were checked');
       assert.ok(calls.answered > 0 && calls.transcripts === 8, `every call counted: ${JSON.stringify(calls)}`);
       assert.deepEqual([calls.madeTwice, calls.chainFailures, calls.superseded], [0, 0, 0], JSON.stringify(calls));
+    },
+  },
+  soak: {
+    // Issue #45's soak in its quick form: 8 full-weight steps published to two fake replicas, one
+    // fault of each kind, every check run (a breach exits 1).
+    script: 'bench/soak/main.ts',
+    args: (out) => ['--quick', '--timeout', '840', '--out', out],
+    check: (results) => {
+      const soak = soakResultsSchema.parse(results);
+      assert.equal(soak.checksHeld, true, JSON.stringify(soak.checks.filter((c) => !c.ok)));
+      assert.ok(soak.checks.length >= 10 && soak.checks.every((c) => c.ok), JSON.stringify(soak.checks));
+      assert.deepEqual(soak.planted, [], 'nothing planted');
+      const struck = soak.faults.filter((f) => f.injected && !f.error).map((f) => f.kind);
+      assert.deepEqual([...new Set(struck)].sort(), [...SOAK_FAULT_KINDS].sort(), JSON.stringify(soak.faults));
+      assert.equal(soak.injected, soak.planned.length);
+      // Two windows, each sampled, with every worker process and the trainer followed.
+      assert.equal(soak.windows.length, 2);
+      for (const w of soak.windows) {
+        assert.ok(w.samples > 0, JSON.stringify(w));
+        assert.deepEqual(
+          Object.keys(w.rssMiB).sort(),
+          ['llm', 'optimizer', 'publisher-r1', 'publisher-r2', 'trainer'],
+          JSON.stringify(w.rssMiB),
+        );
+        positive(w.maxTrainerStateBytes, 'maxTrainerStateBytes');
+        positive(w.maxHistory.training.events, 'training history events');
+      }
     },
   },
 };
