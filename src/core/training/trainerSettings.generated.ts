@@ -31,7 +31,7 @@ const HYPERPARAMETER_HELP = {
   append_eos: "append the end-of-turn token to each completion; the trainer's default: true",
   gradient_checkpointing: "the trainer's default: false",
   keep_checkpoints:
-    "LoRA: keep only the last N adapter checkpoints (0 = all); full weights keep their last 2 snapshots; the trainer's default: 0",
+    "LoRA: keep the last N adapter checkpoints (0 = all); full weights keep their last 2 snapshots; the trainer's default: 0",
   snapshot_every:
     "snapshot weights and AdamW states every N steps; the steps between are durable by the step log and replayed after a crash (null = the mode's default: every step for LoRA, every 10 for full weights); the trainer's default: null",
   export_keep:

@@ -98,7 +98,7 @@ class Hyperparameters(Strict):
     keep_checkpoints: int = Field(
         0,
         ge=0,
-        description="LoRA: keep only the last N adapter checkpoints (0 = all); full weights keep their last 2 snapshots",
+        description="LoRA: keep the last N adapter checkpoints (0 = all); full weights keep their last 2 snapshots",
     )
     snapshot_every: int | None = Field(
         None,
