@@ -164,3 +164,18 @@ def test_only_a_whole_hold_sends_a_request_beside(engine):
     assert held_in_thread(lock.token) is False
     assert held_in_thread(lambda: lock) is True
     assert lock.held_whole_by_another() is False
+
+
+def test_an_older_step_whose_only_weights_are_a_sharded_snapshot_is_sampled(engine):
+    """`run@k` of a full-weight step kept only as a sharded snapshot: its model is made from the shards."""
+    from conftest import wait_for_snapshot
+
+    engine.create_run(tiny_run("s", snapshot_every=1, export_keep=0))
+    engine.apply_step("s", {"step": 1, "samples": fixed_samples(1)})
+    wait_for_snapshot(engine.state_dir, "s", 1)
+    body = {"model": "s@1", "messages": P, "max_tokens": 8, "temperature": 0}
+    live = engine.chat(body)["choices"][0]["message"]["content"]  # the current step: the live weights
+    engine.apply_step("s", {"step": 2, "samples": fixed_samples(2)})
+    reply = engine.chat(body)
+    assert reply["system_fingerprint"] == "s@1"
+    assert reply["choices"][0]["message"]["content"] == live

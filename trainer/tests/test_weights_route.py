@@ -148,3 +148,31 @@ def test_a_stored_manifest_that_is_not_the_directorys_files_is_never_served(api,
     hashed.clear()
     assert api.get("/v1/runs/full/checkpoints/1/weights", headers=AUTH).json() == after
     assert hashed == [], "the recomputed list was stored again"
+
+
+def test_a_step_whose_only_weights_are_a_sharded_snapshot_is_served_and_exported_byte_for_byte(engine, tmp_path):
+    """A sharded snapshot holds no loadable model: the route makes the step's model directory once, as its
+    export; `attune export` writes the same files without touching the state directory."""
+    from conftest import wait_for_snapshot
+    from transformers import AutoModelForCausalLM
+
+    from attune_trainer.service.server import create_app
+    from attune_trainer.state.export import export_checkpoint
+
+    engine.create_run(tiny_run("sharded", snapshot_every=1, export_keep=0))
+    engine.apply_step("sharded", {"step": 1, "samples": fixed_samples(1)})
+    wait_for_snapshot(engine.state_dir, "sharded", 1)
+    exports = engine.run_store("sharded").dir / "exports"
+    assert not exports.exists() or not any(exports.iterdir()), "no export was written by the step"
+    summary = export_checkpoint(engine.state_dir, "sharded", 1, tmp_path / "cli")
+    assert summary["format"] == "full"
+    assert not exports.exists() or not any(exports.iterdir()), "the local export left the state directory as it was"
+    live = {n: p.detach().clone() for n, p in engine.compute.unwrap(engine.loaded["sharded"].policy).named_parameters()}
+    exported = AutoModelForCausalLM.from_pretrained(tmp_path / "cli", torch_dtype=torch.float32)
+    for name, tensor in exported.named_parameters():
+        torch.testing.assert_close(tensor, live[name], rtol=0, atol=0, msg=name)
+    with TestClient(create_app(engine, token=TOKEN)) as api:
+        manifest = api.get("/v1/runs/sharded/checkpoints/1/weights", headers=AUTH).json()
+        files = {f["name"]: f["sha256"] for f in manifest["files"]}
+        for f in (tmp_path / "cli").glob("*.safetensors"):
+            assert files[f.name] == hashlib.sha256(f.read_bytes()).hexdigest(), f.name

@@ -22,6 +22,7 @@ from attune_trainer.models import load_causal_lm
 from attune_trainer.serving.sampling import Forward, Generated, forward_pass, generate
 from attune_trainer.state.loaded_run import LoadedRun
 from attune_trainer.state.runs import RunRegistry
+from attune_trainer.state.snapshot_model import materialised_snapshot_weights, sharded_snapshot
 from attune_trainer.state.step_weights import no_weights, step_weights, steps_with_weights
 
 CHECKPOINTS_KEPT_FOR_INFERENCE = 2
@@ -55,7 +56,7 @@ class Sampler:
         except ValueError:
             raise InvalidRequest("model", f"model {model!r}: the part after '@' must be a step number") from None
         current = store.last_applied_step()
-        if step != current and step_weights(store, step) is None:
+        if step != current and step_weights(store, step) is None and sharded_snapshot(store, step) is None:
             error = no_weights(store, step, "model", current=current)
             raise NotFound(f"model {model!r}: {error.message}", field="model", **error.details)
         return run_id, step
@@ -69,7 +70,8 @@ class Sampler:
         if key in self.checkpoint_models:
             self.checkpoint_models.move_to_end(key)
             return self.checkpoint_models[key]
-        weights = step_weights(run.store, step)
+        # a step whose only weights are a sharded snapshot: its model directory is made once, as its export
+        weights = step_weights(run.store, step) or materialised_snapshot_weights(run.store, step)
         if weights is None:
             error = no_weights(run.store, step, "model", current=run.step)
             raise NotFound(f"model {key!r}: {error.message}", field="model", **error.details)

@@ -13,7 +13,7 @@ import hashlib
 from pathlib import Path
 
 from attune_trainer.contract.errors import NotFound, RunNotFound
-from attune_trainer.state.step_weights import require_weights
+from attune_trainer.state.step_weights import require_weights, step_weights
 from attune_trainer.state.store import RunStore
 
 # The files of a peft adapter that vLLM and peft load; the local export copies the same ones.
@@ -40,6 +40,13 @@ def committed_export(store: RunStore, step: int) -> dict:
     missing: the run, or the step's weights with the nearest steps that have them."""
     if not store.exists():
         raise RunNotFound(store.run_id)
+    from attune_trainer.state.snapshot_model import materialised_snapshot_weights  # imports the model code
+
+    if step_weights(store, step) is None:
+        # a step whose only weights are a sharded snapshot: its model directory is made once, as its export
+        made = materialised_snapshot_weights(store, step)
+        if made is not None:
+            return made
     return require_weights(store, step)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from attune_trainer.state.adapter_files import ADAPTER_FILES
+from attune_trainer.state.snapshot_model import save_snapshot_policy, sharded_snapshot
 from attune_trainer.state.step_weights import no_weights, step_weights
 from attune_trainer.state.store import RunStore, fsync_tree, readable_like_others
 
@@ -34,6 +35,9 @@ def export_checkpoint(state_dir: Path, run_id: str, step: int, out: Path, merge_
     if not store.exists():
         raise ExportError(f"run {run_id!r}: no such run in {store.dir.parent}")
     info = step_weights(store, step)
+    sharded = sharded_snapshot(store, step) if info is None else None
+    if sharded is not None:
+        info = {"path": str(sharded), "format": "hf_full"}
     if info is None:
         raise ExportError(no_weights(store, step, "step").message)
     source, fmt = Path(info.get("path", "")), info.get("format")
@@ -48,7 +52,11 @@ def export_checkpoint(state_dir: Path, run_id: str, step: int, out: Path, merge_
     tmp = out.parent / f".tmp-{out.name}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     tmp.mkdir()
     try:
-        if fmt == "hf_full":
+        if sharded is not None:
+            save_snapshot_policy(store, sharded, tmp)  # the state directory stays read-only
+            _generation_config(tmp)
+            kind = "full"
+        elif fmt == "hf_full":
             _copy_full(source, tmp)
             kind = "full"
         elif merge_lora:
@@ -77,6 +85,13 @@ def _copy_files(source: Path, dest: Path, names) -> None:
             shutil.copy2(source / name, dest / name)
 
 
+def _generation_config(dest: Path) -> None:
+    """The trainer turns the KV cache off for training; generation wants it back."""
+    config = json.loads((dest / "config.json").read_text())
+    config["use_cache"] = True
+    (dest / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
+
+
 def _copy_full(source: Path, dest: Path) -> None:
     """Safetensors weights are copied as they are; any other format is loaded and saved as safetensors."""
     shards = sorted(source.glob("*.safetensors"))
@@ -84,10 +99,7 @@ def _copy_full(source: Path, dest: Path) -> None:
         _copy_files(source, dest, _MODEL_FILES)
         for shard in shards:
             shutil.copy2(shard, dest / shard.name)
-        # the trainer turns the KV cache off for training; generation wants it back
-        config = json.loads((dest / "config.json").read_text())
-        config["use_cache"] = True
-        (dest / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
+        _generation_config(dest)
         return
     from attune_trainer.models import load_causal_lm
 

@@ -192,14 +192,15 @@ def load_shards(run: LoadedRun, folder: Path) -> None:
         set_state_dict(model, [optimizer], model_state_dict=model_sd, optim_state_dict=state[f"{name}_optim"])
 
 
-def read_tensors(folder: Path) -> dict[str, torch.Tensor]:
-    """Every tensor of a sharded snapshot, whole, in one process, by its flat name (`policy.<param>`,
-    `policy_optim.state.<param>.exp_avg`, ...): for tools and tests, never on a training path."""
+def read_tensors(folder: Path, prefix: str = "") -> dict[str, torch.Tensor]:
+    """Every tensor of a sharded snapshot whose flat name starts with `prefix`, whole, in one process,
+    by its flat name (`policy.<param>`, `policy_optim.state.<param>.exp_avg`, ...): for tools, tests
+    and a snapshot step's model directory made on demand, never on a training path."""
     metadata = read_metadata(folder)
     tensors = {
         name: torch.empty(meta.size, dtype=meta.properties.dtype)
         for name, meta in metadata.state_dict_metadata.items()
-        if isinstance(meta, TensorStorageMetadata)
+        if isinstance(meta, TensorStorageMetadata) and name.startswith(prefix)
     }
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*torch.distributed is disabled.*")
