@@ -266,7 +266,7 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     await expectSameAsBaseline(SAMPLED, run);
   });
 
-  it('the trainer state directory tmpfs is shrunk to 64 KB above its use after step 1: the run waits for the operator within a minute, resume after enlarging completes it', async () => {
+  it('the trainer state directory tmpfs is shrunk to 64 KB above its use after step 1: step 2 commits by its log, its background snapshot fails on the full disk, and step 3 waits for the operator within a minute; resume after enlarging completes it', async () => {
     requireTmpfs();
     const run = 'fault-trainer-disk-shrunk';
     await baseline(SAMPLED);
@@ -282,11 +282,13 @@ describe('training under faults: each disturbed run matches an undisturbed run o
     shrinkTmpfsToUse(stateDir, 64 * 1024);
     await handle.executeUpdate('resume');
 
+    // Step 2 is durable by its log entry and result (a few KB): its full-weight snapshot, written in the
+    // background, meets the full disk, and the next step fails with it (507) before changing anything.
     const blocked = await waitingForOperator(rig, run, 60_000);
-    assert.equal(blocked.step, 2);
+    assert.equal(blocked.step, 3);
     const diskFull = new RegExp(`HTTP 507: disk full: no space left in the state directory ${stateDir}`);
     assert.match(blocked.blockedReason ?? '', diskFull);
-    assert.equal((await rig.trainer.runState(run)).step, 1, 'step 2 was not applied');
+    assert.equal((await rig.trainer.runState(run)).step, 2, 'step 3 was not applied');
     const cli = await attune(['status', run, '--json', ...rig.configSet.flatMap((s) => ['--set', s])], {
       TEMPORAL_ADDRESS: rig.address,
     });

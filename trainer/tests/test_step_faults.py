@@ -303,7 +303,8 @@ def test_a_step_between_snapshots_that_fails_is_applied_once(point, tmp_path, mo
 def test_a_background_snapshot_write_that_fails_loses_only_the_snapshot(tmp_path, monkeypatch):
     """Full weights: the disk fills while snapshot 2 is written in the background. Step 2 was already
     committed (its log entry and result), so it is answered as applied; the snapshot's folder is
-    removed, its log entries are kept, and a restarted trainer recovers from snapshot 0 by replay,
+    removed, its log entries are kept, the next step fails once with the full disk (507) before it
+    changes anything, and a restarted trainer recovers from snapshot 0 by replay,
     ending bit-identical to an undisturbed run."""
     import errno
 
@@ -333,7 +334,13 @@ def test_a_background_snapshot_write_that_fails_loses_only_the_snapshot(tmp_path
     state_dir = tmp_path / "state"
     engine, client = _client(state_dir)
     assert client.post("/v1/runs", json=every2).status_code == 201
-    got = [post(client, s) for s in range(1, 4)]
+    got = [post(client, s) for s in range(1, 3)]
+    engine.loaded["bg"].pending_snapshot.wait()
+    # the next step fails once with the write's full disk (507: the operator frees space), changing nothing
+    r = client.post("/v1/runs/bg/steps", json={"step": 3, "samples": fixed_samples(3)})
+    assert r.status_code == 507, r.text
+    assert client.get("/v1/runs/bg").json()["step"] == 2
+    got.append(post(client, 3))
     engine.close()
     run_dir = state_dir / "runs" / "bg"
     assert failing and not failing[0].exists()  # the failed write's folder is gone

@@ -51,6 +51,7 @@ class PendingSnapshot:
         self.bytes = 0
         self.error: BaseException | None = None
         self._reported = False
+        self._error_taken = False
         # not a daemon: the interpreter's exit waits for the write rather than cut it off
         self._thread = threading.Thread(target=self._write, args=(write,), name=f"snapshot-{write.step}")
         self._thread.start()
@@ -100,6 +101,14 @@ class PendingSnapshot:
                 step=self.step,
                 seconds=round(time.time() - t0, 4),
             )
+
+    def take_error(self) -> BaseException | None:
+        """Once, after the write failed: its error, for the next step to fail with (a full disk then
+        waits for the operator rather than lose every snapshot after it in silence)."""
+        if self._error_taken or not self.done() or self.error is None:
+            return None
+        self._error_taken = True
+        return self.error
 
     def report(self) -> dict | None:
         """Once, after the write finished: its step, seconds and bytes (for the next step's record)."""

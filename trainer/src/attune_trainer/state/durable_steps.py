@@ -33,6 +33,11 @@ class DurableSteps:
     def begin(self, run: LoadedRun, request: dict, digest: str, hyperparameters: dict) -> int:
         """Log the step before it changes anything; returns the entry's bytes (0 on other ranks)."""
         step = request["step"]
+        # A background snapshot write that failed fails this step, once, before it changes anything: a
+        # full disk (507) waits for the operator instead of losing every later snapshot in silence.
+        pending = run.pending_snapshot
+        failed = pending.take_error() if pending is not None else None
+        self._agree(failed, f"a background snapshot write of run {run.run_id!r} failed on another rank")
         written = 0
         error = None
         if self.compute.is_main:
