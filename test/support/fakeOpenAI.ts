@@ -129,6 +129,7 @@ export class FakeOpenAIServer {
   private readonly counters: Record<CallRole, number> = { policy: 0, analysis: 0, reply: 0, opening: 0 };
   private readonly faults = new Map<string, Fault>();
   private readonly waiters: { role: CallRole; nth: number; resolve: () => void }[] = [];
+  private readonly arrivals = new Map<string, number>();
   private readonly held: ServerResponse[] = [];
   private releaseHeld: (() => void)[] = [];
   /** While set, `GET /v1/models` waits for `release()`; `modelListAsked` resolves when one arrives. */
@@ -175,6 +176,14 @@ export class FakeOpenAIServer {
   /** Answers the nth call of `role` (1-based, counted over the server's life) with a fault. */
   inject(role: CallRole, nth: number, fault: Fault): void {
     this.faults.set(`${role}:${nth}`, fault);
+  }
+
+  /**
+   * When the nth call of `role` arrived (set before `waitForCall` resolves; `calls` records a call only
+   * once it is answered, which a policy call's generation may put a tick later).
+   */
+  arrivedAtMs(role: CallRole, nth: number): number | undefined {
+    return this.arrivals.get(`${role}:${nth}`);
   }
 
   /** Resolves when the nth call of `role` has arrived (before it is answered). */
@@ -282,6 +291,7 @@ export class FakeOpenAIServer {
       this.faults.get(`${role}:${nth}`) ??
       this.behaviour.fault?.({ role, nth, body, turn, last: lastMessage, persona: personaName });
     const arrivedAtMs = performance.timeOrigin + performance.now();
+    this.arrivals.set(`${role}:${nth}`, arrivedAtMs);
     const remotePort = req.socket.remotePort ?? 0;
     this.onArrival?.(remotePort);
     let weights: string[] = [this.fullWeights.version];
