@@ -149,8 +149,13 @@ export function diskCheck(
   };
 }
 
-/** RSS not growing: per process role, the last window's median within the tolerance of the first's. */
-export function rssCheck(windows: WindowFigures[]): Check {
+/**
+ * RSS not growing: per process role, the last window's median within the tolerance of the first's.
+ * `judged` false (--quick): reported only. Its windows are a few steps, so a process that a fault
+ * restarted in the first one is still warming up there (the trainer killed at step 2 went 755 -> 951
+ * MiB over 8 steps in one run), and a leak needs the full form's 50-step windows to show.
+ */
+export function rssCheck(windows: WindowFigures[], judged = true): Check {
   const first = windows[0];
   const last = windows.at(-1);
   const problems: string[] = [];
@@ -168,10 +173,11 @@ export function rssCheck(windows: WindowFigures[]): Check {
       if (end.median > bound)
         problems.push(`${role}: ${start.median} -> ${end.median} MiB (bound ${bound.toFixed(0)})`);
     }
+  const detail = problems.length ? problems.join('; ') : lines.join(', ');
   return {
     name: 'worker and trainer RSS not growing from the first window to the last',
-    ok: problems.length === 0,
-    detail: problems.length ? problems.join('; ') : lines.join(', '),
+    ok: !judged || problems.length === 0,
+    detail: judged ? detail : `not judged in --quick (windows of a few steps): ${detail}`,
   };
 }
 

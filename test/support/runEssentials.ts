@@ -30,6 +30,17 @@ export function essentials(metrics: StepMetricsRecord[]) {
 
 export type RunEssentials = ReturnType<typeof essentials>;
 
+/** Whether one step's essentials agree: exact values exactly, the trainer's floats within `FLOAT_METRIC_RTOL`. */
+export function sameStepEssentials(got: RunEssentials[number], want: RunEssentials[number]): boolean {
+  const { floats: gotFloats, ...gotExact } = got;
+  const { floats: wantFloats, ...wantExact } = want;
+  if (JSON.stringify(gotExact) !== JSON.stringify(wantExact)) return false;
+  return Object.entries(wantFloats).every(([name, value]) => {
+    const other = gotFloats[name as keyof typeof wantFloats];
+    return Math.abs(other - value) <= FLOAT_METRIC_RTOL * Math.max(1, Math.abs(value));
+  });
+}
+
 /** Two runs of the same seed agree: exact values exactly, the trainer's floats within `FLOAT_METRIC_RTOL`. */
 export function assertSameEssentials(actual: RunEssentials, expected: RunEssentials, message = 'run essentials'): void {
   const exact = (e: RunEssentials) => e.map(({ floats: _floats, ...rest }) => rest);
