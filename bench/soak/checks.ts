@@ -1,6 +1,5 @@
-import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import type { Transcript } from '../../src/core/transcript.js';
-import { checkInvariants, type Check } from '../chaos/invariants.js';
+import { checkInvariants, type Check, type DisturbedOutcome } from '../chaos/invariants.js';
 import { HISTORY_LIMITS, type HistorySize } from './histories.js';
 import type { InjectedSoakFault } from './inject.js';
 import { servedTag, type ReplicaAnswer } from './replicaProtocol.js';
@@ -46,14 +45,7 @@ export function faultsCheck(faults: InjectedSoakFault[]): Check {
  * and every dialogue of each step trained on once), less the two that need chaos's undisturbed twin
  * and fault plan, which the soak checks its own way.
  */
-export function stepsChecks(o: {
-  steps: number;
-  rolloutsPerStep: number;
-  stepsApplied: number | null;
-  runError: string | null;
-  trainerStep: number | null;
-  metrics: StepMetricsRecord[];
-}): Check[] {
+export function stepsChecks(o: Omit<DisturbedOutcome, 'baseline' | 'faults' | 'resampledFromStep'>): Check[] {
   return checkInvariants({ ...o, baseline: o.metrics, faults: [], resampledFromStep: null })
     .filter((c) => c.name !== 'every planned fault was injected' && !c.name.startsWith('metrics identical'))
     .map((c) => (c.ok && c.detail.startsWith('steps recorded:') ? { ...c, detail: `steps 1-${o.steps} recorded` } : c));
