@@ -79,7 +79,9 @@ def test_two_ranks_match_one_process(tmp_path, engine):
             engine.create_run(run)
             for s in (1, 2):
                 body = {"step": s, "samples": fixed_samples(s, 2, 3)}
-                got = httpx.post(f"{url}/v1/runs/{rid}/steps", json=body, timeout=120).json()["metrics"]
+                r = httpx.post(f"{url}/v1/runs/{rid}/steps", json=body, timeout=120)
+                assert r.status_code == 200, (rid, s, r.text, (tmp_path / "dist.log").read_text()[-4000:])
+                got = r.json()["metrics"]
                 want = engine.apply_step(rid, body)["metrics"]
                 for k in ("loss", "policy_loss", "value_loss", "kl", "entropy", "grad_norm", "tokens"):
                     assert got[k] == pytest.approx(want[k], rel=1e-4, abs=1e-5), (rid, s, k)

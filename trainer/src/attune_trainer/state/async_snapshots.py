@@ -62,9 +62,11 @@ class PendingSnapshot:
             write_shards(write.state, write.folder, write.group)
             write.state = {}  # the staged copy is no longer needed: free it before the commit
             write.hold(write.step)
-            self.bytes = sum(p.stat().st_size for p in write.folder.iterdir() if p.is_file())
             self.seconds = round(time.time() - t0, 4)
+            # Only the committing rank looks at the folder: once every shard is written, rank 0 may
+            # rename it before another rank's thread runs again.
             if write.commit is not None:
+                self.bytes = sum(p.stat().st_size for p in write.folder.iterdir() if p.is_file())
                 write.commit(self.seconds, self.bytes)
             log(
                 "info",
