@@ -154,9 +154,10 @@ def run_step_case(spec: dict, engine, models: Path) -> dict:
         "micro_batch_size": shape["micro_batch_size"],
         "gradient_checkpointing": shape["gradient_checkpointing"],
         "keep_checkpoints": 2,
-        # every step commits a snapshot (sharded and written in the background for full weights), so
-        # the rows time a snapshot step (a full-weight run snapshots every 10 by default)
-        "snapshot_every": 1,
+        # by default every step commits a snapshot (sharded and written in the background for full
+        # weights), so the rows time a snapshot step (a full-weight run snapshots every 10 by default);
+        # a case with `snapshot_every` N > 1 times both kinds of step (`snapshot_figures`)
+        "snapshot_every": spec.get("snapshot_every", 1),
     }
     engine.create_run(
         {
@@ -176,20 +177,28 @@ def run_step_case(spec: dict, engine, models: Path) -> dict:
     ).to(engine.device)
     before = logits_of(policy, probe)
     batch = samples(shape, vocab)
-    times, metrics = [], None
+    times, storages, metrics = [], [], None
     for step in range(1, spec["steps"] + 2):
         start = time.perf_counter()
-        metrics = engine.apply_step("bench", {"step": step, "samples": batch})[
-            "metrics"
-        ]
+        result = engine.apply_step("bench", {"step": step, "samples": batch})
+        metrics = result["metrics"]
         if engine.device.type == "cuda":
             torch.cuda.synchronize()
         if step > 1 or spec["steps"] == 0:  # step 1 warms up
             times.append(time.perf_counter() - start)
+            storages.append(result.get("storage", {}))  # rank 0's only under FSDP
     seconds = sum(times) / len(times)
     peak_of_steps = peak_memory(
         engine
     )  # before the checks load a second copy of the policy
+    snapshot_rows = {}
+    if spec.get("snapshot_every", 1) > 1:
+        # the snapshot write still in flight finishes here, outside the timed steps (and its staged
+        # copy of the state is freed before the reload check writes an export)
+        written = trainer_api.wait_for_snapshot(engine, "bench")
+        snapshot_rows = snapshot_figures(
+            spec["snapshot_every"], times, storages, written
+        )
     after = logits_of(policy, probe)
     reloaded = logits_of(
         trainer_api.checkpoint_policy(engine, "bench", spec["steps"] + 1), probe
@@ -202,6 +211,13 @@ def run_step_case(spec: dict, engine, models: Path) -> dict:
     }
     tol = 0.05 * float(after.abs().max()) + 1e-3 if spec["dtype"] == "bf16" else 1e-4
     checks["checkpoint_reloads"] = checks["checkpoint_reload_max_abs_diff"] <= tol
+    if snapshot_rows:
+        # a case that snapshots every N > 1 steps timed a step of each kind, and its snapshots committed
+        checks["both_step_kinds_timed"] = (
+            snapshot_rows["steps_with_snapshot"] > 0
+            and snapshot_rows["steps_without_snapshot"] > 0
+        )
+        checks["snapshots_committed"] = snapshot_rows["snapshot_writes_committed"]
     run = engine.ensure_loaded("bench")
     total_params = n_params(trainer_api.unwrap(engine, run.policy)) + (
         n_params(trainer_api.unwrap(engine, run.critic))
@@ -238,10 +254,59 @@ def run_step_case(spec: dict, engine, models: Path) -> dict:
         # how far the step moved the probe's logits: compared between the plain and the FSDP run
         "update_logit_shift": float((after - before).norm()),
         "peak_memory_bytes": peak_of_steps,
+        **snapshot_rows,
         "checks": checks,
         "ok": checks["loss_finite"]
         and checks["logits_changed"]
-        and checks["checkpoint_reloads"],
+        and checks["checkpoint_reloads"]
+        and checks.get("both_step_kinds_timed", True)
+        and checks.get("snapshots_committed", True),
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def snapshot_figures(
+    every: int, times: list[float], storages: list[dict], written: dict | None
+) -> dict:
+    """The timed steps split by whether they snapshot (a case with `snapshot_every` > 1).
+
+    `snapshot_wait_seconds`: what a snapshot step waited for its snapshot (a sharded one: the copy of
+    the state to CPU); `snapshot_write_seconds`: its write in the background, from the next step's
+    `storage.previous_snapshot` or, still in flight after the last step, from the run's pending write
+    once it finished (`written`); `snapshot_bytes`: the staged state's bytes (what the shards hold)."""
+    kinds = [bool(s.get("snapshot")) for s in storages]
+    snapshots = [s for s in storages if s.get("snapshot")]
+    background = any(s.get("snapshot_write") == "background" for s in snapshots)
+    writes = {r["step"]: r for s in storages if (r := s.get("previous_snapshot"))}
+    if written is not None:
+        writes.setdefault(written["step"], written)
+    return {
+        "snapshot_every": every,
+        "seconds_per_step_with_snapshot": _mean([t for t, k in zip(times, kinds) if k]),
+        "seconds_per_step_without_snapshot": _mean(
+            [t for t, k in zip(times, kinds) if not k]
+        ),
+        "steps_with_snapshot": sum(kinds),
+        "steps_without_snapshot": len(kinds) - sum(kinds),
+        "snapshot_wait_seconds": _mean([s["snapshot_seconds"] for s in snapshots]),
+        "snapshot_write": snapshots[-1].get("snapshot_write") if snapshots else None,
+        "snapshot_write_seconds": _mean(
+            [
+                w["write_seconds"]
+                for w in writes.values()
+                if w["write_seconds"] is not None
+            ]
+        ),
+        # every background write reported, and committed (a LoRA snapshot is written by its step)
+        "snapshot_writes_committed": all(w["committed"] for w in writes.values())
+        and (bool(writes) or not background),
+        "snapshot_bytes": max((s["snapshot_bytes"] for s in snapshots), default=None),
+        "snapshot_bytes_on_disk": max(
+            (w["bytes"] for w in writes.values()), default=None
+        ),
     }
 
 

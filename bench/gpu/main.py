@@ -2,11 +2,24 @@
 
     python3 bench/gpu/main.py                # on a lent GPU (bash bench/gpu/run-on-device.sh sets it up)
     python3 bench/gpu/main.py --only smollm2,sampler   # the cases whose name contains one of these
+    BENCH_GPU_STATE_DIR=/big/disk python3 bench/gpu/main.py --only qwen2.5-7b-full  # run states on a big disk
     python3 bench/gpu/merge.py a.json b.json > gpu.json  # the rows of several calls in one report
     npm run bench:gpu -- --tiny              # CPU, few-layer models and short sequences (in the test suite)
 
 Writes bench/results/gpu.json (--tiny: gpu-tiny.json; and $OUT/gpu.json when OUT is set) with one row per case. A case that fails,
 runs out of memory or out of time is a row with ok=false and the reason; the others still run.
+
+Cases, in this order (a call's --budget runs them until it is spent; later ones become rows saying so): SmolLM2-135M
+full and LoRA, GRPO and PPO; Qwen2.5-7B LoRA r 16 GRPO and PPO, and the GRPO step under FSDP; the sampler of both
+models; last, qwen2.5-7b-full-grpo: all the 7B weights trained (fp32 masters + AdamW, ~122 GB of GPU memory before
+activations, gradient checkpointing on) with a snapshot every 2 steps, so its row adds seconds_per_step_with_snapshot
+and seconds_per_step_without_snapshot, snapshot_wait_seconds (what the snapshot step waited: its state's copy to CPU),
+snapshot_write_seconds (the sharded write in the background, which the next step does not wait for) and
+snapshot_bytes (~91 GB). The run keeps two snapshots (~183 GB), so on a smaller disk the trainer's disk budget
+refuses it before its first step and its row says so: $BENCH_GPU_STATE_DIR puts the cases' run states on a bigger
+disk (default: the work directory). On one GPU, alone (at most 9 minutes: its time limit is 480 s):
+
+    bash bench/gpu/run-on-device.sh --only qwen2.5-7b-full
 """
 
 from __future__ import annotations
@@ -31,6 +44,8 @@ FSDP_CPU_RANKS = 2
 # the FSDP row's step against the plain row's, relative to max(1, |plain|): bf16 on GPUs, fp32 on CPU
 FSDP_TOLERANCE = {"bf16": 0.02, "fp32": 1e-4}
 FSDP_COMPARED = ("loss", "grad_norm", "update_logit_shift")
+# where the cases' run states go (default: the work directory); the 7B full case needs ~200 GB free there
+STATE_DIR_ENV = "BENCH_GPU_STATE_DIR"
 
 
 def tiny_shape(shape: dict) -> dict:
@@ -100,17 +115,37 @@ def cases(tiny: bool, device: str) -> list[dict]:
                 "timeout": 240,
             }
         )
+    # Last, so that it never pushes the cases above out of a call's budget: all the weights of the 7B model
+    # trained, as the paper does. fp32 master weights, their gradients and AdamW's two moments are ~122 GB
+    # before activations (gradient checkpointing on, micro-batch 4); a snapshot every 2 steps, so the timed
+    # steps after the warm-up are one with a sharded snapshot (the step waits for its state's copy to CPU,
+    # ~91 GB, then a thread writes it) and one without. The run keeps 2 snapshots (~183 GB): a state
+    # directory on a smaller disk refuses it before its first step (the disk budget), and that is its row.
+    out.append(
+        {
+            "case": "qwen2.5-7b-full-grpo",
+            "kind": "step",
+            "model": "qwen2.5-7b",
+            "algorithm": "grpo",
+            "lora": False,
+            "shape": {**grpo, "gradient_checkpointing": True},
+            "snapshot_every": 2,
+            "timeout": 480,
+        }
+    )
     for case in out:
+        # the timed steps (after one warm-up step) span a snapshot period: one with a snapshot, the rest without
+        every = case.get("snapshot_every", 1)
         case.update(
             tiny=tiny,
             device=device,
             dtype="fp32" if device == "cpu" else "bf16",
-            steps=2,
+            steps=max(2, every),
         )
         if tiny:
             # seconds on a quiet machine (the FSDP case ~90: two ranks); the limit only turns a hang into a row,
             # and a CPU shared by several jobs makes each case several times slower
-            case.update(timeout=600, steps=1)
+            case.update(timeout=600, steps=every)
             if "shape" in case:
                 case["shape"] = tiny_shape(case["shape"])
             if case["kind"] == "sampler":
@@ -245,7 +280,9 @@ def main() -> int:
     a = ap.parse_args()
     if a.budget is None:
         a.budget = 3600.0 if a.tiny else 560.0
-    a.out = a.out or str(ROOT / "bench" / "results" / ("gpu-tiny.json" if a.tiny else "gpu.json"))
+    a.out = a.out or str(
+        ROOT / "bench" / "results" / ("gpu-tiny.json" if a.tiny else "gpu.json")
+    )
     import torch
 
     device = "cuda" if torch.cuda.is_available() and not a.tiny else "cpu"
@@ -255,6 +292,8 @@ def main() -> int:
     gpus = torch.cuda.device_count() if device == "cuda" else 1
     workdir = Path(a.workdir or tempfile.mkdtemp(prefix="attune-gpu-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    state_root = Path(os.environ.get(STATE_DIR_ENV) or workdir)
+    state_root.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     started = time.perf_counter()
     print(
@@ -282,11 +321,13 @@ def main() -> int:
             continue
         case.update(
             workdir=str(workdir),
-            state_dir=tempfile.mkdtemp(prefix="state-", dir=workdir),
+            state_dir=tempfile.mkdtemp(prefix="state-", dir=state_root),
             gpus=gpus,
             timeout=min(case["timeout"], int(left)),
         )
         row = run_case(case)
+        # the models stay for the next call; a case's run state is not read again (a 7B full run's: ~106 GB)
+        shutil.rmtree(case["state_dir"], ignore_errors=True)
         if case.get("fsdp"):
             check_fsdp(row, rows, case)
         rows.append(row)
@@ -329,7 +370,8 @@ def main() -> int:
         "flops": FLOPS_NOTE,
         "notes": "seconds_per_step: mean of the timed steps after one warm-up step, the trainer's whole step "
         "(update + checkpoint); tokens_per_second: completion tokens (sampler: generated tokens of 32 concurrent "
-        "choices of one request, one batch)",
+        "choices of one request, one batch); a case with snapshot_every > 1 (qwen2.5-7b-full-grpo) also times "
+        "its steps with and without a snapshot apart, and the snapshot's wait, background write and bytes",
         "results": rows,
     }
     text = json.dumps(report, indent=2)

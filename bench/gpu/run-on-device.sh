@@ -2,6 +2,8 @@
 # On a lent GPU machine (no network): install the carried wheels (.whl/, from `npm run bench:gpu:wheels`)
 # beside the image's torch/transformers/peft/accelerate, then run the benchmark. Arguments go to main.py
 # (e.g. --only qwen). Results: bench/results/gpu.json, and $OUT/gpu.json when OUT is set.
+# The 7B full-weight case (last; alone: --only qwen2.5-7b-full, at most 9 minutes) keeps two ~91 GB snapshots:
+# BENCH_GPU_STATE_DIR=/a/big/disk puts the run states there, else a smaller disk refuses the run (its row says so).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SITE=${ATTUNE_BENCH_SITE:-/tmp/attune-bench-site}

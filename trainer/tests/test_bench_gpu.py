@@ -1,7 +1,7 @@
 """`bench/gpu/main.py --tiny` (what `npm run bench:gpu -- --tiny` runs) keeps working on CPU between GPU
 leases: every case runs its real trainer step, checks its result and becomes a row of gpu.json. The FSDP
 case runs sharded on two gloo ranks and must take the plain run's step: a crash, a time-out or a mismatch
-fails it."""
+fails it. The 7B full-weight case times a step with a background (sharded) snapshot and one without."""
 
 import json
 import os
@@ -38,6 +38,7 @@ def test_tiny_gpu_benchmark_runs_every_case_on_cpu(tmp_path):
         "qwen2.5-7b-lora16-grpo-fsdp",
         "smollm2-135m-sampler-32",
         "qwen2.5-7b-sampler-32",
+        "qwen2.5-7b-full-grpo",
     } == set(rows)
     # every failed row at once, with its reason (a crash, a time-out or a mismatch of the FSDP row among them)
     failed = {name: row.get("error") for name, row in rows.items() if row.get("ok") is not True}
@@ -53,6 +54,17 @@ def test_tiny_gpu_benchmark_runs_every_case_on_cpu(tmp_path):
     # the FSDP twin ran sharded on two gloo ranks and took the plain run's step
     fsdp = rows["qwen2.5-7b-lora16-grpo-fsdp"]
     assert (fsdp["distributed_type"], fsdp["world_size"], fsdp["matches_plain"]) == ("FSDP", 2, True), fsdp
+    # the 7B full-weight case snapshots every 2 steps: its timed steps are one with a sharded snapshot
+    # (written in the background) and one without, each timed apart
+    full = rows["qwen2.5-7b-full-grpo"]
+    assert (full["lora"], full["snapshot_every"], full["shape"]["gradient_checkpointing"]) == (False, 2, True), full
+    assert (full["steps_with_snapshot"], full["steps_without_snapshot"]) == (1, 1), full
+    assert full["seconds_per_step_with_snapshot"] > 0 and full["seconds_per_step_without_snapshot"] > 0, full
+    assert full["snapshot_write"] == "background" and full["snapshot_writes_committed"] is True, full
+    assert full["snapshot_wait_seconds"] >= 0 and full["snapshot_write_seconds"] > 0, full
+    assert full["snapshot_bytes"] > 0, full
+    # the other step cases snapshot every step, as before: no split figures
+    assert "seconds_per_step_with_snapshot" not in rows["smollm2-135m-full-grpo"]
 
 
 def test_no_device_case_names_its_random_model_after_a_built_in_model():
