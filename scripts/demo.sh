@@ -3,4 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec node bin/attune.js demo "$@"
+# On the Node.js LTS that set-up installed, as the tests run.
+# shellcheck source=scripts/node-lts.sh
+. scripts/node-lts.sh
+exec "$NODE_LTS_BIN/node" bin/attune.js demo "$@"

@@ -32,6 +32,11 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
+# The Node.js LTS that the tests run on (scripts/test.sh puts it first on PATH).
+# shellcheck source=scripts/node-lts.sh
+. scripts/node-lts.sh
+install_node_lts
+
 if [ ! -x .venv/bin/python ]; then
   say "creating the project virtualenv .venv/"
   "$PYTHON" -m venv .venv

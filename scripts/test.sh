@@ -6,6 +6,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1
+# The suites run on the current Node.js LTS (installed by set-up), whatever `node` the machine has.
+# shellcheck source=scripts/node-lts.sh
+. scripts/node-lts.sh
+export PATH="$NODE_LTS_BIN:$PATH"
+echo "== node $(node --version) ($(command -v node)), npm $(npm --version)"
 mkdir -p test-output
 rm -f test-output/*.log test-output/*.status
 

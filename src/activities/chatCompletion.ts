@@ -6,7 +6,6 @@ import type { ChatMessage, TokenUsage } from '../core/transcript.js';
 import { recordLlmCall } from './attuneMetrics.js';
 import { withTokenBudget } from './tokenRateLimits.js';
 import { fetchAfterCheck } from '../http/beforeRequest.js';
-import { ownDeadlineDispatcher } from '../http/ownDeadlines.js';
 
 export interface ChatRequest {
   endpoint: EndpointCall;
@@ -43,9 +42,8 @@ function clientFor(endpoint: EndpointCall): OpenAI {
       timeout: endpoint.timeoutMs,
       // Temporal owns retries, with backoff and visibility in the UI.
       maxRetries: 0,
-      // `timeout` alone decides: without this, Node's fetch cuts an answer slower than 300 s.
-      fetchOptions: { dispatcher: ownDeadlineDispatcher } as OpenAI.RequestOptions['fetchOptions'],
-      // A local turn's fence check runs here, as late as possible before the request leaves.
+      // A local turn's fence check runs here, as late as possible before the request leaves; then
+      // the request goes without undici's 300 s limit on the answer's headers, so `timeout` alone decides.
       fetch: fetchAfterCheck,
     });
     clients.set(cacheKey, client);

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { ownDeadlineFetch } from './ownDeadlines.js';
 
 /**
  * A check the caller sets around a call (`beforeRequest.run(check, call)`), run by the LLM client's
@@ -8,8 +9,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
  */
 export const beforeRequest = new AsyncLocalStorage<() => Promise<void>>();
 
-/** Node's fetch, after the check the caller set (if any). */
+/** fetch without the 300 s limit on an answer's headers (`ownDeadlines.ts`), after the check the caller set (if any). */
 export async function fetchAfterCheck(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   await beforeRequest.getStore()?.();
-  return fetch(input, init);
+  return ownDeadlineFetch(input, init);
 }

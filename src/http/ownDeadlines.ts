@@ -1,4 +1,4 @@
-import { Agent } from 'undici';
+import { Agent, fetch as undiciFetch } from 'undici';
 
 /**
  * A dispatcher for Attune's HTTP calls without undici's limit on the wait for an answer. Node's fetch
@@ -10,7 +10,13 @@ import { Agent } from 'undici';
  */
 export const ownDeadlineDispatcher = new Agent({ headersTimeout: 0 });
 
-/** `init` for Node's fetch with the dispatcher above (`dispatcher` is an undici extension of RequestInit). */
-export function withOwnDeadline(init: RequestInit): RequestInit {
-  return { ...init, dispatcher: ownDeadlineDispatcher } as RequestInit;
-}
+/**
+ * fetch through the dispatcher above. It is the `undici` package's own fetch, not Node's global one:
+ * a dispatcher only works with the fetch of its own undici release, and Node's bundled undici moves
+ * with Node (Node 26's global fetch refuses an undici 6 Agent with UND_ERR_INVALID_ARG).
+ */
+export const ownDeadlineFetch = ((input: string | URL | Request, init?: RequestInit) =>
+  undiciFetch(
+    input as Parameters<typeof undiciFetch>[0],
+    { ...init, dispatcher: ownDeadlineDispatcher } as Parameters<typeof undiciFetch>[1],
+  )) as unknown as typeof fetch;

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { TrainerHttpError, trainerRequest, type TrainerEndpoint } from './trainerClient.js';
-import { withOwnDeadline } from '../http/ownDeadlines.js';
+import { ownDeadlineFetch } from '../http/ownDeadlines.js';
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
@@ -120,12 +120,12 @@ async function downloadFile(
   const token = process.env[trainer.tokenEnv];
   let response: Response;
   try {
-    response = await fetch(
+    response = await ownDeadlineFetch(
       url,
-      withOwnDeadline({
+      {
         headers: token ? { authorization: `Bearer ${token}` } : {},
         signal: AbortSignal.timeout(30 * 60_000),
-      }),
+      },
     );
   } catch (error) {
     throw ApplicationFailure.retryable(`trainer GET ${url}: unreachable (${(error as Error).message})`, 'TrainerUnreachable');

@@ -1,7 +1,7 @@
 /** The trainer's HTTP client: the optimizer activities and the operator's client (run status) both call it. */
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
-import { withOwnDeadline } from '../http/ownDeadlines.js';
+import { ownDeadlineFetch } from '../http/ownDeadlines.js';
 
 export interface TrainerEndpoint {
   url: string;
@@ -38,14 +38,14 @@ export async function trainerRequest(
   const url = `${endpoint.url.replace(/\/$/, '')}${path}`;
   let response: Response;
   try {
-    response = await fetch(
+    response = await ownDeadlineFetch(
       url,
-      withOwnDeadline({
+      {
         method,
         headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs),
-      }),
+      },
     );
   } catch (error) {
     throw ApplicationFailure.retryable(

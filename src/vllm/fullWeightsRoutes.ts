@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import { vllmErrorMessage } from './load.js';
-import { withOwnDeadline } from '../http/ownDeadlines.js';
+import { ownDeadlineFetch } from '../http/ownDeadlines.js';
 
 /**
  * Full-weight publishing into vLLM through its RL routes (vLLM 0.32 started with
@@ -66,7 +66,7 @@ function routeProblem(server: FullWeightsServer, route: string, status: number, 
  */
 async function reach(server: FullWeightsServer, route: string, init: RequestInit): Promise<Response> {
   try {
-    return await fetch(`${serverRoot(server.base)}${route}`, withOwnDeadline({ ...init, headers: server.headers }));
+    return await ownDeadlineFetch(`${serverRoot(server.base)}${route}`, { ...init, headers: server.headers });
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
     throw ApplicationFailure.retryable(

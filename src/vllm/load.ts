@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
-import { withOwnDeadline } from '../http/ownDeadlines.js';
+import { ownDeadlineFetch } from '../http/ownDeadlines.js';
 
 /**
  * vLLM's error bodies: `{"error": {"message", "type", "code"}}` (0.32), `{"object": "error",
@@ -59,15 +59,12 @@ export interface LoraLoad {
  */
 export async function loadLoraAdapter(load: LoraLoad): Promise<void> {
   const endpoint = `${load.base}/load_lora_adapter`;
-  const response = await fetch(
-    endpoint,
-    withOwnDeadline({
-      method: 'POST',
-      headers: load.headers,
-      body: JSON.stringify({ lora_name: load.version, lora_path: load.adapterPath, load_inplace: true }),
-      signal: AbortSignal.timeout(600_000),
-    }),
-  );
+  const response = await ownDeadlineFetch(endpoint, {
+    method: 'POST',
+    headers: load.headers,
+    body: JSON.stringify({ lora_name: load.version, lora_path: load.adapterPath, load_inplace: true }),
+    signal: AbortSignal.timeout(600_000),
+  });
   const body = await response.text();
   if (response.ok) return;
   const message = vllmErrorMessage(body);

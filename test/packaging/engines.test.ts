@@ -38,6 +38,26 @@ describe('package.json engines', () => {
   });
 });
 
+describe('the Node.js LTS the tests run on (scripts/node-lts.sh)', () => {
+  const script = readFileSync(join(REPO_ROOT, 'scripts', 'node-lts.sh'), 'utf8');
+  const lts = /^NODE_LTS_VERSION=(\S+)$/m.exec(script)?.[1];
+
+  it('is one exact version, within engines.node, and the one the README names', () => {
+    assert.ok(lts && semver.valid(lts), `NODE_LTS_VERSION in scripts/node-lts.sh: ${lts}`);
+    assert.ok(semver.satisfies(lts, packageJson.engines.node), `Node ${lts} is outside engines.node`);
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+    assert.ok(readme.includes(`Node.js ${lts}`), `README.md does not name Node.js ${lts}`);
+  });
+
+  it('is what npm test and the demo run on', () => {
+    for (const file of ['test.sh', 'demo.sh']) {
+      const text = readFileSync(join(REPO_ROOT, 'scripts', file), 'utf8');
+      assert.match(text, /^\. scripts\/node-lts\.sh$/m, `scripts/${file} does not source scripts/node-lts.sh`);
+      assert.match(text, /NODE_LTS_BIN/, `scripts/${file} does not run on $NODE_LTS_BIN`);
+    }
+  });
+});
+
 describe('package-lock.json', () => {
   it('records every optional platform package its dependencies name, so `npm ci` accepts it', () => {
     const missing = Object.entries(lock.packages).flatMap(([path, pkg]) => {
