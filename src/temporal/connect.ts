@@ -13,7 +13,7 @@ import {
   type TemporalConnectionOptions,
 } from './connectionOptions.js';
 import { DevServer, temporalReachable } from './devServer.js';
-import { tlsProblem } from './tlsProbe.js';
+import { ipServerNameProblem, tlsProblem } from './tlsProbe.js';
 
 export interface TemporalHandle {
   address: string;
@@ -77,7 +77,7 @@ export async function connectClient(
     return connection;
   } catch (error) {
     await connection.close().catch(() => undefined);
-    const tls = await tlsProblem(options);
+    const tls = (await tlsProblem(options)) ?? ipServerNameProblem(options);
     throw new Error(
       `Temporal server at ${options.address} (TEMPORAL_ADDRESS / temporal.address, ${describeConnectionSecurity(options)}) did not answer within ${timeoutMs} ms: ${messageChain(error)}${tls ? `; ${tls}` : ''}`,
       { cause: error },

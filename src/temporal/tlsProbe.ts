@@ -84,3 +84,21 @@ export async function tlsProblem(options: TemporalConnectionOptions, timeoutMs =
   );
   return outcome.error ? explain(outcome.error) : null;
 }
+
+/** The first Node.js release that refuses an IP address as a TLS server name (DEP0123 turned error). */
+const NODE_REFUSING_IP_SERVER_NAME = 26;
+
+/**
+ * Why a TLS connection to an IP address cannot work on this Node.js, or null: the gRPC client
+ * (@grpc/grpc-js) sends the address as the TLS server name unless one is set, and Node 26 refuses an
+ * IP there, so the client only ever reports that it could not connect before its deadline.
+ */
+export function ipServerNameProblem(
+  options: TemporalConnectionOptions,
+  nodeVersion: string = process.versions.node,
+): string | null {
+  if (!options.tls || options.tls.serverNameOverride !== undefined) return null;
+  if (!isIP(hostAndPort(options.address).host)) return null;
+  if (Number(nodeVersion.split('.')[0]) < NODE_REFUSING_IP_SERVER_NAME) return null;
+  return `over TLS to an IP address, Node.js ${nodeVersion} refuses the address as the TLS server name that the gRPC client sends: set temporal.tls.serverName (TEMPORAL_TLS_SERVER_NAME) to a name in the server's certificate, or give temporal.address as a host name`;
+}

@@ -108,11 +108,27 @@ describe('Temporal over TLS, mTLS and API keys (real dev server behind a TLS fro
         `temporal.tls.caFile=${certs.caCert}`,
         `temporal.tls.certFile=${certs.clientCert}`,
         `temporal.tls.keyFile=${certs.clientKey}`,
+        // The front listens on 127.0.0.1: Node 26 refuses an IP as the TLS server name (test below).
+        'temporal.tls.serverName=localhost',
       ]),
     );
     assert.equal(summary.turns, 2);
     assert.equal(summary.finalEmotion, 48);
     for (const call of [...CLIENT_CALLS, ...WORKER_CALLS]) assert.ok(proxy.forwarded.includes(call), call);
+  });
+
+  it('over TLS to an IP address without serverName: connects before Node 26, and on Node 26 fails naming temporal.tls.serverName', async () => {
+    proxy = await TlsGrpcProxy.start({ upstream, certFile: certs.serverCert, keyFile: certs.serverKey });
+    const config = configFor([], { TEMPORAL_TLS_CA: certs.caCert });
+    if (Number(process.versions.node.split('.')[0]) < 26) {
+      const handle = await connectTemporal(config, quiet, { startIfMissing: false });
+      await handle.close();
+      return;
+    }
+    await assertConnectFails(
+      config,
+      /, TLS\) did not answer.*refuses the address as the TLS server name.*set temporal\.tls\.serverName/,
+    );
   });
 
   it('serverName is the name the certificate is checked against', async () => {
@@ -182,10 +198,17 @@ describe('Temporal over TLS, mTLS and API keys (real dev server behind a TLS fro
     });
     // The front checks the key: a client without it is refused.
     await assert.rejects(
-      Connection.connect({ address: proxy.address, tls: { serverRootCACertificate: readFileSync(certs.caCert) } }),
+      Connection.connect({
+        address: proxy.address,
+        tls: { serverRootCACertificate: readFileSync(certs.caCert), serverNameOverride: 'localhost' },
+      }),
       (error: unknown) => /UNAUTHENTICATED/.test(String((error as Error).cause)),
     );
-    const env = { TEMPORAL_TLS_CA: certs.caCert, TEMPORAL_API_KEY_ENV: API_KEY_VAR };
+    const env = {
+      TEMPORAL_TLS_CA: certs.caCert,
+      TEMPORAL_TLS_SERVER_NAME: 'localhost',
+      TEMPORAL_API_KEY_ENV: API_KEY_VAR,
+    };
     await assert.rejects(
       connectTemporal(configFor([], env), quiet, { startIfMissing: false }),
       new RegExp(`temporal\\.apiKeyEnv: the environment variable ${API_KEY_VAR} is not set`),
