@@ -88,9 +88,7 @@ const temporalTlsSchema = z
       .string()
       .min(1)
       .optional()
-      .describe(
-        "The name the server's certificate must carry (SNI), when it is not the host of temporal.address; needed on Node.js 26 when temporal.address is an IP address (Node refuses an IP as the TLS server name).",
-      ),
+      .describe("The name the server's certificate must carry (SNI), when it is not the host of temporal.address."),
   })
   .superRefine((tls, ctx) => {
     if (tls.certFile !== undefined && tls.keyFile === undefined)
