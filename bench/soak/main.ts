@@ -171,7 +171,7 @@ async function main(): Promise<{ code: number; verdict: string }> {
       versionsCheck(RUN_NAME, transcripts, answers, opts.steps, ROLLOUTS_PER_STEP),
       pausedCheck(paused),
       tmpDirsCheck(tmpLeft),
-      diskCheck(windows, retained, RETENTION),
+      diskCheck(windows, retained, RETENTION, !opts.quick),
       rssCheck(windows, !opts.quick),
       historiesCheck(histories, plants.has('history') ? { events: 20, bytes: 50 * 2 ** 20 } : undefined),
     ];

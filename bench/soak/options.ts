@@ -12,8 +12,9 @@ Usage: npm run soak [-- options]
   --faults N     faults to inject, one per step, never the first or last (default steps/10; --quick: 5,
                  one of each kind)
   --seed N       chooses the faults, their steps and replicas, and seeds the run (default 1)
-  --quick        the smallest form: 8 steps, one fault of each kind, in a couple of minutes (RSS
-                 reported, not judged: its windows are too short to tell warm-up from a leak)
+  --quick        the smallest form: 8 steps, one fault of each kind, in a couple of minutes (RSS and
+                 disk growth reported, not judged: its windows are too short to tell warm-up and
+                 retention filling up from a leak)
   --window N     steps per measured window (default 50; --quick: half the steps)
   --timeout S    give up (and fail) after S seconds (default 3600; --quick: 900)
   --out FILE     results: the plan, the faults injected, each check, and per window the disk bytes,
