@@ -91,7 +91,7 @@ def _finish(state_dir, undisturbed, before_kill, first):
     _assert_same(_state(ref_dir, STEPS), _state(state_dir, STEPS))
 
 
-@pytest.mark.parametrize("past_snapshot", [1, 2, EVERY - 1])
+@pytest.mark.parametrize("past_snapshot", [1, 2, 3, EVERY - 1])  # 3: the contract of issue 43
 def test_sigkill_between_snapshots_replays_the_logged_steps(past_snapshot, undisturbed, tmp_path, service_factory):
     d = tmp_path / "state"
     svc, answers = _served(d, service_factory, range(1, EVERY + past_snapshot + 1))
