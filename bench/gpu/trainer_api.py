@@ -39,12 +39,7 @@ def wait_for_snapshot(engine: Engine, run_id: str) -> dict | None:
     if pending is None:
         return None
     pending.wait()
-    return {
-        "step": pending.step,
-        "committed": pending.error is None,
-        "write_seconds": pending.seconds,
-        "bytes": pending.bytes,
-    }
+    return pending.summary()
 
 
 def unwrap(engine: Engine, model):

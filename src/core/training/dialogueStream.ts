@@ -22,8 +22,8 @@ import {
 } from './dialogueStreamState.js';
 
 /**
- * Steps that take the first finished dialogues (issue 46): the pure bookkeeping of a stream of
- * training dialogues. Zod-free, for the workflow bundle; the state's schema is in
+ * Steps that take the first finished dialogues, so that no step waits for its slowest one: the pure
+ * bookkeeping of a stream of training dialogues. Zod-free, for the workflow bundle; the state's schema is in
  * dialogueStreamSchema.ts.
  *
  * Instead of planning a step's `scenariosPerStep x samplesPerScenario` dialogues and training when
@@ -93,6 +93,10 @@ function report(state: DialogueStreamState, list: 'droppedStale' | 'droppedShort
   else state.unreported.omitted++;
 }
 
+/** The id of sample `k` of an allocated group. */
+const sampleId = (runName: string, group: StreamGroup, k: number): string =>
+  streamRolloutId(runName, group.index, group.scenarioId, k);
+
 const isOpen = (s: StreamSample): boolean => s.state === 'pending' || s.state === 'running';
 
 /**
@@ -121,7 +125,7 @@ export function refill(
     next.counts.started++;
     free--;
     start.push({
-      rolloutId: streamRolloutId(next.runName, group.index, group.scenarioId, k),
+      rolloutId: sampleId(next.runName, group, k),
       scenarioId: group.scenarioId,
       group: streamGroupKey(group.index, group.scenarioId),
       sample: k,
@@ -185,28 +189,17 @@ export function finished(
   return { state: next, recorded: true };
 }
 
-/** Where the stream holds a dialogue: its group's index from the id, found by bisection (groups are in allocation order). */
+/** Where the stream holds a dialogue: its group's index and sample, read from the id. */
 function locate(state: DialogueStreamState, rolloutId: string): { group: number; sample: number } | null {
   const prefix = `${state.runName}--g`;
-  if (!rolloutId.startsWith(prefix)) return null;
-  const parsed = /^(\d+)--.*--k(\d+)$/.exec(rolloutId.slice(prefix.length));
+  const parsed = rolloutId.startsWith(prefix) ? /^(\d+)--.*--k(\d+)$/.exec(rolloutId.slice(prefix.length)) : null;
   if (!parsed) return null;
-  const index = Number(parsed[1]);
   const sample = Number(parsed[2]);
-  let low = 0;
-  let high = state.groups.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >> 1;
-    const group = state.groups[middle]!;
-    if (group.index < index) low = middle + 1;
-    else if (group.index > index) high = middle - 1;
-    else
-      return sample < group.samples.length &&
-        streamRolloutId(state.runName, group.index, group.scenarioId, sample) === rolloutId
-        ? { group: middle, sample }
-        : null;
-  }
-  return null;
+  const group = state.groups.findIndex((g) => g.index === Number(parsed[1]));
+  const found = state.groups[group];
+  return found && sample < found.samples.length && sampleId(state.runName, found, sample) === rolloutId
+    ? { group, sample }
+    : null;
 }
 
 /**
@@ -227,7 +220,7 @@ export function takeStep(state: DialogueStreamState, settings: TakeSettings): Ta
     );
   const next = copy(state);
   const floor = oldestUsableVersion(step, maxStaleness);
-  const idOf = (group: StreamGroup, k: number) => streamRolloutId(next.runName, group.index, group.scenarioId, k);
+  const idOf = (group: StreamGroup, k: number) => sampleId(next.runName, group, k);
   for (const group of next.groups)
     group.samples.forEach((s, k) => {
       if (s.state === 'ok' && s.oldest < floor) {
@@ -315,7 +308,7 @@ export function inFlightIds(state: DialogueStreamState): string[] {
   const ids: string[] = [];
   for (const group of state.groups)
     group.samples.forEach((s, k) => {
-      if (s.state === 'running') ids.push(streamRolloutId(state.runName, group.index, group.scenarioId, k));
+      if (s.state === 'running') ids.push(sampleId(state.runName, group, k));
     });
   return ids;
 }

@@ -112,9 +112,13 @@ class PendingSnapshot:
         self._error_taken = True
         return self.error
 
+    def summary(self) -> dict:
+        """The write's step, whether it committed, its seconds and bytes (once it is done)."""
+        return {"step": self.step, "committed": self.error is None, "write_seconds": self.seconds, "bytes": self.bytes}
+
     def report(self) -> dict | None:
-        """Once, after the write finished: its step, seconds and bytes (for the next step's record)."""
+        """Once, after the write finished: its `summary` (for the next step's record)."""
         if self._reported or not self.done():
             return None
         self._reported = True
-        return {"step": self.step, "committed": self.error is None, "write_seconds": self.seconds, "bytes": self.bytes}
+        return self.summary()
