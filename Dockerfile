@@ -1,8 +1,9 @@
 # The attune image: workers and the CLI. Attune runs its TypeScript sources through tsx (a
 # production dependency), so there is no compile step: the build stage installs the production
 # packages, the final stage copies them with the sources and runs as a non-root user.
-#   docker build -t attune --build-arg NODE_IMAGE=node:22-bookworm-slim .
-ARG NODE_IMAGE=node:22-bookworm-slim
+#   docker build -t attune --build-arg NODE_IMAGE=node:26-bookworm-slim .
+# The default base is the Node.js LTS the tests run on (scripts/node-lts.sh; test/packaging checks they agree).
+ARG NODE_IMAGE=node:26-bookworm-slim
 
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app

@@ -11,8 +11,10 @@ export DOCKER_HOST="unix://$STACK_RUN/docker.sock"
 DOCKER=/usr/bin/docker
 export DOCKER_BUILDKIT=0
 
-STACK_NODE_VERSION=22.23.3
-STACK_NPM_VERSION=10.9.9
+# The image runs the Node.js LTS the tests run on (one declaration: scripts/node-lts.sh), with npm 11.
+. "$(dirname "${BASH_SOURCE[0]}")/../node-lts.sh"
+STACK_NODE_VERSION=$NODE_LTS_VERSION
+STACK_NPM_VERSION=11.21.2
 DEBIAN_IMAGE=attune-stack/debian:bookworm
 NODE_BASE_IMAGE="attune-stack/node:$STACK_NODE_VERSION-bookworm"
 ATTUNE_STACK_IMAGE=attune:stack

@@ -11,7 +11,11 @@ ENV NODE_VERSION=${NODE_VERSION} \
 COPY node/bin/node /usr/local/bin/node
 COPY node/include /usr/local/include
 COPY npm /usr/local/lib/node_modules/npm
-RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
+# Node 26's binary needs libatomic.so.1, which a minbase Debian lacks.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends libatomic1 \
+  && rm -rf /var/lib/apt/lists/* \
+  && ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
   && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
   && groupadd --gid 1000 node \
   && useradd --uid 1000 --gid node --shell /bin/bash --create-home node \

@@ -56,6 +56,27 @@ describe('the Node.js LTS the tests run on (scripts/node-lts.sh)', () => {
       assert.match(text, /NODE_LTS_BIN/, `scripts/${file} does not run on $NODE_LTS_BIN`);
     }
   });
+
+  it('is what the Docker image runs: the Dockerfile, Compose and .env.example default to its major, the stack test builds it', () => {
+    assert.ok(lts);
+    const image = `node:${semver.major(lts)}-bookworm-slim`;
+    const defaults = {
+      Dockerfile: /^ARG NODE_IMAGE=(\S+)$/m,
+      'docker-compose.yml': /NODE_IMAGE: \$\{NODE_IMAGE:-([^}]+)\}/,
+      '.env.example': /^NODE_IMAGE=(\S+)$/m,
+    };
+    for (const [file, pattern] of Object.entries(defaults)) {
+      const found = pattern.exec(readFileSync(join(REPO_ROOT, file), 'utf8'))?.[1];
+      assert.equal(found, image, `${file}'s default base image`);
+    }
+    const stack = readFileSync(join(REPO_ROOT, 'scripts', 'stack', 'env.sh'), 'utf8');
+    assert.match(
+      stack,
+      /^\. "\$\(dirname "\$\{BASH_SOURCE\[0\]\}"\)\/\.\.\/node-lts\.sh"$/m,
+      'scripts/stack/env.sh does not source node-lts.sh',
+    );
+    assert.match(stack, /^STACK_NODE_VERSION=\$NODE_LTS_VERSION$/m, 'the stack test builds another Node');
+  });
 });
 
 describe('package-lock.json', () => {
