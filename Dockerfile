@@ -29,8 +29,13 @@ COPY configs ./configs
 COPY scenarios ./scenarios
 # The capability suites' vendored problems (attune eval --suite).
 COPY evals ./evals
+# The code suite (attune eval --suite code) runs model-written programs under the system's python3 in
+# the worker's sandbox (docs/sandbox.md; docker-compose.sandbox.yml lets the container confine them).
 # The artifacts volume takes this directory's owner when Docker creates it.
-RUN ln -s /app/bin/attune.js /usr/local/bin/attune \
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends python3 \
+  && rm -rf /var/lib/apt/lists/* \
+  && ln -s /app/bin/attune.js /usr/local/bin/attune \
   && mkdir -p /var/lib/attune/artifacts \
   && chown -R node:node /var/lib/attune
 USER node

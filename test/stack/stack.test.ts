@@ -88,13 +88,17 @@ describe('the stack: Attune and trainer containers on the Temporal cluster on Po
     await user?.close();
   });
 
-  it('docker-compose config -q accepts docker-compose.yml, alone and with the CPU override', async () => {
+  it('docker-compose config -q accepts docker-compose.yml, alone and with the CPU and sandbox overrides', async () => {
     // The file itself, as a user runs it from the repository root.
     const plain = await run('docker-compose', ['-f', join(REPO_ROOT, 'docker-compose.yml'), 'config', '-q'], {
       ...process.env,
     });
     assert.equal(plain.code, 0, failureText('docker-compose -f docker-compose.yml config -q', plain));
-    for (const files of [['docker-compose.yml'], ['docker-compose.yml', 'docker-compose.cpu.yml']]) {
+    for (const files of [
+      ['docker-compose.yml'],
+      ['docker-compose.yml', 'docker-compose.cpu.yml'],
+      ['docker-compose.yml', 'docker-compose.sandbox.yml'],
+    ]) {
       const project = new ComposeProject(PROJECT, files, process.env);
       try {
         const result = await project.run(['config', '-q']);
