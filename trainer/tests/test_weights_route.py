@@ -176,3 +176,34 @@ def test_a_step_whose_only_weights_are_a_sharded_snapshot_is_served_and_exported
         files = {f["name"]: f["sha256"] for f in manifest["files"]}
         for f in (tmp_path / "cli").glob("*.safetensors"):
             assert files[f.name] == hashlib.sha256(f.read_bytes()).hexdigest(), f.name
+
+
+def test_a_full_weight_runs_last_step_between_snapshots_is_written_out_when_asked(engine, tmp_path):
+    """A run that ended between snapshots holds its final model in memory only: the weights route writes
+    it out (from the live weights) and serves it; `attune export` on the state directory names the way."""
+    from transformers import AutoModelForCausalLM
+
+    from attune_trainer.service.server import create_app
+    from attune_trainer.state.export import ExportError, export_checkpoint
+
+    engine.create_run(tiny_run("between", snapshot_every=10, export_keep=0))
+    for step in (1, 2):
+        engine.apply_step("between", {"step": step, "samples": fixed_samples(step)})
+    with pytest.raises(ExportError, match=r"step 2 is the run's last step.*--trainer-url"):
+        export_checkpoint(engine.state_dir, "between", 2, tmp_path / "local")
+    live = {n: p.detach().clone() for n, p in engine.compute.unwrap(engine.loaded["between"].policy).named_parameters()}
+    with TestClient(create_app(engine, token=TOKEN)) as api:
+        assert api.get("/v1/runs/between/checkpoints/1/weights", headers=AUTH).status_code == 404, "not the last step"
+        r = api.get("/v1/runs/between/checkpoints/2/weights", headers=AUTH)
+        assert r.status_code == 200, r.text
+        out = tmp_path / "fetched"
+        out.mkdir()
+        for f in r.json()["files"]:
+            (out / f["name"]).write_bytes(
+                api.get(f"/v1/runs/between/checkpoints/2/weights/{f['name']}", headers=AUTH).content
+            )
+    served = AutoModelForCausalLM.from_pretrained(out, torch_dtype=torch.float32)
+    for name, tensor in served.named_parameters():
+        torch.testing.assert_close(tensor, live[name].to(tensor.dtype), rtol=0, atol=0, msg=name)
+    summary = export_checkpoint(engine.state_dir, "between", 2, tmp_path / "local")
+    assert summary["format"] == "full"

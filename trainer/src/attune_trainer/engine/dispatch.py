@@ -11,7 +11,7 @@ from attune_trainer.contract.errors import TrainerError
 from attune_trainer.engine.engine import Engine
 from attune_trainer.log import log
 
-OPS = ("create_run", "apply_step", "chat", "ensure_loaded")
+OPS = ("create_run", "apply_step", "chat", "ensure_loaded", "export_current")
 
 
 class Dispatcher:

@@ -115,6 +115,9 @@ class Engine:
     def apply_step(self, run_id: str, req: dict) -> dict:
         return self.steps.apply_step(run_id, req)
 
+    def export_current(self, run_id: str, step: int) -> None:
+        self.steps.export_current(run_id, step)
+
     def chat(self, req: dict) -> dict:
         return self.sampler.chat(req)
 

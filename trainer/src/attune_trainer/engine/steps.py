@@ -166,6 +166,22 @@ class StepApplier:
             self.durable.exports.write(run, step)
             log("info", "live weights exported for replies in flight", run_id=run.run_id, step=step)
 
+    def export_current(self, run_id: str, step: int) -> None:
+        """Puts the run's current step's weights on disk when no snapshot or export holds them (a
+        full-weight run that ended between snapshots), so that `attune export` and the adapter and
+        weights routes can give the final model. Collective: every rank calls it."""
+        store = self.runs.store(run_id)
+        if not store.exists() or step != store.last_applied_step() or step_weights(store, step) is not None:
+            return  # not the current step, or its weights are on disk already
+        if step in store.committed_steps():
+            return  # a snapshot: the routes make its model directory from it
+        with self.runs.lock:
+            run = self.runs.ensure_loaded(run_id)
+            need = step == run.step and step_weights(run.store, step) is None
+            if self.compute.any_rank(need):
+                self.durable.exports.write(run, step)
+                log("info", "live weights exported for the current step", run_id=run.run_id, step=step)
+
     def replay_logged_step(self, run: LoadedRun, entry: dict) -> None:
         """Apply a logged, committed step again (recovery by replay): same samples, settings and seeds."""
         request = StepRequest.model_validate(entry["request"])

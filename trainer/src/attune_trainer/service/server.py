@@ -112,7 +112,7 @@ def create_app(
     # registration order is the order of /openapi.json's paths
     _add_service_routes(app, engine)
     _add_run_routes(app, engine, dispatcher)
-    _add_checkpoint_routes(app, engine)
+    _add_checkpoint_routes(app, engine, dispatcher)
     add_weight_transfer_routes(app, engine, weight_sender or VllmNcclSender())
     _add_openai_routes(app, engine, dispatcher)
     return app
@@ -242,15 +242,23 @@ def _stored_step_result(engine: Engine, run_id: str, step: int) -> dict:
     return res
 
 
-def _add_checkpoint_routes(app: FastAPI, engine: Engine) -> None:
+def _add_checkpoint_routes(app: FastAPI, engine: Engine, dispatcher: Dispatcher) -> None:
     """A checkpoint's LoRA adapter or full weights: its manifest and its files."""
-    _add_files_routes(app, engine, "adapter", "a checkpoint's LoRA adapter", adapter_manifest, adapter_file)
+    _add_files_routes(app, engine, dispatcher, "adapter", "a checkpoint's LoRA adapter", adapter_manifest, adapter_file)
     _add_files_routes(
-        app, engine, "weights", "a full fine-tuning checkpoint's model directory", weights_manifest, weights_file
+        app,
+        engine,
+        dispatcher,
+        "weights",
+        "a full fine-tuning checkpoint's model directory",
+        weights_manifest,
+        weights_file,
     )
 
 
-def _add_files_routes(app: FastAPI, engine: Engine, kind: str, what: str, manifest_of, file_of) -> None:
+def _add_files_routes(
+    app: FastAPI, engine: Engine, dispatcher: Dispatcher, kind: str, what: str, manifest_of, file_of
+) -> None:
     """`.../{kind}`: the files' manifest (name, size, sha256, digest); `.../{kind}/{name}`: one of them."""
 
     @app.get(
@@ -261,6 +269,8 @@ def _add_files_routes(app: FastAPI, engine: Engine, kind: str, what: str, manife
     )
     def get_manifest(run_id: str, step: int):
         _check_run_id(run_id)
+        # The current step of a run between snapshots is only in memory: written out first (the final model).
+        dispatcher.call("export_current", run_id, step)
         return manifest_of(engine.run_store(run_id), step)
 
     @app.get(

@@ -39,7 +39,14 @@ def export_checkpoint(state_dir: Path, run_id: str, step: int, out: Path, merge_
     if sharded is not None:
         info = {"path": str(sharded), "format": "hf_full"}
     if info is None:
-        raise ExportError(no_weights(store, step, "step").message)
+        hint = ""
+        if step == store.last_applied_step():
+            # The run's last step between snapshots lives in the trainer process only.
+            hint = (
+                f"; step {step} is the run's last step: a running trainer writes its weights out when asked "
+                f"over HTTP (attune export {run_id}@{step} --trainer-url URL)"
+            )
+        raise ExportError(no_weights(store, step, "step").message + hint)
     source, fmt = Path(info.get("path", "")), info.get("format")
     if fmt not in ("hf_full", "peft_lora") or not source.is_dir():
         raise ExportError(f"run {run_id!r} step {step}: checkpoint names no policy directory ({info})")
