@@ -9,7 +9,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { clusterBootstrapInterval } from '../../src/core/statistics/bootstrap.js';
+import { FAILURE_EMOTION, SUCCESS_EMOTION } from '../../src/core/evaluationReport.js';
+import { groupIntervals, type ScoredDialogue } from '../../src/core/evaluationStatistics.js';
+import { goalTypeSchema, personalitySchema } from '../../src/core/scenario.js';
 import { defaultResultsFile } from '../resultsFile.js';
 
 const USAGE = 'node --import tsx bench/difficulty/summary.ts [--out FILE] REPORT.json ...';
@@ -27,7 +29,15 @@ const reportSchema = z.object({
     protocol: z.object({ maxTurns: z.number().int(), initialEmotion: z.number() }),
     seeds: z.object({ base: z.number().int() }),
   }),
-  results: z.array(z.looseObject({ status: z.string(), scenarioId: z.string(), finalEmotion: z.number().optional() })),
+  results: z.array(
+    z.looseObject({
+      status: z.string(),
+      scenarioId: z.string(),
+      goalType: goalTypeSchema.optional(),
+      personality: personalitySchema.optional(),
+      finalEmotion: z.number().optional(),
+    }),
+  ),
 });
 type Report = z.infer<typeof reportSchema>;
 
@@ -95,20 +105,26 @@ function summariseLevel(level: (typeof LEVELS)[number], reports: Report[]) {
       finalEmotions: r.results.flatMap((d) => (d.finalEmotion === undefined ? [] : [d.finalEmotion])),
     }))
     .sort((a, b) => a.seed - b.seed);
-  // Every seed's dialogues of a scenario as that scenario's repeats: one interval over the three seeds.
-  const byScenario = new Map<string, number[]>();
-  for (const d of reports.flatMap((r) => r.results))
-    if (d.status === 'ok' && d.finalEmotion !== undefined)
-      byScenario.set(d.scenarioId, [...(byScenario.get(d.scenarioId) ?? []), d.finalEmotion]);
-  const clusters = [...byScenario.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, v]) => v);
-  const ci = clusterBootstrapInterval(clusters);
-  const round = (x: number) => Math.round(x * 100) / 100;
+  // Every seed's dialogues of a scenario as that scenario's repeats: one interval over the three seeds,
+  // as an evaluation's report computes it.
+  const finished: ScoredDialogue[] = reports.flatMap((r) =>
+    r.results.flatMap(({ status, scenarioId, goalType, personality, finalEmotion }) =>
+      status === 'ok' && goalType && personality && finalEmotion !== undefined
+        ? [{ scenarioId, goalType, personality, finalEmotion }]
+        : [],
+    ),
+  );
+  const { score: ci } = groupIntervals(
+    finished,
+    (emotion) => emotion >= SUCCESS_EMOTION,
+    (emotion) => emotion < FAILURE_EMOTION,
+  );
   const emotions = seeds.flatMap((s) => s.finalEmotions);
   const score = emotions.length > 0 ? emotions.reduce((a, b) => a + b, 0) / emotions.length : Number.NaN;
   return {
     level,
     seeds,
-    pooled: { dialogues: emotions.length, score, ci: { low: round(ci.low), high: round(ci.high) } },
+    pooled: { dialogues: emotions.length, score, ci },
   };
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Capability retention of a training run (issue 47): the maths and code suites on the run's weights
-# before and after training, both served the same way (vLLM on CPU, fp32, greedy), then the table
+# What a training run cost the policy elsewhere (capability retention): the maths and code suites on
+# the run's weights before and after training, both served the same way (vLLM on CPU, fp32, greedy),
+# then the table
 # (bench/retention/summary.ts, which writes bench/results/retention-smollm2.json).
 #   bash bench/retention/run.sh RUN STEP_BEFORE STEP_AFTER
 # Needs `npx attune dev` running beside it (its workers play the suites), the run's trainer state in
@@ -8,7 +9,7 @@
 # environment that `npm test` installs (scripts/vllm/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-if [ "${1:-}" = "--help" ] || [ $# -ne 3 ]; then sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; [ "${1:-}" = "--help" ]; exit $?; fi
+if [ "${1:-}" = "--help" ] || [ $# -ne 3 ]; then sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; [ "${1:-}" = "--help" ]; exit $?; fi
 run=$1
 port=${RETENTION_VLLM_PORT:-8510}
 work=$(mktemp -d "${TMPDIR:-/tmp}/attune-retention-XXXXXX")

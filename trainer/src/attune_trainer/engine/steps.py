@@ -162,9 +162,13 @@ class StepApplier:
         snapshot or export has the current step's weights, they are exported first (on demand only)."""
         step = run.step
         need = self.runs.has_live_replies(run.run_id, step) and step_weights(run.store, step) is None
+        self._export_live(run, need, "live weights exported for replies in flight")
+
+    def _export_live(self, run: LoadedRun, need: bool, why: str) -> None:
+        """Exports the live weights as the run's current step when any rank `need`s it (collective)."""
         if self.compute.any_rank(need):
-            self.durable.exports.write(run, step)
-            log("info", "live weights exported for replies in flight", run_id=run.run_id, step=step)
+            self.durable.exports.write(run, run.step)
+            log("info", why, run_id=run.run_id, step=run.step)
 
     def export_current(self, run_id: str, step: int) -> None:
         """Puts the run's current step's weights on disk when no snapshot or export holds them (a
@@ -178,9 +182,7 @@ class StepApplier:
         with self.runs.lock:
             run = self.runs.ensure_loaded(run_id)
             need = step == run.step and step_weights(run.store, step) is None
-            if self.compute.any_rank(need):
-                self.durable.exports.write(run, step)
-                log("info", "live weights exported for the current step", run_id=run.run_id, step=step)
+            self._export_live(run, need, "live weights exported for the current step")
 
     def replay_logged_step(self, run: LoadedRun, entry: dict) -> None:
         """Apply a logged, committed step again (recovery by replay): same samples, settings and seeds."""
