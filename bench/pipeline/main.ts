@@ -65,19 +65,22 @@ async function measureAll(options: Options, facade: VllmFacade, rolloutSeconds: 
         padSeconds,
         facade,
         async (rig) => {
-          for (const staleness of options.staleness) {
-            const tag = weights === 'lora' ? '' : `-${weights}`;
-            const run = `pipe-r${String(tOverR).replace('.', 'p')}-s${staleness}${tag}-${process.pid}`;
-            progress(
-              `${weights} weights, T/R ${tOverR} (T = ${padSeconds.toFixed(2)} s), staleness ${staleness}: ${options.steps} steps`,
-            );
-            const result = await runTraining(rig, run, staleness);
-            for (const p of result.phases ?? []) progress(`  ${phaseLine(p)}`);
-            progress(
-              `  ${result.stepsPerHour.toFixed(0)} steps/hour, ${result.secondsPerStep.toFixed(2)} s/step, wall ${result.wallS.toFixed(1)} s, intervals ${result.stepIntervalsS.map((x) => x.toFixed(2)).join(' ')}`,
-            );
-            measured.push({ weights, staleness, tOverR, padSeconds, result });
-          }
+          for (const staleness of options.staleness)
+            for (const stepDialogues of options.stepDialogues) {
+              // Taking the first finished carries dialogues to later steps: it needs staleness 1 or more.
+              if (stepDialogues === 'firstFinished' && staleness === 0) continue;
+              const tag = `${weights === 'lora' ? '' : `-${weights}`}${stepDialogues === 'planned' ? '' : '-ff'}`;
+              const run = `pipe-r${String(tOverR).replace('.', 'p')}-s${staleness}${tag}-${process.pid}`;
+              progress(
+                `${weights} weights, T/R ${tOverR} (T = ${padSeconds.toFixed(2)} s), staleness ${staleness}, ${stepDialogues}: ${options.steps} steps`,
+              );
+              const result = await runTraining(rig, run, staleness, { stepDialogues, inFlight: options.inFlight });
+              for (const p of result.phases ?? []) progress(`  ${phaseLine(p)}`);
+              progress(
+                `  ${result.stepsPerHour.toFixed(0)} steps/hour, ${result.secondsPerStep.toFixed(2)} s/step, wall ${result.wallS.toFixed(1)} s, intervals ${result.stepIntervalsS.map((x) => x.toFixed(2)).join(' ')}`,
+              );
+              measured.push({ weights, staleness, stepDialogues, tOverR, padSeconds, result });
+            }
         },
         weights,
       );
@@ -99,7 +102,7 @@ async function main(): Promise<void> {
     progress(`machine ${JSON.stringify(machine())}`);
     const calibration = await calibrate(options, facade);
     const measured = await measureAll(options, facade, calibration.seconds);
-    const rows = toRows(measured, calibration.seconds);
+    const rows = toRows(measured, calibration.seconds, options);
     process.stdout.write(`${table(rows, calibration.seconds)}\n`);
     process.stdout.write(`Total wall time: ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
     mkdirSync(dirname(options.out), { recursive: true });

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { STEP_DIALOGUES, type StepDialogues } from '../../src/core/training/dialogueStreamState.js';
 import { defaultResultsFile } from '../resultsFile.js';
 
 /** The benchmark's command line: its help text, and the options it parses into. */
@@ -9,7 +10,7 @@ export const HELP = `Pipeline benchmark: training throughput with rollouts and o
 
 Usage: npm run bench:pipeline [-- options]
 
-  --quick             smaller runs (about 13 minutes on 2 cores per weights): 6 steps, 1000 ms latency,
+  --quick             smaller runs (about 20 minutes on 2 cores per weights): 6 steps, 1000 ms latency,
                       2 scenarios x 2 samples x 2 turns
   --staleness LIST    training.maxStaleness values (default 0,1,2); 0 is always run, it is the
                       baseline of speedup; a value > 0 is passed as training.maxStaleness=S
@@ -18,6 +19,14 @@ Usage: npm run bench:pipeline [-- options]
                       adapter per version), full (full weights reloaded in place; staleness > 0 is
                       then in-flight updates: the reload lands under the next step's dialogues)
   --reload-ms MS      full weights: how long the stand-in vLLM's reload takes (default 2000)
+  --step-dialogues LIST  how a step gathers its dialogues (default planned,firstFinished): planned (its
+                      dialogues, waiting for the slowest), firstFinished (training.stepDialogues: the
+                      first whole groups to finish, the rest carried on; staleness > 0 only)
+  --in-flight N       firstFinished runs: training.maxInFlight (default twice a step's dialogues;
+                      planned runs start a step's dialogues all at once)
+  --dialogues KIND    fixed (default: every call --latency, every dialogue --turns turns) or
+                      long-tailed (each call's latency lognormal with median --latency and p99 5x it,
+                      as bench:load; each dialogue 2 to 8 turns, drawn per dialogue)
   --steps N           training steps per run, at least 3 (default 12; --quick 6)
   --calibration-steps N  steps of the calibration run that measures R (default 4)
   --latency MS        fake LLM latency per call, policy and simulator (default 1000)
@@ -39,8 +48,14 @@ Progress on stderr; a table on stdout and the JSON file.`;
 export const WEIGHTS = ['lora', 'full'] as const;
 export type Weights = (typeof WEIGHTS)[number];
 
+export const DIALOGUE_KINDS = ['fixed', 'long-tailed'] as const;
+export type DialogueKind = (typeof DIALOGUE_KINDS)[number];
+
 export interface Options {
   quick: boolean;
+  stepDialogues: StepDialogues[];
+  inFlight: number;
+  dialogues: DialogueKind;
   staleness: number[];
   ratios: number[];
   weights: Weights[];
@@ -74,6 +89,20 @@ function weightsList(text: string): Weights[] {
   return [...new Set(values as Weights[])];
 }
 
+function stepDialoguesList(text: string): StepDialogues[] {
+  const values = text.split(',').map((part) => part.trim());
+  const bad = values.find((v) => !(STEP_DIALOGUES as readonly string[]).includes(v));
+  if (bad !== undefined)
+    throw new Error(`--step-dialogues: ${JSON.stringify(bad)} is not one of ${STEP_DIALOGUES.join(', ')}`);
+  return STEP_DIALOGUES.filter((v) => values.includes(v));
+}
+
+function dialogueKind(text: string): DialogueKind {
+  if (!(DIALOGUE_KINDS as readonly string[]).includes(text))
+    throw new Error(`--dialogues: ${JSON.stringify(text)} is not one of ${DIALOGUE_KINDS.join(', ')}`);
+  return text as DialogueKind;
+}
+
 /** Parses argv; `null` when --help was asked for. */
 export function parseOptions(argv: string[]): Options | null {
   const { values } = parseArgs({
@@ -84,6 +113,9 @@ export function parseOptions(argv: string[]): Options | null {
       ratios: { type: 'string', default: '0.5,1,2' },
       weights: { type: 'string', default: 'lora,full' },
       'reload-ms': { type: 'string', default: '2000' },
+      'step-dialogues': { type: 'string', default: 'planned,firstFinished' },
+      'in-flight': { type: 'string' },
+      dialogues: { type: 'string', default: 'fixed' },
       steps: { type: 'string' },
       'calibration-steps': { type: 'string', default: '4' },
       latency: { type: 'string' },
@@ -97,8 +129,13 @@ export function parseOptions(argv: string[]): Options | null {
   if (values.help) return null;
   const quick = values.quick;
   const staleness = list('staleness', values.staleness, (n) => Number.isInteger(n) && n >= 0);
+  const scenarios = integer('scenarios', values.scenarios ?? (quick ? '2' : '4'), 1);
+  const samples = integer('samples', values.samples ?? (quick ? '2' : '4'), 2);
   return {
     quick,
+    stepDialogues: stepDialoguesList(values['step-dialogues']),
+    inFlight: integer('in-flight', values['in-flight'] ?? String(2 * scenarios * samples), 1),
+    dialogues: dialogueKind(values.dialogues),
     staleness: [...new Set([0, ...staleness])].sort((a, b) => a - b),
     ratios: list('ratios', values.ratios, (n) => Number.isFinite(n) && n > 0),
     weights: weightsList(values.weights),
@@ -106,8 +143,8 @@ export function parseOptions(argv: string[]): Options | null {
     steps: integer('steps', values.steps ?? (quick ? '6' : '12'), 3),
     calibrationSteps: integer('calibration-steps', values['calibration-steps'], 2),
     latencyMs: integer('latency', values.latency ?? '1000', 0),
-    scenarios: integer('scenarios', values.scenarios ?? (quick ? '2' : '4'), 1),
-    samples: integer('samples', values.samples ?? (quick ? '2' : '4'), 2),
+    scenarios,
+    samples,
     turns: integer('turns', values.turns ?? (quick ? '2' : '3'), 1),
     out: resolve(values.out ?? defaultResultsFile('pipeline', quick ? 'quick' : null)),
   };

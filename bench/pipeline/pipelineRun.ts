@@ -1,4 +1,5 @@
 import { loadConfig } from '../../src/config/load.js';
+import type { StepDialogues } from '../../src/core/training/dialogueStreamState.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
 import type { TrainingRig } from '../../test/support/trainingRig.js';
 import { stepTimings, type StepTimings } from '../training/history.js';
@@ -19,14 +20,33 @@ export function stalenessOverrides(staleness: number): string[] {
   return staleness > 0 ? [`training.maxStaleness=${staleness}`] : [];
 }
 
+/** Steps that take the first finished dialogues keep `inFlight` running; planned steps send nothing. */
+export function stepDialoguesOverrides(stepDialogues: StepDialogues, inFlight: number): string[] {
+  return stepDialogues === 'firstFinished'
+    ? ['training.stepDialogues=firstFinished', `training.maxInFlight=${inFlight}`]
+    : [];
+}
+
 /** Fails before anything starts when this checkout's config schema does not take a requested staleness. */
 export function checkStalenessAccepted(staleness: number[]): void {
   for (const s of staleness) loadConfig({ env: {}, set: stalenessOverrides(s) });
 }
 
 /** One training run on the rig (its workers started), followed to the end. */
-export async function runTraining(rig: TrainingRig, run: string, staleness: number): Promise<RunResult> {
-  const config = loadConfig({ env: {}, set: [...rig.configSet, ...stalenessOverrides(staleness)] });
+export async function runTraining(
+  rig: TrainingRig,
+  run: string,
+  staleness: number,
+  gather: { stepDialogues: StepDialogues; inFlight: number } = { stepDialogues: 'planned', inFlight: 0 },
+): Promise<RunResult> {
+  const config = loadConfig({
+    env: {},
+    set: [
+      ...rig.configSet,
+      ...stalenessOverrides(staleness),
+      ...stepDialoguesOverrides(gather.stepDialogues, gather.inFlight),
+    ],
+  });
   const started = performance.now();
   const { handle } = await rig.start(run, config);
   const firstRunId = (handle as { firstExecutionRunId?: string }).firstExecutionRunId;
@@ -34,7 +54,10 @@ export async function runTraining(rig: TrainingRig, run: string, staleness: numb
   await handle.result();
   const wallS = (performance.now() - started) / 1000;
   const records = await rig.metrics(run);
-  const phases = staleness === 0 ? await stepTimings(rig.client, trainingWorkflowId(run), firstRunId) : null;
+  const phases =
+    staleness === 0 && gather.stepDialogues === 'planned'
+      ? await stepTimings(rig.client, trainingWorkflowId(run), firstRunId)
+      : null;
   const trainerSeconds = records.map((r) => r.trainer.seconds);
   return {
     run,

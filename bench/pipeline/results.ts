@@ -1,5 +1,6 @@
 import { cpus, platform, release, totalmem } from 'node:os';
-import type { Options, Weights } from './options.js';
+import type { StepDialogues } from '../../src/core/training/dialogueStreamState.js';
+import type { DialogueKind, Options, Weights } from './options.js';
 import type { RunResult } from './pipelineRun.js';
 import { limitSpeedup } from './throughput.js';
 
@@ -17,11 +18,18 @@ export interface Row {
   step_intervals_s: number[];
   /** What each step published: a LoRA adapter, or full weights (staleness > 0: in-flight updates). */
   weights: Weights;
+  /** How each step gathered its dialogues: all of its own (planned), or the first whole groups to finish. */
+  step_dialogues: StepDialogues;
+  /** fixed, or long-tailed (lognormal call latencies, 2 to 8 turns per dialogue). */
+  dialogues: DialogueKind;
+  /** Dialogues kept running (firstFinished; planned: a step's). */
+  max_in_flight: number;
 }
 
 export interface Measured {
   weights: Weights;
   staleness: number;
+  stepDialogues: StepDialogues;
   tOverR: number;
   padSeconds: number;
   result: RunResult;
@@ -29,10 +37,15 @@ export interface Measured {
 
 const round = (x: number, digits = 3) => Number(x.toFixed(digits));
 
-/** Rows in measurement order; speedup against staleness 0 of the same weights at the same T/R (always measured). */
-export function toRows(measured: Measured[], rolloutSeconds: number): Row[] {
+/**
+ * Rows in measurement order; speedup against the synchronous run (staleness 0, planned steps) of the
+ * same weights at the same T/R (always measured).
+ */
+export function toRows(measured: Measured[], rolloutSeconds: number, options: Options): Row[] {
   return measured.map((m) => {
-    const base = measured.find((b) => b.staleness === 0 && b.tOverR === m.tOverR && b.weights === m.weights);
+    const base = measured.find(
+      (b) => b.staleness === 0 && b.stepDialogues === 'planned' && b.tOverR === m.tOverR && b.weights === m.weights,
+    );
     if (!base) throw new Error(`no staleness-0 run for T/R ${m.tOverR} (${m.weights})`);
     return {
       staleness: m.staleness,
@@ -46,6 +59,9 @@ export function toRows(measured: Measured[], rolloutSeconds: number): Row[] {
       trainer_seconds_mean: round(m.result.trainerSecondsMean),
       step_intervals_s: m.result.stepIntervalsS.map((s) => round(s, 2)),
       weights: m.weights,
+      step_dialogues: m.stepDialogues,
+      dialogues: options.dialogues,
+      max_in_flight: m.stepDialogues === 'firstFinished' ? options.inFlight : options.scenarios * options.samples,
     };
   });
 }
@@ -54,11 +70,11 @@ export function table(rows: Row[], rolloutSeconds: number): string {
   const lines = [
     `R (rollout seconds per step, calibration) = ${rolloutSeconds.toFixed(2)}`,
     '',
-    'weights T/R   staleness |      T s | steps/hour  s/step | speedup  limit | trainer s  wall s',
+    'weights T/R   staleness steps         |      T s | steps/hour  s/step | speedup  limit | trainer s  wall s',
   ];
   for (const r of rows) {
     lines.push(
-      `${r.weights.padEnd(7)} ${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)}`,
+      `${r.weights.padEnd(7)} ${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} ${r.step_dialogues.padEnd(13)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)}`,
     );
   }
   return lines.join('\n');

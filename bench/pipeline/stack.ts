@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../src/paths.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../../test/support/trainingRig.js';
 import { tuneFakeServer } from '../orchestration/fakeServer.js';
+import { LONG_TAIL_TURNS, longTailedBehaviour, longTailTimeoutMs } from './longTail.js';
 import type { Options, Weights } from './options.js';
 import type { VllmFacade } from './vllmFacade.js';
 
@@ -15,12 +16,19 @@ export function runSettings(options: Options, steps: number, facade: VllmFacade,
     'training.evalEvery=0',
     `training.scenariosPerStep=${options.scenarios}`,
     `training.samplesPerScenario=${options.samples}`,
-    `training.dialogue.maxTurns=${options.turns}`,
+    `training.dialogue.maxTurns=${options.dialogues === 'long-tailed' ? LONG_TAIL_TURNS.max : options.turns}`,
     `training.maxInFlight=${options.scenarios * options.samples}`,
     'training.publish.mode=vllm',
     // lora: an adapter per version; full (no training.lora): the weights reloaded in place
     ...(weights === 'lora' ? ['training.lora.r=8'] : []),
     `policy.baseURL=${facade.url}`,
+    // Long-tailed calls run up to the lognormal's cap: a call cut short would be made again forever.
+    ...(options.dialogues === 'long-tailed'
+      ? [
+          `policy.timeoutMs=${longTailTimeoutMs(options.latencyMs)}`,
+          `simulator.timeoutMs=${longTailTimeoutMs(options.latencyMs)}`,
+        ]
+      : []),
     'policy.logprobs=off',
   ];
 }
@@ -40,8 +48,11 @@ export async function withPaddedRig<T>(
   facade.fullWeights.reloadMs = options.reloadMs;
   const rig = await createTrainingRig({
     set: runSettings(options, steps, facade, weights),
-    // emotion change 0: no dialogue ends early, so every step has the same number of calls
-    behaviour: { latencyMs: options.latencyMs, analysis: () => ({ emotionChange: 0 }) },
+    behaviour:
+      options.dialogues === 'long-tailed'
+        ? longTailedBehaviour(options.latencyMs)
+        : // emotion change 0: no dialogue ends early, so every step has the same number of calls
+          { latencyMs: options.latencyMs, analysis: () => ({ emotionChange: 0 }) },
     trainerEnv: {
       [STEP_PAD_ENV]: padSeconds.toFixed(3),
       PYTHONPATH: join(REPO_ROOT, 'trainer', 'src'),

@@ -2,6 +2,7 @@ import type { ArtifactStore } from '../artifacts/store.js';
 import { createArtifactActivities } from './artifacts.js';
 import { createCapabilityActivities } from './capability.js';
 import { createDialogueTurnActivities } from './dialogueTurn.js';
+import { createDialogueWatchActivities, type WorkflowStateOf } from './dialogueWatch.js';
 import type { JournalledRun, TurnJournal } from './turnJournal.js';
 import { EndpointGate, gated, type EndpointLimits } from './endpointLimits.js';
 import { createEvaluationActivities } from './evaluationReports.js';
@@ -22,8 +23,13 @@ export const queuedPolicyActivities = heartbeating(policyActivities);
 export const queuedSimulatorActivities = heartbeating(simulatorActivities);
 
 /** Activities of the rollouts queue: small local I/O next to the workflows. */
-export function rolloutQueueActivities(store: ArtifactStore, runEnding?: (run: JournalledRun) => void) {
+export function rolloutQueueActivities(
+  store: ArtifactStore,
+  runEnding?: (run: JournalledRun) => void,
+  workflowStateOf?: WorkflowStateOf,
+) {
   return {
+    ...createDialogueWatchActivities(workflowStateOf),
     ...createArtifactActivities(store, runEnding),
     ...createEvaluationActivities(store),
     ...createCapabilityActivities(store),

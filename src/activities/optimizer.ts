@@ -42,11 +42,16 @@ export interface OptimizerStepInput {
   trainer: TrainerEndpoint;
   runName: string;
   step: number;
-  /** Transcript keys of the step's kept rollouts, with their GRPO group. */
-  rollouts: { artifact: string; group: string }[];
   /**
-   * The step whose weights the rollouts sampled from (0: the base model); the trainer weighs samples
-   * older than the weights it updates (`step - 1`). Absent: sampled from those weights.
+   * Transcript keys of the step's kept rollouts, with their GRPO group, and the step whose weights
+   * each one sampled when the step's rollouts sampled different ones (steps that take the first
+   * finished: absent, `policyVersion`).
+   */
+  rollouts: { artifact: string; group: string; policyVersion?: number }[];
+  /**
+   * The step whose weights the rollouts sampled from, the oldest when they differ (0: the base
+   * model); the trainer weighs samples older than the weights it updates (`step - 1`). Absent:
+   * sampled from those weights.
    */
   policyVersion?: number;
   /** How each dialogue's reward is shared over its turns (absent: `final`). */
@@ -133,7 +138,12 @@ async function stepSamples(store: ArtifactStore, input: OptimizerStepInput) {
     const transcript = await store.getJson<Transcript>(rollout.artifact);
     replies.push(...transcript.turns.map((t) => t.policy.reply));
     samplesFromTranscript(transcript, rollout.group).forEach((sample, i) => {
-      const version = turnPolicyVersion(input, transcript.turns[i]!.policy.weightVersion, rollout.artifact);
+      const version = turnPolicyVersion(
+        input,
+        rollout.policyVersion,
+        transcript.turns[i]!.policy.weightVersion,
+        rollout.artifact,
+      );
       samples.push(version === undefined ? sample : { ...sample, policy_version: version });
     });
   }
@@ -148,11 +158,12 @@ async function stepSamples(store: ArtifactStore, input: OptimizerStepInput) {
  */
 function turnPolicyVersion(
   input: OptimizerStepInput,
+  rolloutVersion: number | undefined,
   weightVersion: string | undefined,
   artifact: string,
 ): number | undefined {
   const recorded = weightVersion === undefined ? null : versionStep(input.runName, weightVersion);
-  if (recorded === null || input.policyVersion === undefined) return input.policyVersion;
+  if (recorded === null || input.policyVersion === undefined) return rolloutVersion ?? input.policyVersion;
   if (recorded < input.policyVersion || recorded > input.step - 1)
     throw ApplicationFailure.nonRetryable(
       `${artifact}: a turn sampled by ${weightVersion}, outside the versions step ${input.step} may train on ` +

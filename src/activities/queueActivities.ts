@@ -9,6 +9,7 @@ import {
   rolloutQueueActivities,
   type EndpointGates,
 } from './index.js';
+import type { WorkflowStateOf } from './dialogueWatch.js';
 import { heartbeating } from './heartbeating.js';
 import { createPublisherActivities, type PublisherOptions } from './publisher.js';
 import { storeTurnJournal, type JournalledRun } from './turnJournal.js';
@@ -21,6 +22,8 @@ export interface QueueActivityDeps {
   store: ArtifactStore;
   gates: EndpointGates;
   runEnding?: (run: JournalledRun) => void;
+  /** Describes a workflow through the worker's connection (the dialogue stream's watchdog). */
+  workflowStateOf?: WorkflowStateOf;
 }
 
 /**
@@ -30,8 +33,8 @@ export interface QueueActivityDeps {
  * (inside a whole turn, `rollout.activityPer: turn`); the last two are bounded by this process's gates.
  */
 export const QUEUE_ACTIVITIES = {
-  rollouts: ({ store, gates, runEnding }: QueueActivityDeps) => ({
-    ...rolloutQueueActivities(store, runEnding),
+  rollouts: ({ store, gates, runEnding, workflowStateOf }: QueueActivityDeps) => ({
+    ...rolloutQueueActivities(store, runEnding, workflowStateOf),
     ...gatedLlmCalls(gates),
     ...dialogueTurnActivities(gates, storeTurnJournal(store)),
   }),

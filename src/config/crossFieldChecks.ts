@@ -44,8 +44,23 @@ export function checkTemporalLimits(config: ConfigShape, ctx: z.RefinementCtx): 
   if (step) ctx.addIssue({ code: 'custom', path: ['training', 'scenariosPerStep'], message: step });
 }
 
+/** What `training.maxStaleness` must allow: the checkpoints it samples kept, and steps that take the first finished. */
+export function checkStaleness(
+  config: {
+    training: {
+      maxStaleness: number;
+      stepDialogues: string;
+      hyperparameters: { keep_checkpoints?: number | undefined };
+    };
+  },
+  ctx: z.RefinementCtx,
+): void {
+  checkKeptCheckpoints(config, ctx);
+  checkStepDialogues(config, ctx);
+}
+
 /** The rollouts of a step sample a checkpoint `maxStaleness` steps old while the next one commits: it must be kept. */
-export function checkKeptCheckpoints(
+function checkKeptCheckpoints(
   config: { training: { maxStaleness: number; hyperparameters: { keep_checkpoints?: number | undefined } } },
   ctx: z.RefinementCtx,
 ): void {
@@ -56,6 +71,23 @@ export function checkKeptCheckpoints(
       code: 'custom',
       path: ['training', 'hyperparameters', 'keep_checkpoints'],
       message: `${kept} is too few for training.maxStaleness ${staleness}: keep at least ${staleness + 1} (or 0, all)`,
+    });
+}
+
+/**
+ * Steps that take the first finished dialogues carry the others to later steps, which train on
+ * them one or more versions stale: with `maxStaleness` 0 every carried dialogue would be dropped.
+ */
+function checkStepDialogues(
+  config: { training: { maxStaleness: number; stepDialogues: string } },
+  ctx: z.RefinementCtx,
+): void {
+  if (config.training.stepDialogues === 'firstFinished' && config.training.maxStaleness < 1)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['training', 'stepDialogues'],
+      message:
+        'firstFinished needs training.maxStaleness 1 or more: the dialogues a step does not take are trained on by a later step, one or more versions stale',
     });
 }
 

@@ -77,6 +77,12 @@ export const LIMITS = {
   /** Artifact writes are local and quick. */
   artifactActivityTimeoutMs: 60_000,
   /**
+   * Steps that take the first finished dialogues: after this long with no dialogue ending, the
+   * training workflow asks the server which of its dialogues in flight have closed (one that was
+   * terminated or timed out never signals its end).
+   */
+  dialogueWatchMs: 60_000,
+  /**
    * A queued LLM call heartbeats while its request is open, so the server hands the call of a
    * worker that died to a live one this soon, not after the call's whole start-to-close timeout.
    */

@@ -22,7 +22,7 @@ import { dialogueGroup } from './dialogueGroup.js';
 import { trainingConfigSchema } from './trainingConfigSchema.js';
 import { metricsConfigSchema, trackingConfigSchema } from './observabilityConfigSchema.js';
 import {
-  checkKeptCheckpoints,
+  checkStaleness,
   checkPublishTransport,
   checkReplicas,
   checkTemporalLimits,
@@ -389,7 +389,7 @@ export const configSchema = z
       ),
   })
   .superRefine(checkTemporalLimits)
-  .superRefine(checkKeptCheckpoints)
+  .superRefine(checkStaleness)
   .superRefine(checkVllmPublish)
   .superRefine(checkPublishTransport)
   .superRefine(checkReplicas);

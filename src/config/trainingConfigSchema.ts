@@ -4,6 +4,7 @@ import { ALGORITHMS } from '../core/training/algorithms.js';
 import { CAPABILITY_SUITES } from '../core/capability/capabilitySuites.js';
 import { creditSettingsSchema } from '../core/training/creditSchema.js';
 import { DEFAULT_GUARDRAILS } from '../core/training/guardrails.js';
+import { STEP_DIALOGUES } from '../core/training/dialogueStreamState.js';
 import { DEFAULT_SAME_ERROR_ATTEMPTS } from '../core/training/sameTrainerError.js';
 import { dialogueGroup } from './dialogueGroup.js';
 import { LIMITS } from './limits.js';
@@ -80,6 +81,12 @@ export const trainingConfigSchema = z
       .default(0)
       .describe(
         "0: on-policy, each step's rollouts wait for the previous step's weights. 1 or more: the next step's rollouts overlap the optimizer step, sampling from a version at most this many steps old (full weights in vLLM: the publish reloads vLLM under the dialogues in flight, and each turn records the version that sampled it).",
+      ),
+    stepDialogues: z
+      .enum(STEP_DIALOGUES)
+      .default('planned')
+      .describe(
+        '`planned`: each step runs its scenariosPerStep x samplesPerScenario dialogues and waits for the slowest. `firstFinished` (needs maxStaleness 1 or more): maxInFlight dialogues run all the time, each step trains on the first whole groups to finish (at least scenariosPerStep x samplesPerScenario dialogues), and the rest run on for the next step; a dialogue whose weights fall below the staleness bound is dropped (cancelled if still running), counted and reported, never trained on.',
       ),
     credit: creditSettingsSchema
       .prefault({})

@@ -63,6 +63,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     maxInFlight: t.maxInFlight,
     maxFailedShare: t.maxFailedShare,
     maxStaleness: t.maxStaleness,
+    ...(t.stepDialogues !== 'planned' ? { stepDialogues: t.stepDialogues } : {}),
     credit: t.credit,
     guardrails: t.guardrails,
     ...(t.difficultyMix ? { difficultyMix: t.difficultyMix } : {}),

@@ -106,6 +106,19 @@ export interface StepMetricsRecord {
    * the same version, with the base policy's. Apart from `eval`: a failed Sentient evaluation keeps them.
    */
   capability?: CapabilityStepScore[];
+  /**
+   * Steps that take the first finished dialogues: the ids this step took (in the order they
+   * finished), how many of them an earlier step had started, and the ids dropped (stale, short
+   * group) or failed since the step before took its dialogues (`omitted`: past the lists' bound).
+   */
+  dialogues?: {
+    taken: string[];
+    carriedOver: number;
+    droppedStale: string[];
+    droppedShortGroup: string[];
+    failed: string[];
+    omitted: number;
+  };
 }
 
 /**

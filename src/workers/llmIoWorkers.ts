@@ -76,8 +76,15 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
   warnOnlyOfLateWorkflowTasks(config);
   const gates = endpointGates({ policy: config.policy, simulator: config.simulator });
   configureTokenRateLimits({ policy: config.policy, simulator: config.simulator });
-  const sweeper = new TurnJournalSweeper(options.store, runStateVia(options.connection, options.namespace));
-  const deps = { store: options.store, gates, runEnding: (run: JournalledRun) => sweeper.afterClose(run) };
+  const runState = runStateVia(options.connection, options.namespace);
+  const sweeper = new TurnJournalSweeper(options.store, runState);
+  const deps = {
+    store: options.store,
+    gates,
+    runEnding: (run: JournalledRun) => sweeper.afterClose(run),
+    // No run id: the latest run of the workflow id.
+    workflowStateOf: (workflowId: string) => runState({ workflowId, runId: '' }),
+  };
   const rollouts = await Worker.create({
     ...common,
     taskQueue: queues.rollouts,

@@ -1,10 +1,4 @@
-import {
-  ApplicationFailure,
-  patched,
-  setWorkflowOptions,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { patched, setWorkflowOptions, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { ResumedTurnInput } from '../activities/dialogueTurn.js';
 import type {
   ArtifactActivities,
@@ -31,16 +25,18 @@ import { TranscriptPartition } from '../core/transcriptParts.js';
 import * as timeline from '../core/rolloutTimeline.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { summarisedCall } from './summarisedCall.js';
+import { reportingEnd } from './dialogueFinished.js';
 import { endpointName, failedCallOf, finishedCallsOf, outageWaitEnabled } from './outageWait.js';
 import {
   artifactActivities,
   llmCallActivities,
   queuedArtifactActivities,
+  scenarioOf,
   turnActivities,
   type ActivityProxy,
 } from './rolloutActivities.js';
 import { scenarioHash } from '../core/scenarioHash.js';
-import { answerProgressWhileLoading, RolloutView, sayWhen, type Say } from './rolloutView.js';
+import { answerProgressWhileLoading, RolloutView, sayWhen } from './rolloutView.js';
 
 export { LOCAL_ARTIFACT_ACTIVITIES_PATCH } from './rolloutActivities.js';
 export { rolloutProgressQuery, type RolloutProgress } from './rolloutView.js';
@@ -54,6 +50,8 @@ export interface RolloutInput {
   seed: number;
   runName?: string | null;
   step?: number | null;
+  /** The training workflow to signal the dialogue's end to (steps that take the first finished; see dialogueFinished.ts). */
+  reportTo?: string;
 }
 
 /** Rollouts started after this patch write a long transcript in parts as it grows. */
@@ -98,6 +96,10 @@ type PlayOneTurn = (turnInput: TurnInput) => Promise<PlayedTurn>;
  *   rollouts). The scenario load and the transcript write are then local too.
  */
 export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
+  return reportingEnd(input.rolloutId, input.reportTo, () => playRollout(input));
+}
+
+async function playRollout(input: RolloutInput): Promise<RolloutSummary> {
   const { settings, rolloutId } = input;
   const runName = input.runName ?? null;
   const step = input.step ?? null;
@@ -181,21 +183,6 @@ export async function rollout(input: RolloutInput): Promise<RolloutSummary> {
     tokens: transcript.tokens,
     artifact: transcript.artifact,
   };
-}
-
-/** The scenario given, or the one its reference names, loaded by an activity. */
-async function scenarioOf(
-  input: RolloutInput,
-  artifacts: ActivityProxy<ArtifactActivities>,
-  say: Say,
-): Promise<Scenario> {
-  if (input.scenario) return input.scenario;
-  const ref = input.scenarioRef;
-  if (!ref) throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
-  return summarisedCall(
-    artifacts.loadScenario,
-    say(() => timeline.scenarioLoadSummary(ref.id)),
-  )(ref);
 }
 
 /**

@@ -12,8 +12,13 @@ import type {
   PolicyActivities,
   SimulatorActivities,
 } from '../activities/index.js';
+import type { ScenarioRef } from '../activities/scenarios.js';
 import type { RetryPolicySettings, RolloutSettings } from '../core/rolloutSettingsSchema.js';
+import * as timeline from '../core/rolloutTimeline.js';
+import type { Scenario } from '../core/scenario.js';
 import { LIMITS } from '../config/limits.js';
+import type { Say } from './rolloutView.js';
+import { summarisedCall } from './summarisedCall.js';
 
 /**
  * Where a rollout's activities run, the execution set-ups as small adapters: LLM calls as activities
@@ -144,4 +149,19 @@ function artifactOptions(settings: RolloutSettings) {
     startToCloseTimeout: LIMITS.artifactActivityTimeoutMs,
     retry: artifactRetry ? retryOptions(artifactRetry) : { maximumAttempts: 10 },
   };
+}
+
+/** The scenario given, or the one its reference names, loaded by an activity. */
+export async function scenarioOf(
+  input: { scenario?: Scenario; scenarioRef?: ScenarioRef },
+  artifacts: ActivityProxy<ArtifactActivities>,
+  say: Say,
+): Promise<Scenario> {
+  if (input.scenario) return input.scenario;
+  const ref = input.scenarioRef;
+  if (!ref) throw ApplicationFailure.nonRetryable('rollout input needs scenario or scenarioRef', 'BadRolloutInput');
+  return summarisedCall(
+    artifacts.loadScenario,
+    say(() => timeline.scenarioLoadSummary(ref.id)),
+  )(ref);
 }

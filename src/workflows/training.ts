@@ -10,6 +10,7 @@ import { ensureCapabilityBase } from './trainingCapability.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { TrainingControl } from './trainingControl.js';
 import { pipelinedTick } from './trainingPipeline.js';
+import { DialogueStreamRun } from './trainingStream.js';
 import { replicasServeVersion } from './replicaPublish.js';
 import { rollOutStep } from './trainingRollouts.js';
 import {
@@ -51,6 +52,8 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     bookkeeping: bookkeepingActivities(settings),
     optimizer: optimizerActivities(settings),
   };
+  // Steps that take the first finished dialogues: told of each dialogue's end from here on.
+  const stream = settings.stepDialogues === 'firstFinished' ? new DialogueStreamRun(ctx) : null;
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.kind, value: 'training' },
     { key: SEARCH_ATTRIBUTES.runName, value: settings.runName },
@@ -63,18 +66,27 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     // Retention is read against the base: scored while it is still what the policy server serves.
     await ensureCapabilityBase(settings, state, control);
   }
-  const pipelined = (settings.maxStaleness ?? 0) > 0;
-  if (runIsOver(state, control.inForce().steps) && !(pipelined && state.rolledOut))
+  const pipelined = stream === null && (settings.maxStaleness ?? 0) > 0;
+  if (runIsOver(state, control.inForce().steps) && !(pipelined && state.rolledOut)) {
+    await stream?.cancelInFlight();
     return control.finish(state.stopRequested);
+  }
 
   // Paused between steps: wait before starting the next one.
   if (state.paused) {
     control.setPhase('paused');
     await control.pauseLifted();
-    if (state.stopRequested && !(pipelined && state.rolledOut)) return control.finish(true);
+    if (state.stopRequested && !(pipelined && state.rolledOut)) {
+      await stream?.cancelInFlight();
+      return control.finish(true);
+    }
   }
 
-  if (pipelined) {
+  if (stream) {
+    const next = await stream.tick();
+    if (next === 'stopped') return control.finish(true);
+    if (next === 'over') return control.finish(state.stopRequested);
+  } else if (pipelined) {
     const next = await pipelinedTick(ctx);
     if (next === 'stopped') return control.finish(true);
     if (next === 'over') return control.finish(state.stopRequested);

@@ -18,6 +18,7 @@ import { sharesAt } from '../core/training/difficultyMix.js';
 import { minGroupSize, type StepRolloutOutcomes, type StepSurvivors } from '../core/training/stepRollouts.js';
 import type { GuardTrip } from '../core/training/guardrails.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
+import type { StepTake } from '../core/training/dialogueStreamState.js';
 import { completeStep, type TrainingState } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
 import { OPTIMIZER_RETRY } from '../core/training/optimizerRetry.js';
@@ -90,6 +91,8 @@ export interface StepToApply {
   /** The step whose weights the rollouts sampled (0: the base model). */
   sampledFrom: number;
   survivors: StepSurvivors;
+  /** Steps that take the first finished dialogues: which ones this step took, and what was dropped since the last. */
+  take?: StepTake;
 }
 
 /** The step's dialogues kept for training (some must survive). */
@@ -306,6 +309,7 @@ async function recordStep(
     evalSummary: StepMetricsRecord['eval'];
     capability?: StepMetricsRecord['capability'];
     publishLatencyMs: number | null;
+    take?: StepTake;
   },
 ): Promise<GuardTrip | null> {
   const { step, survivors, evalSummary } = done;
@@ -331,7 +335,11 @@ async function recordStep(
       settings.difficultyMix ? sharesAt(settings.difficultyMix, step) : undefined,
     ),
   });
-  const { record, pause } = checkGuardrails(settings, state, computed);
+  const { record, pause } = checkGuardrails(
+    settings,
+    state,
+    done.take ? { ...computed, dialogues: dialoguesOfTake(done.take) } : computed,
+  );
   await bookkeeping.recordStepMetrics(record);
   completeStep(state, step, record, Date.now() - done.startedAt);
   upsertSearchAttributes([
@@ -339,4 +347,9 @@ async function recordStep(
     { key: SEARCH_ATTRIBUTES.meanReward, value: record.reward.mean },
   ]);
   return pause;
+}
+
+function dialoguesOfTake(take: StepTake): NonNullable<StepMetricsRecord['dialogues']> {
+  const { taken, carriedOver, droppedStale, droppedShortGroup, failed, omitted } = take;
+  return { taken, carriedOver, droppedStale, droppedShortGroup, failed, omitted };
 }

@@ -94,6 +94,19 @@ describe("the optimizer step's samples carry each turn's own version (full weigh
     assert.deepEqual(samplesPosted(), [1, 1]);
   });
 
+  it('a rollout that names its own version (a step taking the first finished dialogues) has its unversioned turns sent as that version, the others as the step', async () => {
+    await store.putJson('rollouts/run/d.json', transcript('d', [undefined, undefined]));
+    await store.putJson('rollouts/run/e.json', transcript('e', [undefined, undefined]));
+    await new MockActivityEnvironment().run(activities.applyOptimizerStep, {
+      ...step3('rollouts/run/d.json'),
+      rollouts: [
+        { artifact: 'rollouts/run/d.json', group: 'g', policyVersion: 2 },
+        { artifact: 'rollouts/run/e.json', group: 'g' },
+      ],
+    });
+    assert.deepEqual(samplesPosted(), [2, 2, 1, 1]);
+  });
+
   for (const [version, why] of [
     ['run@0', 'older than the version the step started on'],
     ['run@3', 'newer than the weights the step updates'],

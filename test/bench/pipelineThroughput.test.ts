@@ -1,6 +1,13 @@
 import { strict as assert } from 'node:assert';
 import { parseOptions } from '../../bench/pipeline/options.js';
-import { checkStalenessAccepted, stalenessOverrides } from '../../bench/pipeline/pipelineRun.js';
+import { dialogueTurns, longTailedBehaviour, LONG_TAIL_TURNS } from '../../bench/pipeline/longTail.js';
+import {
+  checkStalenessAccepted,
+  stalenessOverrides,
+  stepDialoguesOverrides,
+} from '../../bench/pipeline/pipelineRun.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { CallContext } from '../support/fakeOpenAI.js';
 import { limitSpeedup, steadyThroughput } from '../../bench/pipeline/throughput.js';
 
 const at = (step: number, seconds: number) => ({
@@ -38,5 +45,58 @@ describe('bench:pipeline throughput', () => {
     assert.equal(parseOptions(['--quick'])?.steps, 6);
     assert.throws(() => parseOptions(['--ratios', '1,x']), /--ratios: "x"/);
     assert.equal(parseOptions(['--help']), null);
+  });
+
+  it('takes the first finished dialogues only when asked, with its own maxInFlight, in a config the schema accepts', () => {
+    assert.deepEqual(stepDialoguesOverrides('planned', 16), []);
+    const ff = stepDialoguesOverrides('firstFinished', 16);
+    assert.deepEqual(ff, ['training.stepDialogues=firstFinished', 'training.maxInFlight=16']);
+    const config = loadConfig({ env: {}, set: [...stalenessOverrides(1), ...ff] });
+    assert.equal(config.training.stepDialogues, 'firstFinished');
+    const options = parseOptions(['--quick'])!;
+    assert.deepEqual(options.stepDialogues, ['planned', 'firstFinished']);
+    assert.equal(options.inFlight, 8, "twice a step's dialogues");
+    assert.equal(options.dialogues, 'fixed');
+    assert.throws(() => parseOptions(['--step-dialogues', 'planned,last']), /--step-dialogues: "last"/);
+    assert.throws(() => parseOptions(['--dialogues', 'short']), /--dialogues: "short"/);
+  });
+
+  it("draws long-tailed dialogues: 2 to 8 turns each, from a tag the policy's first reply carries, and call latencies with a long tail", () => {
+    const turns = Array.from({ length: 400 }, (_, i) => dialogueTurns(String(i)));
+    assert.equal(Math.min(...turns), LONG_TAIL_TURNS.min);
+    assert.equal(Math.max(...turns), LONG_TAIL_TURNS.max);
+    const behaviour = longTailedBehaviour(1000);
+    const ctx = (
+      role: CallContext['role'],
+      turn: number,
+      messages: { role: string; content: string }[],
+      seed?: number,
+    ) =>
+      ({
+        role,
+        nth: 1,
+        turn,
+        last: messages.at(-1)?.content ?? '',
+        persona: null,
+        body: { messages, ...(seed !== undefined ? { seed } : {}) },
+      }) as unknown as CallContext;
+    const first = behaviour.policy!(ctx('policy', 0, [{ role: 'user', content: 'hi' }], 42));
+    assert.match(first, /\[dialogue 42\]/);
+    const history = [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: first },
+    ];
+    const ends = dialogueTurns('42');
+    assert.match(behaviour.reply!(ctx('reply', ends, history)), /Goodbye/);
+    assert.doesNotMatch(behaviour.reply!(ctx('reply', ends - 1, history)), /Goodbye/);
+    assert.match(behaviour.policy!(ctx('policy', 1, history, 7)), /\[dialogue 42\]/, 'later calls keep the tag');
+    const latencies = Array.from({ length: 2000 }, (_, i) =>
+      behaviour.latencyFor!(ctx('analysis', 1, [{ role: 'user', content: `x${i}` }])),
+    );
+    latencies.sort((a, b) => a - b);
+    const median = latencies[1000]!;
+    const p99 = latencies[1980]!;
+    assert.ok(median > 850 && median < 1150, `median ${median}`);
+    assert.ok(p99 > 3500 && p99 < 7000, `p99 ${p99}`);
   });
 });

@@ -3,13 +3,17 @@ import * as fc from 'fast-check';
 import type { Algorithm } from '../../src/core/training/algorithms.js';
 import {
   REPORTED_IDS,
+  abandonStale,
   defaultMaxWaiting,
+  dialogueOf,
+  endStream,
   finished,
   inFlightIds,
   initialDialogueStream,
   refill,
   streamStatus,
   takeStep,
+  waitingIds,
   type DialogueStreamState,
   type RefillSettings,
   type StepTake,
@@ -394,6 +398,62 @@ describe('the dialogue stream: takeStep', () => {
     assert.equal(state.unreported.failed.length, REPORTED_IDS);
     assert.equal(state.unreported.omitted, 5);
     assert.equal(streamStatus(state).failed, n);
+  });
+});
+
+describe('the dialogue stream: abandonStale, endStream and lookups', () => {
+  it('marks dialogues still running on a version below the bound abandoned, counts them stale, and ignores their late signal', () => {
+    const first = started(initialDialogueStream('run'), { maxInFlight: 4, samplesPerScenario: 2 }, 1, 0);
+    const second = started(first.state, { maxInFlight: 8, samplesPerScenario: 2 }, 1, 1);
+    const old = idsOf(first.start);
+    const fresh = idsOf(second.start);
+    // Step 3 with maxStaleness 1 takes version 1 and newer: version 0 is below the bound.
+    const r = abandonStale(second.state, 3, 1);
+    assert.deepEqual(r.abandoned.sort(), [...old].sort());
+    assert.equal(streamStatus(r.state).droppedStale, 4);
+    assert.equal(streamStatus(r.state).abandoned, 4);
+    assert.equal(streamStatus(r.state).inFlight, 4);
+    assert.deepEqual(r.state.unreported.droppedStale.sort(), [...old].sort());
+    assert.equal(finished(r.state, old[0]!, { ok: true }).recorded, false, 'a late signal of an abandoned one');
+    assert.ok(finished(r.state, fresh[0]!, { ok: true }).recorded);
+    // At the bound nothing is abandoned, and the state is returned as it was.
+    const none = abandonStale(second.state, 2, 1);
+    assert.deepEqual(none.abandoned, []);
+    assert.equal(none.state, second.state);
+  });
+
+  it('ends the stream: every dialogue still running is cancelled and counted, the finished ones stay', () => {
+    const r = started(initialDialogueStream('run'), { maxInFlight: 6, samplesPerScenario: 2 });
+    const ids = idsOf(r.start);
+    const state = finishAll(r.state, ids.slice(0, 2));
+    const end = endStream(state);
+    assert.deepEqual(end.cancelled, ids.slice(2));
+    const status = streamStatus(end.state);
+    assert.equal(status.cancelled, 4);
+    assert.equal(status.inFlight, 0);
+    assert.equal(status.waiting, 2);
+    assert.equal(status.started, status.taken + status.waiting + status.cancelled);
+    assert.equal(finished(end.state, ids[3]!, { ok: true }).recorded, false);
+    assert.deepEqual(inFlightIds(state), ids.slice(2), 'its input is left alone');
+  });
+
+  it('finds a dialogue it holds (group key, scenario, step and version it started on), and lists the finished ones waiting', () => {
+    const r = started(initialDialogueStream('run'), { maxInFlight: 4, samplesPerScenario: 2 }, 3, 2);
+    const d = r.start[1]!;
+    assert.deepEqual(dialogueOf(r.state, d.rolloutId), {
+      group: d.group,
+      scenarioId: d.scenarioId,
+      step: 3,
+      version: 2,
+    });
+    assert.equal(dialogueOf(r.state, 'run--g99--a--k0'), null);
+    assert.equal(dialogueOf(r.state, 'other--g0--a--k0'), null);
+    const state = finishAll(r.state, [d.rolloutId], 2);
+    assert.deepEqual(waitingIds(state), [d.rolloutId]);
+    // A dialogue that finished without naming its oldest turn counts the version it started on.
+    const implicit = finished(r.state, r.start[0]!.rolloutId, { ok: true }).state;
+    const sample = implicit.groups[0]!.samples[0]!;
+    assert.ok(sample.state === 'ok' && sample.oldest === 2);
   });
 });
 

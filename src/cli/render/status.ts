@@ -55,6 +55,7 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
     ],
     ['ETA', duration(s.etaMs)],
   ];
+  if (s.stream) rows.push(['dialogue stream', streamLine(s.stream)]);
   if (s.blockedReason) rows.push(['needs attention', s.blockedReason]);
   for (const w of s.guardrails?.warnings.slice(-3) ?? []) rows.push(['guardrail warning', w.message]);
   rows.push(...waitingOnLines(s.waitingOn ?? []));
@@ -105,4 +106,14 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
         .join(', '),
     ]);
   return table(rows);
+}
+
+/** Steps that take the first finished dialogues: where the stream stands over the run. */
+function streamLine(t: NonNullable<TrainingStatus['stream']>): string {
+  return (
+    `${t.inFlight} in flight, ${t.waiting} finished and waiting; over the run ${t.started} started, ` +
+    `${t.taken} trained on (${t.carriedOver} carried over to a later step), ${t.droppedStale} dropped as stale ` +
+    `(${t.abandoned} of them cancelled in flight), ${t.droppedShortGroup} dropped with a short group, ${t.failed} failed` +
+    (t.cancelled > 0 ? `, ${t.cancelled} cancelled when the run ended` : '')
+  );
 }

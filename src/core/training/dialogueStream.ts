@@ -179,7 +179,7 @@ export function finished(
       step,
       version,
       seq,
-      oldest: result.oldestTurnVersion,
+      oldest: result.oldestTurnVersion ?? version,
     };
   } else {
     next.groups[found.group]!.samples[found.sample] = { state: 'failed', step, version, seq };
@@ -187,6 +187,76 @@ export function finished(
     report(next, 'failed', rolloutId);
   }
   return { state: next, recorded: true };
+}
+
+/**
+ * The dialogues still running whose version is already below the staleness bound of step `step`:
+ * no step can take them, so they are marked abandoned (counted and reported as stale) and their ids
+ * come back for the workflow to cancel. A later signal from one of them is ignored.
+ */
+export function abandonStale(
+  state: DialogueStreamState,
+  step: number,
+  maxStaleness: number,
+): { state: DialogueStreamState; abandoned: string[] } {
+  const floor = oldestUsableVersion(step, maxStaleness);
+  const stale = (s: StreamSample) => s.state === 'running' && s.version < floor;
+  if (!state.groups.some((g) => g.samples.some(stale))) return { state, abandoned: [] };
+  const next = copy(state);
+  const abandoned: string[] = [];
+  for (const group of next.groups)
+    group.samples.forEach((s, k) => {
+      if (s.state !== 'running' || s.version >= floor) return;
+      group.samples[k] = { state: 'abandoned', step: s.step, version: s.version };
+      next.counts.droppedStale++;
+      next.counts.abandoned++;
+      const id = sampleId(next.runName, group, k);
+      report(next, 'droppedStale', id);
+      abandoned.push(id);
+    });
+  return { state: next, abandoned };
+}
+
+/** The run ends: the dialogues still running are marked cancelled (counted), their ids come back to cancel. */
+export function endStream(state: DialogueStreamState): { state: DialogueStreamState; cancelled: string[] } {
+  const next = copy(state);
+  const cancelled: string[] = [];
+  for (const group of next.groups)
+    group.samples.forEach((s, k) => {
+      if (s.state !== 'running') return;
+      group.samples[k] = { state: 'cancelled', step: s.step, version: s.version };
+      next.counts.cancelled++;
+      cancelled.push(sampleId(next.runName, group, k));
+    });
+  return { state: next, cancelled };
+}
+
+/** The ids of the dialogues finished ok and not yet taken or dropped (what the run keeps results of). */
+export function waitingIds(state: DialogueStreamState): string[] {
+  const ids: string[] = [];
+  for (const group of state.groups)
+    group.samples.forEach((s, k) => {
+      if (s.state === 'ok') ids.push(sampleId(state.runName, group, k));
+    });
+  return ids;
+}
+
+/** A dialogue the stream holds: its GRPO group's key, scenario, and the step and version it started on. */
+export function dialogueOf(
+  state: DialogueStreamState,
+  rolloutId: string,
+): { group: string; scenarioId: string; step: number; version: number } | null {
+  const found = locate(state, rolloutId);
+  if (!found) return null;
+  const group = state.groups[found.group]!;
+  const sample = group.samples[found.sample]!;
+  if (sample.state === 'pending') return null;
+  return {
+    group: streamGroupKey(group.index, group.scenarioId),
+    scenarioId: group.scenarioId,
+    step: sample.step,
+    version: sample.version,
+  };
 }
 
 /** Where the stream holds a dialogue: its group's index and sample, read from the id. */
@@ -261,12 +331,19 @@ export function takeStep(state: DialogueStreamState, settings: TakeSettings): Ta
   const taken: { id: string; seq: number; carried: boolean }[] = [];
   const groups = chosen.map((group) => {
     const members: string[] = [];
+    const versions: number[] = [];
     group.samples.forEach((s, k) => {
       if (s.state !== 'ok') return;
       members.push(idOf(group, k));
+      versions.push(s.oldest);
       taken.push({ id: idOf(group, k), seq: s.seq, carried: s.step < step });
     });
-    return { group: streamGroupKey(group.index, group.scenarioId), rolloutIds: members };
+    return {
+      group: streamGroupKey(group.index, group.scenarioId),
+      scenarioId: group.scenarioId,
+      rolloutIds: members,
+      versions,
+    };
   });
   taken.sort((a, b) => a.seq - b.seq);
   const carriedOver = taken.filter((t) => t.carried).length;

@@ -19,6 +19,8 @@ export const streamSampleSchema = z.discriminatedUnion('state', [
   z.strictObject({ state: z.literal('ok'), ...finishedAt, oldest: z.number().int() }),
   z.strictObject({ state: z.literal('stale'), ...finishedAt, oldest: z.number().int() }),
   z.strictObject({ state: z.literal('failed'), ...finishedAt }),
+  z.strictObject({ state: z.literal('abandoned'), ...started }),
+  z.strictObject({ state: z.literal('cancelled'), ...started }),
 ]) satisfies z.ZodType<StreamSample>;
 
 export const streamGroupSchema = z.strictObject({
@@ -41,6 +43,8 @@ export const dialogueStreamStateSchema = z.strictObject({
     droppedStale: count,
     droppedShortGroup: count,
     failed: count,
+    abandoned: count,
+    cancelled: count,
   }),
   unreported: z.strictObject({
     droppedStale: z.array(z.string()),

@@ -15,6 +15,10 @@ export type StreamSample =
   | { state: 'ok'; step: number; version: number; seq: number; oldest: number }
   /** Finished with turns too stale for a step that gathered since: reported, never trained on. */
   | { state: 'stale'; step: number; version: number; seq: number; oldest: number }
+  /** Still running when its version fell below the staleness bound: cancelled, counted as stale, never trained on. */
+  | { state: 'abandoned'; step: number; version: number }
+  /** Still running when the run ended: cancelled. */
+  | { state: 'cancelled'; step: number; version: number }
   | { state: 'failed'; step: number; version: number; seq: number };
 
 /** A group not resolved yet: some sample not finished, or all finished and waiting to be taken. */
@@ -34,11 +38,18 @@ export interface StreamCounts {
   taken: number;
   /** Of `taken`: taken by a later step than the one gathered when they started. */
   carriedOver: number;
-  /** Finished ok with turns older than the staleness bound of the step that would have taken them. */
+  /**
+   * Finished ok with turns older than the staleness bound of the step that would have taken them,
+   * or abandoned in flight once its version fell below that bound.
+   */
   droppedStale: number;
   /** Finished ok and fresh, but their group had too few survivors to train on. */
   droppedShortGroup: number;
   failed: number;
+  /** Of `droppedStale`: still running when dropped, so cancelled. */
+  abandoned: number;
+  /** Still running when the run ended (finished or stopped), so cancelled. */
+  cancelled: number;
 }
 
 /** What was dropped or failed since the last step that took dialogues: that step's record names them. */
@@ -66,7 +77,9 @@ export interface DialogueStreamState {
 }
 
 /** How a dialogue ended, as its signal says. */
-export type DialogueResult = { ok: true; oldestTurnVersion: number } | { ok: false; error: string };
+export type DialogueResult =
+  /** `oldestTurnVersion` absent: the version it started on (a lower bound of its turns' versions). */
+  { ok: true; oldestTurnVersion?: number } | { ok: false; error: string };
 
 /** A dialogue to start now. */
 export interface StreamDialogue {
@@ -117,8 +130,16 @@ export interface StepTake extends StreamReport {
   carriedOver: number;
 }
 
+/** A group a step takes: its key and scenario, its ok dialogues and the oldest version each one's turns sampled. */
+export interface TakenGroup {
+  group: string;
+  scenarioId: string;
+  rolloutIds: string[];
+  versions: number[];
+}
+
 export type TakeResult =
-  | { ready: true; state: DialogueStreamState; take: StepTake; groups: { group: string; rolloutIds: string[] }[] }
+  | { ready: true; state: DialogueStreamState; take: StepTake; groups: TakenGroup[] }
   /** Not enough whole groups yet: `usable` fresh dialogues in finished groups; drops were still applied. */
   | { ready: false; state: DialogueStreamState; usable: number };
 
@@ -142,10 +163,23 @@ export function initialDialogueStream(runName: string): DialogueStreamState {
     finishes: 0,
     lastStep: 0,
     groups: [],
-    counts: { started: 0, taken: 0, carriedOver: 0, droppedStale: 0, droppedShortGroup: 0, failed: 0 },
+    counts: {
+      started: 0,
+      taken: 0,
+      carriedOver: 0,
+      droppedStale: 0,
+      droppedShortGroup: 0,
+      failed: 0,
+      abandoned: 0,
+      cancelled: 0,
+    },
     unreported: { droppedStale: [], droppedShortGroup: [], failed: [], omitted: 0 },
   };
 }
+
+/** How a run gathers a step's dialogues: the planned ones, all awaited (`planned`), or the first to finish (`firstFinished`). */
+export const STEP_DIALOGUES = ['planned', 'firstFinished'] as const;
+export type StepDialogues = (typeof STEP_DIALOGUES)[number];
 
 /** The id of dialogue `sample` of the run's group `index`. */
 export function streamRolloutId(runName: string, index: number, scenarioId: string, sample: number): string {

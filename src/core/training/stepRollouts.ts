@@ -25,6 +25,22 @@ export interface StepRolloutResult {
   rateLimitWaits?: EndpointWaits;
 }
 
+/** What a step keeps of a dialogue's summary. */
+export function stepRolloutResultOf(summary: RolloutSummary): StepRolloutResult {
+  const { reward, outcome, turns, artifact } = summary;
+  // Summaries made by hand (tests, older callers) may lack tokens and emotions.
+  const waits = (summary.tokens as RolloutSummary['tokens'] | undefined)?.rateLimitWaits;
+  const emotions = summary.emotions as number[] | undefined;
+  return {
+    reward,
+    outcome,
+    turns,
+    artifact,
+    ...(emotions ? { changes: changesFromEmotions(emotions, turns), finalEmotion: summary.finalEmotion } : {}),
+    ...(waits ? { rateLimitWaits: waits } : {}),
+  };
+}
+
 /**
  * A step's outcomes so far, small enough to carry across continue-as-new: per planned dialogue
  * (by its index in the plan) its result or its error, in the order they were first recorded.
@@ -43,7 +59,7 @@ export interface StepSurvivors {
   /** The kept dialogues' results, in the decision's order. */
   kept: StepRolloutResult[];
   /** What the optimizer gets: each kept dialogue's transcript key and group. */
-  optimizerRollouts: { artifact: string; group: string }[];
+  optimizerRollouts: { artifact: string; group: string; policyVersion?: number }[];
 }
 
 /**
@@ -74,18 +90,7 @@ export class StepRolloutOutcomes {
   }
 
   succeeded(rolloutId: string, summary: RolloutSummary): void {
-    const { reward, outcome, turns, artifact } = summary;
-    // Summaries made by hand (tests, older callers) may lack tokens and emotions.
-    const waits = (summary.tokens as RolloutSummary['tokens'] | undefined)?.rateLimitWaits;
-    const emotions = summary.emotions as number[] | undefined;
-    this.results.set(rolloutId, {
-      reward,
-      outcome,
-      turns,
-      artifact,
-      ...(emotions ? { changes: changesFromEmotions(emotions, turns), finalEmotion: summary.finalEmotion } : {}),
-      ...(waits ? { rateLimitWaits: waits } : {}),
-    });
+    this.results.set(rolloutId, stepRolloutResultOf(summary));
     this.errors.delete(rolloutId);
   }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { STEP_DIALOGUES } from './dialogueStreamState.js';
 import { FULL_WEIGHTS_TRANSPORTS, ncclRendezvousSchema } from './fullWeightsTransport.js';
 import { NAME_PATTERN, NAME_RULE } from '../names.js';
 import { capabilitySuiteRunSchema } from '../capability/capabilityReport.js';
@@ -71,6 +72,8 @@ export const trainingSettingsSchema = z.strictObject({
     .min(0)
     .max(8, 'at most 8: the samples of older versions get importance weights that carry little signal')
     .optional(),
+  /** How a step gathers its dialogues (dialogueStream.ts); absent in older runs: `planned`. */
+  stepDialogues: z.enum(STEP_DIALOGUES).optional(),
   /** How the reward is shared over a dialogue's turns (credit.ts); absent in older runs: `final`. */
   credit: creditSettingsSchema.optional(),
   /** Rules over each step's signals that warn or make the run wait for the operator (guardrails.ts); absent: none. */

@@ -1,7 +1,8 @@
 import type { Algorithm } from './algorithms.js';
 import type { RolloutSettings } from '../rolloutSettingsSchema.js';
 import type { StepMetricsRecord } from '../runMetrics.js';
-import type { StepOutcomesSnapshot } from './stepRollouts.js';
+import type { StepOutcomesSnapshot, StepRolloutResult } from './stepRollouts.js';
+import { streamStatus, type DialogueStreamState, type DialogueStreamStatus } from './dialogueStream.js';
 import type { LiveSettings } from './liveSet.js';
 import { mean } from '../statistics/valueStats.js';
 import type { TrackingHealth } from '../tracking/trackingHealth.js';
@@ -46,6 +47,17 @@ export interface TrainingState {
   guard?: GuardState;
   /** The base policy's capability scores (`evalSuites`), each suite's once it was scored; absent without suites. */
   capabilityBase?: CapabilityBase[];
+  /** Steps that take the first finished dialogues: the stream, carried from step to step. */
+  stream?: CarriedStream;
+}
+
+/** The dialogue stream across continue-as-new: its bookkeeping, and the results of the dialogues waiting for a step. */
+export interface CarriedStream {
+  state: DialogueStreamState;
+  /** By rollout id: each dialogue finished ok and not yet taken or dropped. */
+  results: Record<string, StepRolloutResult>;
+  /** The names of the versions dialogues that a step may still take sampled (the step's record names the oldest). */
+  versionNames: Record<number, string>;
 }
 
 /**
@@ -109,6 +121,8 @@ export interface TrainingStatus {
   tracking?: TrackingHealth[];
   /** Guardrail warnings of recent steps, and the trip the run waits on (absent before any tripped). */
   guardrails?: { warnings: GuardTrip[]; pausedBy: GuardTrip | null };
+  /** Steps that take the first finished dialogues: the stream's counts (carried over, dropped, in flight). */
+  stream?: DialogueStreamStatus;
 }
 
 export interface TrainingResult {
@@ -184,6 +198,7 @@ export function trainingStatus(view: {
     ...(state.guard && (state.guard.warnings.length > 0 || state.guard.pausedBy)
       ? { guardrails: { warnings: state.guard.warnings, pausedBy: state.guard.pausedBy } }
       : {}),
+    ...(state.stream ? { stream: streamStatus(state.stream.state) } : {}),
   };
 }
 

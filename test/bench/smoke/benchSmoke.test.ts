@@ -143,14 +143,17 @@ const SMOKES: Record<string, Smoke> = {
     check: (results) => {
       const { rows, calibration } = results as { rows: Json[]; calibration: Json };
       positive(calibration.rollout_seconds_per_step, 'R');
-      // Both weights by default: LoRA, and full weights whose staleness 1 is in-flight updates.
+      // Both weights by default: LoRA, and full weights whose staleness 1 is in-flight updates; each
+      // staleness 1 with planned steps and with steps that take the first finished dialogues.
       assert.deepEqual(
-        rows.map((r) => [r.weights, r.staleness, r.t_over_r]),
+        rows.map((r) => [r.weights, r.staleness, r.step_dialogues, r.t_over_r]),
         [
-          ['lora', 0, 1],
-          ['lora', 1, 1],
-          ['full', 0, 1],
-          ['full', 1, 1],
+          ['lora', 0, 'planned', 1],
+          ['lora', 1, 'planned', 1],
+          ['lora', 1, 'firstFinished', 1],
+          ['full', 0, 'planned', 1],
+          ['full', 1, 'planned', 1],
+          ['full', 1, 'firstFinished', 1],
         ],
       );
       for (const row of rows) for (const f of ['steps_per_hour', 'speedup', 'seconds_per_step']) positive(row[f], f);
