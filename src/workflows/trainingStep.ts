@@ -349,7 +349,7 @@ async function recordStep(
   return pause;
 }
 
-function dialoguesOfTake(take: StepTake): NonNullable<StepMetricsRecord['dialogues']> {
-  const { taken, carriedOver, droppedStale, droppedShortGroup, failed, omitted } = take;
-  return { taken, carriedOver, droppedStale, droppedShortGroup, failed, omitted };
+/** A take as the step's record lists it: all but the step, which the record names already. */
+function dialoguesOfTake({ step: _step, ...dialogues }: StepTake): NonNullable<StepMetricsRecord['dialogues']> {
+  return dialogues;
 }

@@ -59,6 +59,8 @@ export class DialogueStreamRun {
   /** The step this run gathers, and the version served when it began. */
   private readonly tickStep: number;
   private readonly tickVersion: string;
+  /** Dialogues a step takes at least: a planned step's. */
+  private readonly dialoguesPerStep: number;
 
   constructor(private readonly ctx: StepContext) {
     ctx.state.stream ??= { state: initialDialogueStream(ctx.settings.runName), results: {}, versionNames: {} };
@@ -66,6 +68,7 @@ export class DialogueStreamRun {
     this.tickStep = ctx.state.step;
     this.failedBefore = this.carried.state.counts.failed;
     this.tickVersion = ctx.state.version;
+    this.dialoguesPerStep = ctx.settings.scenariosPerStep * ctx.settings.samplesPerScenario;
     setHandler(dialogueFinishedSignal, (message) => this.ended(message));
   }
 
@@ -115,11 +118,11 @@ export class DialogueStreamRun {
    * waits). Null while the failures stay below that.
    */
   private failingReason(step: number): string | null {
-    const { settings, control } = this.ctx;
+    const { control } = this.ctx;
     const failed = this.carried.state.counts.failed - this.failedBefore;
     const ended = failed + waitingIds(this.carried.state).length;
     const share = control.inForce().maxFailedShare;
-    if (failed < settings.scenariosPerStep * settings.samplesPerScenario || failed / ended <= share) return null;
+    if (failed < this.dialoguesPerStep || failed / ended <= share) return null;
     const last = this.lastFailure ? `; the last: ${this.lastFailure}` : '';
     return `step ${step}: ${failed} of the ${ended} dialogues that ended since it began gathering failed (limit ${Math.round(share * 100)}%)${last}`;
   }
@@ -128,7 +131,7 @@ export class DialogueStreamRun {
     const { settings } = this.ctx;
     return {
       step,
-      dialoguesPerStep: settings.scenariosPerStep * settings.samplesPerScenario,
+      dialoguesPerStep: this.dialoguesPerStep,
       maxStaleness: settings.maxStaleness ?? 0,
       algorithm: settings.algorithm,
     };
@@ -148,7 +151,6 @@ export class DialogueStreamRun {
     // No dialogue for a step past the run's last: none would train on it.
     if (state.paused || state.stopRequested || step > control.inForce().steps) return;
     this.scenarioIds ??= await bookkeeping.listScenarioIds(settings.scenarioDir);
-    const dialoguesPerStep = settings.scenariosPerStep * settings.samplesPerScenario;
     const maxStaleness = settings.maxStaleness ?? 0;
     const { state: next, start } = refill(
       this.carried.state,
@@ -158,7 +160,7 @@ export class DialogueStreamRun {
         samplesPerScenario: settings.samplesPerScenario,
         maxInFlight: control.inForce().maxInFlight,
         maxStaleness,
-        maxWaiting: defaultMaxWaiting(dialoguesPerStep, maxStaleness),
+        maxWaiting: defaultMaxWaiting(this.dialoguesPerStep, maxStaleness),
         difficultyMix: settings.difficultyMix,
       },
       { step, version: this.servedStep() },
@@ -336,6 +338,6 @@ export class DialogueStreamRun {
     progress.inFlight = inFlightIds(this.carried.state).length;
     progress.done = counts.taken + waitingIds(this.carried.state).length;
     progress.failed = counts.failed;
-    progress.total = this.ctx.settings.scenariosPerStep * this.ctx.settings.samplesPerScenario;
+    progress.total = this.dialoguesPerStep;
   }
 }

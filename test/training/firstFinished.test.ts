@@ -34,6 +34,17 @@ const dialoguesOf = (m: StepMetricsRecord) => {
   return m.dialogues;
 };
 
+/** Waits until the visibility store lists no dialogue of the run as running. */
+function noDialogueRunning(rig: TrainingRig, run: string): Promise<true> {
+  return eventually('no dialogue of the run left running', async () => {
+    for await (const w of rig.client.workflow.list({
+      query: `WorkflowType = 'rollout' AND ExecutionStatus = 'Running'`,
+    }))
+      if (w.workflowId.startsWith(`${run}--`)) return undefined;
+    return true;
+  });
+}
+
 describe('steps that take the first finished dialogues (training.stepDialogues: firstFinished; real dev server, real trainer)', function () {
   this.timeout(600_000);
   let rig: TrainingRig | undefined;
@@ -142,13 +153,7 @@ describe('steps that take the first finished dialogues (training.stepDialogues: 
     assert.ok(s.cancelled > 0, 'dialogues were still running when the last step had trained');
 
     // No dialogue of the run runs on; those still running at the end were asked to cancel, none that was trained on.
-    await eventually('no dialogue of the run left running', async () => {
-      for await (const w of rig!.client.workflow.list({
-        query: `WorkflowType = 'rollout' AND ExecutionStatus = 'Running'`,
-      }))
-        if (w.workflowId.startsWith(`${run}--`)) return undefined;
-      return true;
-    });
+    await noDialogueRunning(rig, run);
     const droppedStale = new Set(metrics.flatMap((m) => dialoguesOf(m).droppedStale));
     const cancelledAtEnd: string[] = [];
     for await (const w of rig.client.workflow.list({ query: `WorkflowType = 'rollout'` })) {
@@ -192,12 +197,6 @@ describe('steps that take the first finished dialogues (training.stepDialogues: 
       s.taken,
       metrics.reduce((n, m) => n + dialoguesOf(m).taken.length, 0),
     );
-    await eventually('no dialogue of the run left running', async () => {
-      for await (const w of rig!.client.workflow.list({
-        query: `WorkflowType = 'rollout' AND ExecutionStatus = 'Running'`,
-      }))
-        if (w.workflowId.startsWith(`${run}--`)) return undefined;
-      return true;
-    });
+    await noDialogueRunning(rig, run);
   });
 });

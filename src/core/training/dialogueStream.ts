@@ -200,45 +200,42 @@ export function abandonStale(
   maxStaleness: number,
 ): { state: DialogueStreamState; abandoned: string[] } {
   const floor = oldestUsableVersion(step, maxStaleness);
-  const stale = (s: StreamSample) => s.state === 'running' && s.version < floor;
-  if (!state.groups.some((g) => g.samples.some(stale))) return { state, abandoned: [] };
-  const next = copy(state);
-  const abandoned: string[] = [];
-  for (const group of next.groups)
-    group.samples.forEach((s, k) => {
-      if (s.state !== 'running' || s.version >= floor) return;
-      group.samples[k] = { state: 'abandoned', step: s.step, version: s.version };
-      next.counts.droppedStale++;
-      next.counts.abandoned++;
-      const id = sampleId(next.runName, group, k);
-      report(next, 'droppedStale', id);
-      abandoned.push(id);
-    });
-  return { state: next, abandoned };
+  if (!state.groups.some((g) => g.samples.some((s) => s.state === 'running' && s.version < floor)))
+    return { state, abandoned: [] };
+  const { next, ids } = stopRunning(state, (version) => version < floor, 'abandoned');
+  next.counts.droppedStale += ids.length;
+  next.counts.abandoned += ids.length;
+  for (const id of ids) report(next, 'droppedStale', id);
+  return { state: next, abandoned: ids };
 }
 
 /** The run ends: the dialogues still running are marked cancelled (counted), their ids come back to cancel. */
 export function endStream(state: DialogueStreamState): { state: DialogueStreamState; cancelled: string[] } {
+  const { next, ids } = stopRunning(state, () => true, 'cancelled');
+  next.counts.cancelled += ids.length;
+  return { state: next, cancelled: ids };
+}
+
+/** A copy of `state` with the running dialogues whose version `stops` marked `as`, and their ids. */
+function stopRunning(
+  state: DialogueStreamState,
+  stops: (version: number) => boolean,
+  as: 'abandoned' | 'cancelled',
+): { next: DialogueStreamState; ids: string[] } {
   const next = copy(state);
-  const cancelled: string[] = [];
+  const ids: string[] = [];
   for (const group of next.groups)
     group.samples.forEach((s, k) => {
-      if (s.state !== 'running') return;
-      group.samples[k] = { state: 'cancelled', step: s.step, version: s.version };
-      next.counts.cancelled++;
-      cancelled.push(sampleId(next.runName, group, k));
+      if (s.state !== 'running' || !stops(s.version)) return;
+      group.samples[k] = { state: as, step: s.step, version: s.version };
+      ids.push(sampleId(next.runName, group, k));
     });
-  return { state: next, cancelled };
+  return { next, ids };
 }
 
 /** The ids of the dialogues finished ok and not yet taken or dropped (what the run keeps results of). */
 export function waitingIds(state: DialogueStreamState): string[] {
-  const ids: string[] = [];
-  for (const group of state.groups)
-    group.samples.forEach((s, k) => {
-      if (s.state === 'ok') ids.push(sampleId(state.runName, group, k));
-    });
-  return ids;
+  return idsIn(state, 'ok');
 }
 
 /** A dialogue the stream holds: its GRPO group's key, scenario, and the step and version it started on. */
@@ -382,10 +379,15 @@ export function streamStatus(state: DialogueStreamState): DialogueStreamStatus {
 
 /** The ids of the dialogues in flight, in allocation order (the children whose signals the run awaits). */
 export function inFlightIds(state: DialogueStreamState): string[] {
+  return idsIn(state, 'running');
+}
+
+/** The ids of the dialogues in `kind`, in allocation order. */
+function idsIn(state: DialogueStreamState, kind: StreamSample['state']): string[] {
   const ids: string[] = [];
   for (const group of state.groups)
     group.samples.forEach((s, k) => {
-      if (s.state === 'running') ids.push(sampleId(state.runName, group, k));
+      if (s.state === kind) ids.push(sampleId(state.runName, group, k));
     });
   return ids;
 }
