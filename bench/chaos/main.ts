@@ -17,10 +17,12 @@ import { runTranscriptsPrefix } from '../../src/artifacts/keys.js';
 import type { Transcript } from '../../src/core/transcript.js';
 import { countCalls, transcriptsOf, type CallCounts, type LoggedCall } from './calls.js';
 import type { InjectedFault } from './inject.js';
+import { checkStreamInvariants } from './streamInvariants.js';
 import { checkInvariants, recoverySeconds, RESAMPLED_MARK, takeoverSeconds } from './invariants.js';
 import { ALL_FAULT_KINDS, FAULT_KINDS, planFaults, type FaultKind } from './plan.js';
 import { disturbedRun, undisturbedRun } from './runs.js';
-import { ChaosStack, now, sleep } from './stack.js';
+import { ChaosStack, now, sleep, statusOf } from './stack.js';
+import { trainingWorkflowId } from '../../src/workflows/training.js';
 import { defaultResultsFile } from '../resultsFile.js';
 
 const HELP = `Chaos soak: a tiny training run disturbed by faults chosen from the seed, compared with an
@@ -35,9 +37,12 @@ Usage: npm run chaos [-- options]
   --timeout S       give up (and fail) after S seconds (default 1800)
   --set KEY=VALUE   a config setting for both runs (repeatable), e.g. the per-call mode:
                     --set rollout.llmCalls=activity --set rollout.activityPer=call
+                    or steps that take the first finished dialogues (no undisturbed run: which
+                    dialogues finish first depends on timing; exactly-once's checks instead):
+                    --set training.stepDialogues=firstFinished --set training.maxStaleness=1
   --dump FILE       also write every logged call and transcript there (to look into a failure)
   --out FILE        results: the plan, the faults injected, each invariant and the recoveries
-                    (default bench/results/chaos.json)
+                    (default bench/results/chaos.json; chaos-per-call.json, chaos-first-finished.json)
   --help            this text
 
 Fault kinds:
@@ -142,11 +147,29 @@ function options() {
     kinds,
     set: values.set ?? [],
     dump: values.dump ? resolve(values.dump) : null,
-    // The per-call mode's results go to a file of their own (bench/results/chaos-per-call.json).
+    firstFinished: firstFinishedIn(values.set ?? []),
+    // The per-call and first-finished modes' results go to files of their own (bench/results/chaos-per-call.json).
     out: resolve(
-      values.out ?? defaultResultsFile('chaos', values.set?.includes('rollout.activityPer=call') ? 'per-call' : null),
+      values.out ??
+        defaultResultsFile(
+          'chaos',
+          values.set?.includes('rollout.activityPer=call')
+            ? 'per-call'
+            : firstFinishedIn(values.set ?? [])
+              ? 'first-finished'
+              : null,
+        ),
     ),
   };
+}
+
+/** Steps that take the first finished dialogues (`--set training.stepDialogues=firstFinished`). */
+const firstFinishedIn = (set: string[]): boolean => set.includes('training.stepDialogues=firstFinished');
+
+/** A setting's value as `--set` gave it, or the soak's default. */
+function setting(set: string[], key: string, otherwise: number): number {
+  const given = set.filter((x) => x.startsWith(`${key}=`)).at(-1);
+  return given === undefined ? otherwise : Number(given.slice(key.length + 1));
 }
 
 function writeResults(file: string, results: object): void {
@@ -213,7 +236,13 @@ async function countEveryCall(
 /** Runs the soak; its verdict line comes back to be printed last, after every process is stopped. */
 async function main(): Promise<{ code: number; verdict: string }> {
   const opts = options();
-  const plan = planFaults({ seed: opts.seed, steps: opts.steps, count: opts.faults, kinds: opts.kinds });
+  const plan = planFaults({
+    seed: opts.seed,
+    steps: opts.steps,
+    count: opts.faults,
+    kinds: opts.kinds,
+    ...(opts.firstFinished && opts.steps > 1 ? { lastRolloutStep: opts.steps - 1 } : {}),
+  });
   installTemporalLogging('ERROR');
   const t0 = now();
   const say = (line: string) => process.stdout.write(`[${((now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
@@ -236,7 +265,8 @@ async function main(): Promise<{ code: number; verdict: string }> {
   deadline.catch(() => {});
   try {
     const set = soakSet(opts.steps, opts.seed, soakScenarios(scenarioDir), opts.set);
-    const baseline = await undisturbedRun(stack, set, BEHAVIOUR, deadline, say);
+    // Which dialogues finish first depends on timing: a first-finished run has no undisturbed twin.
+    const baseline = opts.firstFinished ? null : await undisturbedRun(stack, set, BEHAVIOUR, deadline, say);
     const { disturbed, faults } = await disturbedRun({ stack, set, behaviour: BEHAVIOUR, plan, deadline, say });
     const { rig, runName, runError, stepsApplied, runEndMs } = disturbed;
     const recoveries = recoverySeconds(faults, rig.fake.calls, runEndMs);
@@ -278,6 +308,16 @@ async function main(): Promise<{ code: number; verdict: string }> {
         faults,
         resampledFromStep: resampledFrom(transcripts),
       }),
+      ...(opts.firstFinished
+        ? checkStreamInvariants({
+            dialoguesPerStep: ROLLOUTS_PER_STEP,
+            samplesPerScenario: setting(opts.set, 'training.samplesPerScenario', 1),
+            maxStaleness: setting(opts.set, 'training.maxStaleness', 0),
+            metrics: await rig.metrics(runName),
+            transcripts,
+            stream: (await statusOf(rig.client.workflow.getHandle(trainingWorkflowId(runName))))?.stream ?? null,
+          })
+        : []),
       { name: 'no finished call made twice', ok: counts.madeTwice === 0, detail: `${counts.madeTwice}` },
       {
         name: 'every transcript chains',
@@ -300,7 +340,9 @@ async function main(): Promise<{ code: number; verdict: string }> {
       injected,
       invariantsHeld: failed.length === 0,
       invariants: checks,
-      mode: opts.set.filter((x) => x.startsWith('rollout.')).join(' ') || 'default (local turns)',
+      mode:
+        opts.set.filter((x) => x.startsWith('rollout.') || x.startsWith('training.stepDialogues')).join(' ') ||
+        'default (local turns)',
       set: opts.set,
       recoverySeconds: Object.fromEntries(recoveries),
       recoveryByKind: byKind(faults, recoveries),

@@ -83,11 +83,18 @@ export function planFaults(options: {
   steps: number;
   count: number;
   kinds: FaultKind[];
+  /**
+   * The last step whose dialogues a fault may strike (default `steps`). Steps that take the first
+   * finished dialogues start the last step's dialogues while the step before trains: few or none are
+   * left to strike once the run is at the last step.
+   */
+  lastRolloutStep?: number;
 }): PlannedFault[] {
   const { steps, count, kinds } = options;
+  const rolloutSteps = Math.min(steps, options.lastRolloutStep ?? steps);
   if (kinds.length === 0) throw new Error('no fault kinds to choose from');
   const phases = new Set(kinds.map((k) => FAULT_KINDS[k].phase));
-  const capacity = steps * phases.size;
+  const capacity = (phases.has('rollouts') ? rolloutSteps : 0) + (phases.has('optimizer') ? steps : 0);
   if (count > capacity)
     throw new Error(
       `--faults ${count}: at most ${capacity} fit in ${steps} steps (one per step and phase of the kinds chosen)`,
@@ -95,7 +102,7 @@ export function planFaults(options: {
   const random = seededRandom(options.seed);
   const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)]!;
   const free: Record<FaultPhase, number[]> = {
-    rollouts: Array.from({ length: steps }, (_, i) => i + 1),
+    rollouts: Array.from({ length: rolloutSteps }, (_, i) => i + 1),
     optimizer: Array.from({ length: steps }, (_, i) => i + 1),
   };
   let bag: FaultKind[] = [];

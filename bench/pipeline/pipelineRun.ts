@@ -1,6 +1,7 @@
 import { loadConfig } from '../../src/config/load.js';
 import type { StepDialogues } from '../../src/core/training/dialogueStreamState.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
+import { trainingStatusQuery } from '../../src/workflows/trainingControl.js';
 import type { TrainingRig } from '../../test/support/trainingRig.js';
 import { stepTimings, type StepTimings } from '../training/history.js';
 import { steadyThroughput, type Throughput } from './throughput.js';
@@ -13,6 +14,8 @@ export interface RunResult extends Throughput {
   trainerSecondsMean: number;
   /** Phases per step from the Temporal histories; only for staleness 0, whose steps do not overlap. */
   phases: StepTimings[] | null;
+  /** First-finished runs: dialogues started and trained on over the run (null: planned). */
+  stream: { started: number; taken: number } | null;
 }
 
 /** Staleness S reaches the config only when S > 0, so the key is never sent where it is not needed. */
@@ -53,6 +56,7 @@ export async function runTraining(
   if (!firstRunId) throw new Error(`run ${run} already existed`);
   await handle.result();
   const wallS = (performance.now() - started) / 1000;
+  const stream = (await handle.query(trainingStatusQuery)).stream;
   const records = await rig.metrics(run);
   const phases =
     staleness === 0 && gather.stepDialogues === 'planned'
@@ -65,6 +69,7 @@ export async function runTraining(
     steps: records.length,
     trainerSecondsMean: trainerSeconds.reduce((a, b) => a + b, 0) / Math.max(1, trainerSeconds.length),
     phases,
+    stream: stream ? { started: stream.started, taken: stream.taken } : null,
     ...steadyThroughput(records),
   };
 }

@@ -24,6 +24,11 @@ export interface Row {
   dialogues: DialogueKind;
   /** Dialogues kept running (firstFinished; planned: a step's). */
   max_in_flight: number;
+  /**
+   * The LLM work paid per dialogue trained on: dialogues started over dialogues taken by a step
+   * (firstFinished; the rest were dropped as stale, or cancelled at the end). Null for planned steps.
+   */
+  started_per_trained: number | null;
 }
 
 export interface Measured {
@@ -62,6 +67,9 @@ export function toRows(measured: Measured[], rolloutSeconds: number, options: Op
       step_dialogues: m.stepDialogues,
       dialogues: options.dialogues,
       max_in_flight: m.stepDialogues === 'firstFinished' ? options.inFlight : options.scenarios * options.samples,
+      started_per_trained: m.result.stream
+        ? round(m.result.stream.started / Math.max(1, m.result.stream.taken), 2)
+        : null,
     };
   });
 }
@@ -70,11 +78,11 @@ export function table(rows: Row[], rolloutSeconds: number): string {
   const lines = [
     `R (rollout seconds per step, calibration) = ${rolloutSeconds.toFixed(2)}`,
     '',
-    'weights T/R   staleness steps         |      T s | steps/hour  s/step | speedup  limit | trainer s  wall s',
+    'weights T/R   staleness steps         |      T s | steps/hour  s/step | speedup  limit | trainer s  wall s | started/trained',
   ];
   for (const r of rows) {
     lines.push(
-      `${r.weights.padEnd(7)} ${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} ${r.step_dialogues.padEnd(13)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)}`,
+      `${r.weights.padEnd(7)} ${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} ${r.step_dialogues.padEnd(13)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)} | ${r.started_per_trained === null ? '-' : r.started_per_trained.toFixed(2)}`,
     );
   }
   return lines.join('\n');

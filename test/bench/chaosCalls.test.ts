@@ -140,4 +140,25 @@ describe('the chaos soak counts every call (bench/chaos/calls.ts)', () => {
     assert.equal(kinds.length, 8);
     assert.equal(new Set(kinds).size, 5, 'each kind drawn before any again');
   });
+
+  it("keeps the dialogues' faults off steps past lastRolloutStep (first-finished runs), the optimizer's on every step", () => {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const plan = planFaults({
+        seed,
+        steps: 4,
+        count: 7,
+        kinds: ['kill-llm-worker', 'kill-trainer'],
+        lastRolloutStep: 3,
+      });
+      assert.deepEqual(
+        plan.filter((f) => f.phase === 'rollouts').map((f) => f.step),
+        [1, 2, 3],
+      );
+      assert.equal(plan.filter((f) => f.phase === 'optimizer').length, 4);
+    }
+    assert.throws(
+      () => planFaults({ seed: 1, steps: 4, count: 8, kinds: ['kill-llm-worker', 'kill-trainer'], lastRolloutStep: 3 }),
+      /at most 7/,
+    );
+  });
 });

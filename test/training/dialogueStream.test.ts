@@ -21,6 +21,7 @@ import {
   type TakeResult,
   type TakeSettings,
 } from '../../src/core/training/dialogueStream.js';
+import { usableWaiting } from '../../src/core/training/dialogueStreamState.js';
 import { dialogueStreamStateSchema } from '../../src/core/training/dialogueStreamSchema.js';
 import { stepScenarioIds } from '../../src/core/training/stepPlan.js';
 import { minGroupSize } from '../../src/core/training/stepRollouts.js';
@@ -195,6 +196,16 @@ describe('the dialogue stream: refill', () => {
     assert.equal(second.state.nextGroup, 3);
     // Below the limit, new groups start again.
     assert.equal(started(done, { maxWaiting: 5 }).state.nextGroup, 4);
+  });
+
+  it('does not count against maxWaiting the finished dialogues too stale for the step: they will be dropped', () => {
+    const first = started(initialDialogueStream('run'), { maxWaiting: 4 });
+    // Group 0 finishes on version 0 and waits. Step 3 (maxStaleness 1) may train on version 1 and on only.
+    const done = finishAll(first.state, idsOf(first.start).slice(0, 4), 0);
+    const stuck = refill(done, refillSettings({ maxWaiting: 4 }), { step: 3, version: 2 }, SCENARIOS);
+    assert.equal(stuck.state.nextGroup, 4, 'new groups start: the stale ones hold no place');
+    assert.equal(usableWaiting(done, 3, 1), 0);
+    assert.equal(usableWaiting(done, 2, 1), 4);
   });
 
   it('defaults maxWaiting to the dialogues of the steps a started dialogue can still reach', () => {
@@ -646,7 +657,8 @@ function simulate(cfg: SimConfig, observe: (state: DialogueStreamState) => void 
     const fresh = version >= step - 1 - cfg.maxStaleness;
     if (fresh)
       assert.ok(
-        status.inFlight === cfg.maxInFlight || (status.notStarted === 0 && status.waiting >= settings.maxWaiting),
+        status.inFlight === cfg.maxInFlight ||
+          (status.notStarted === 0 && usableWaiting(state, step, cfg.maxStaleness) >= settings.maxWaiting),
         'refill left a slot free',
       );
     check();

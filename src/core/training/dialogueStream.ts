@@ -5,6 +5,7 @@ import { minGroupSize } from './stepRollouts.js';
 import {
   REPORTED_IDS,
   oldestUsableVersion,
+  usableWaiting,
   streamRolloutId,
   streamGroupKey,
   streamSeed,
@@ -101,7 +102,8 @@ const isOpen = (s: StreamSample): boolean => s.state === 'pending' || s.state ==
 
 /**
  * The dialogues to start now so that `maxInFlight` run: first the not yet started samples of
- * allocated groups, then new groups, as long as fewer than `maxWaiting` finished dialogues wait.
+ * allocated groups, then new groups, as long as fewer than `maxWaiting` finished dialogues wait that
+ * step `at.step` may still train on.
  * Nothing while `at.version` is too stale for step `at.step`. `scenarioIds` is the train split.
  */
 export function refill(
@@ -119,6 +121,8 @@ export function refill(
   if (at.version < oldestUsableVersion(at.step, settings.maxStaleness)) return { state, start };
   const next = copy(state);
   const status = streamStatus(next);
+  // Finished dialogues too stale for the step will be dropped at its take: they hold no place.
+  const waiting = usableWaiting(next, at.step, settings.maxStaleness);
   let free = settings.maxInFlight - status.inFlight;
   const startSample = (group: StreamGroup, k: number): void => {
     group.samples[k] = { state: 'running', step: at.step, version: at.version };
@@ -140,7 +144,7 @@ export function refill(
     });
   };
   for (const group of next.groups) startPending(group);
-  while (free > 0 && status.waiting < settings.maxWaiting) {
+  while (free > 0 && waiting < settings.maxWaiting) {
     const index = next.nextGroup++;
     const [scenarioId] = scenariosForStep(scenarioIds, settings.seed, index + 1, 1).ids as [string];
     const group: StreamGroup = {

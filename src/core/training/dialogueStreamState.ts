@@ -195,3 +195,11 @@ export function streamGroupKey(index: number, scenarioId: string): string {
 export function streamSeed(seed: number, index: number, sample: number): number {
   return stableHash(`${seed}:g${index}:${sample}`) % 2_147_483_647;
 }
+
+/** Finished dialogues waiting whose oldest turn step `step` may still train on. */
+export function usableWaiting(state: DialogueStreamState, step: number, maxStaleness: number): number {
+  const floor = oldestUsableVersion(step, maxStaleness);
+  let n = 0;
+  for (const group of state.groups) for (const s of group.samples) if (s.state === 'ok' && s.oldest >= floor) n++;
+  return n;
+}

