@@ -88,6 +88,12 @@ export const trainingConfigSchema = z
       .describe(
         '`planned`: each step runs its scenariosPerStep x samplesPerScenario dialogues and waits for the slowest. `firstFinished` (needs maxStaleness 1 or more): maxInFlight dialogues run all the time, each step trains on the first whole groups to finish (at least scenariosPerStep x samplesPerScenario dialogues), and the rest run on for the next step; a dialogue whose weights fall below the staleness bound is dropped (cancelled if still running), counted and reported, never trained on.',
       ),
+    dialogueWatchSeconds: trainingBounds.dialogueWatchSeconds
+      .unwrap()
+      .default(LIMITS.dialogueWatchMs / 1000)
+      .describe(
+        'firstFinished: when no dialogue has ended for this long, the run asks the Temporal server which of its dialogues in flight closed without telling it (terminated by hand, timed out) and counts them failed.',
+      ),
     credit: creditSettingsSchema
       .prefault({})
       .describe("How a dialogue's reward is shared over its assistant turns (RLVER: `final`)."),

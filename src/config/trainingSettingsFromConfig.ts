@@ -63,7 +63,9 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
     maxInFlight: t.maxInFlight,
     maxFailedShare: t.maxFailedShare,
     maxStaleness: t.maxStaleness,
-    ...(t.stepDialogues !== 'planned' ? { stepDialogues: t.stepDialogues } : {}),
+    ...(t.stepDialogues !== 'planned'
+      ? { stepDialogues: t.stepDialogues, dialogueWatchSeconds: t.dialogueWatchSeconds }
+      : {}),
     credit: t.credit,
     guardrails: t.guardrails,
     ...(t.difficultyMix ? { difficultyMix: t.difficultyMix } : {}),

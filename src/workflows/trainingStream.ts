@@ -44,7 +44,7 @@ import { applyStep, survivorsOf, type StepContext, type StepToApply } from './tr
  * continue-as-new; each tells the training workflow its end by a signal by workflow id, which
  * reaches the newest run (`dialogueFinished`). What a run has handled is in the state it carries;
  * a signal it has not handled goes to the next run, which holds the same ids, so each end counts
- * once. When the stream has been still for LIMITS.dialogueWatchMs, the run asks the server which of
+ * once. When the stream has been still for `training.dialogueWatchSeconds`, the run asks the server which of
  * its dialogues in flight have closed without telling (terminated, timed out) and counts them failed.
  */
 export class DialogueStreamRun {
@@ -233,7 +233,7 @@ export class DialogueStreamRun {
     const paused = state.paused;
     const moved = await condition(
       () => this.ends !== seen || state.stopRequested || state.paused !== paused,
-      LIMITS.dialogueWatchMs,
+      (this.ctx.settings.dialogueWatchSeconds ?? LIMITS.dialogueWatchMs / 1000) * 1000,
     );
     if (moved) return;
     const running = inFlightIds(this.carried.state);

@@ -167,6 +167,40 @@ describe('steps that take the first finished dialogues (training.stepDialogues: 
     assert.ok(cancelledAtEnd.length <= s.cancelled);
   });
 
+  it('counts as failed a dialogue that closed without telling (terminated by hand) once the stream has been still for dialogueWatchSeconds, and goes on', async () => {
+    // One dialogue in flight at a time, held at the simulator: once it is terminated, nothing ends
+    // but the watchdog's finding, and without it the run never goes on.
+    rig = await createTrainingRig({
+      set: [...FIRST_FINISHED, 'training.maxInFlight=1', 'training.dialogueWatchSeconds=2'],
+      behaviour: { ...BEHAVIOUR, latencyFor: () => 600_000 },
+    });
+    await rig.startWorkers();
+    const run = 'first-finished-watch';
+    const { handle } = await rig.start(run);
+    const victim = await eventually('a dialogue running', async () => {
+      for await (const w of rig!.client.workflow.list({
+        query: `WorkflowType = 'rollout' AND ExecutionStatus = 'Running'`,
+      }))
+        if (w.workflowId.startsWith(`${run}--`)) return w.workflowId;
+      return undefined;
+    });
+    await rig.client.workflow.getHandle(victim).terminate('test: a dialogue closed by hand');
+    rig.fake.behaviour = BEHAVIOUR;
+    await statusWhen(rig, run, (st) => st.stream!.failed > 0, 'the terminated dialogue to be counted failed');
+    const outcome = await handle.result();
+    assert.equal(outcome.stepsApplied, STEPS);
+    const metrics = await rig.metrics(run);
+    assert.deepEqual(
+      metrics.flatMap((m) => dialoguesOf(m).failed),
+      [victim],
+      'the step after it names the terminated dialogue failed',
+    );
+    assert.ok(!metrics.some((m) => dialoguesOf(m).taken.includes(victim)), 'never trained on');
+    const s = (await answered(() => handle.query(trainingStatusQuery))).stream!;
+    assert.equal(s.failed, 1);
+    assert.equal(s.inFlight, 0);
+  });
+
   it('pause starts no new dialogue until resumed; stop trains the step under way, then ends and cancels what runs', async () => {
     rig = await createTrainingRig({
       set: [...FIRST_FINISHED, 'training.steps=50'],

@@ -74,6 +74,11 @@ export const trainingSettingsSchema = z.strictObject({
     .optional(),
   /** How a step gathers its dialogues (dialogueStream.ts); absent in older runs: `planned`. */
   stepDialogues: z.enum(STEP_DIALOGUES).optional(),
+  /**
+   * First-finished steps: how long no dialogue may end before the run asks the server which of its
+   * dialogues closed without telling; absent in older runs: LIMITS.dialogueWatchMs.
+   */
+  dialogueWatchSeconds: z.number().min(1).max(3600).optional(),
   /** How the reward is shared over a dialogue's turns (credit.ts); absent in older runs: `final`. */
   credit: creditSettingsSchema.optional(),
   /** Rules over each step's signals that warn or make the run wait for the operator (guardrails.ts); absent: none. */
