@@ -86,7 +86,7 @@ export const trainingConfigSchema = z
       .enum(STEP_DIALOGUES)
       .default('planned')
       .describe(
-        '`planned`: each step runs its scenariosPerStep x samplesPerScenario dialogues and waits for the slowest. `firstFinished` (needs maxStaleness 1 or more): maxInFlight dialogues run all the time, each step trains on the first whole groups to finish (at least scenariosPerStep x samplesPerScenario dialogues), and the rest run on for the next step; a dialogue whose weights fall below the staleness bound is dropped (cancelled if still running), counted and reported, never trained on.',
+        '`planned`: each step runs its scenariosPerStep x samplesPerScenario dialogues and waits for the slowest. `firstFinished` (needs maxStaleness 1 or more): up to maxInFlight dialogues run all the time (none started that no step within the staleness bound could take), each step trains on the first whole groups to finish (at least scenariosPerStep x samplesPerScenario dialogues), and the rest run on for the next step; a dialogue whose weights fall below the staleness bound is dropped (cancelled if still running), counted and reported, never trained on.',
       ),
     dialogueWatchSeconds: trainingBounds.dialogueWatchSeconds
       .unwrap()

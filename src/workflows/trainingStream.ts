@@ -161,6 +161,7 @@ export class DialogueStreamRun {
         maxInFlight: control.inForce().maxInFlight,
         maxStaleness,
         maxWaiting: defaultMaxWaiting(this.dialoguesPerStep, maxStaleness),
+        dialoguesPerStep: this.dialoguesPerStep,
         difficultyMix: settings.difficultyMix,
       },
       { step, version: this.servedStep() },

@@ -21,7 +21,7 @@ import {
   type TakeResult,
   type TakeSettings,
 } from '../../src/core/training/dialogueStream.js';
-import { usableWaiting } from '../../src/core/training/dialogueStreamState.js';
+import { stalenessWindow, usableOutstanding, usableWaiting } from '../../src/core/training/dialogueStreamState.js';
 import { dialogueStreamStateSchema } from '../../src/core/training/dialogueStreamSchema.js';
 import { stepScenarioIds } from '../../src/core/training/stepPlan.js';
 import { minGroupSize } from '../../src/core/training/stepRollouts.js';
@@ -38,6 +38,7 @@ function refillSettings(over: Partial<RefillSettings> = {}): RefillSettings {
     maxInFlight: 10,
     maxStaleness: 1,
     maxWaiting: 100,
+    dialoguesPerStep: 100,
     ...over,
   };
 }
@@ -206,6 +207,20 @@ describe('the dialogue stream: refill', () => {
     assert.equal(stuck.state.nextGroup, 4, 'new groups start: the stale ones hold no place');
     assert.equal(usableWaiting(done, 3, 1), 0);
     assert.equal(usableWaiting(done, 2, 1), 4);
+  });
+
+  it('starts no group that no step within the staleness bound could take (the window), however many slots are free', () => {
+    const window = { maxInFlight: 16, samplesPerScenario: 2, dialoguesPerStep: 4 };
+    // Step 1 on version 0 (maxStaleness 1): steps 1 and 2 may take it, 4 dialogues each.
+    const first = started(initialDialogueStream('run'), window, 1, 0);
+    assert.equal(first.start.length, 8);
+    const done = finishAll(first.state, idsOf(first.start), 0);
+    const taken = ready(takeStep(done, take({ step: 1, dialoguesPerStep: 4 })));
+    // Step 2 while version 0 is still served: only step 2 may take what starts now, and 4 wait for it.
+    assert.equal(started(taken.state, window, 2, 0).start.length, 0);
+    // Once version 1 is served, steps 2 and 3 may: 4 more start.
+    assert.equal(started(taken.state, window, 2, 1).start.length, 4);
+    assert.equal(stalenessWindow({ step: 2, version: 1 }, refillSettings(window)), 8);
   });
 
   it('defaults maxWaiting to the dialogues of the steps a started dialogue can still reach', () => {
@@ -403,7 +418,12 @@ describe('the dialogue stream: takeStep', () => {
 
   it('keeps at most REPORTED_IDS ids per list and counts the rest', () => {
     const n = REPORTED_IDS + 5;
-    const r = started(initialDialogueStream('run'), { maxInFlight: n, samplesPerScenario: 1, maxWaiting: n });
+    const r = started(initialDialogueStream('run'), {
+      maxInFlight: n,
+      samplesPerScenario: 1,
+      maxWaiting: n,
+      dialoguesPerStep: n,
+    });
     let state = r.state;
     for (const d of r.start) state = finished(state, d.rolloutId, { ok: false, error: 'x' }).state;
     assert.equal(state.unreported.failed.length, REPORTED_IDS);
@@ -509,6 +529,7 @@ function simulate(cfg: SimConfig, observe: (state: DialogueStreamState) => void 
     maxInFlight: cfg.maxInFlight,
     maxStaleness: cfg.maxStaleness,
     maxWaiting: defaultMaxWaiting(dialoguesPerStep, cfg.maxStaleness),
+    dialoguesPerStep,
   };
   let state = initialDialogueStream('sim');
   let version = 0;
@@ -658,7 +679,9 @@ function simulate(cfg: SimConfig, observe: (state: DialogueStreamState) => void 
     if (fresh)
       assert.ok(
         status.inFlight === cfg.maxInFlight ||
-          (status.notStarted === 0 && usableWaiting(state, step, cfg.maxStaleness) >= settings.maxWaiting),
+          (status.notStarted === 0 &&
+            (usableWaiting(state, step, cfg.maxStaleness) >= settings.maxWaiting ||
+              usableOutstanding(state, step, cfg.maxStaleness) >= stalenessWindow({ step, version }, settings))),
         'refill left a slot free',
       );
     check();

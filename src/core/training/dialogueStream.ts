@@ -6,12 +6,14 @@ import {
   REPORTED_IDS,
   oldestUsableVersion,
   usableWaiting,
+  usableOutstanding,
+  streamStatus,
+  stalenessWindow,
   streamRolloutId,
   streamGroupKey,
   streamSeed,
   type StreamSample,
   type StreamGroup,
-  type StreamCounts,
   type DialogueStreamState,
   type DialogueResult,
   type StreamDialogue,
@@ -101,10 +103,10 @@ const sampleId = (runName: string, group: StreamGroup, k: number): string =>
 const isOpen = (s: StreamSample): boolean => s.state === 'pending' || s.state === 'running';
 
 /**
- * The dialogues to start now so that `maxInFlight` run: first the not yet started samples of
- * allocated groups, then new groups, as long as fewer than `maxWaiting` finished dialogues wait that
- * step `at.step` may still train on.
- * Nothing while `at.version` is too stale for step `at.step`. `scenarioIds` is the train split.
+ * The dialogues to start now, up to `maxInFlight` running: first the not yet started samples of
+ * allocated groups, then new groups while fewer than `maxWaiting` finished dialogues wait that step
+ * `at.step` may still train on and the staleness window is not full (stalenessWindow). Nothing while
+ * `at.version` is too stale for step `at.step`. `scenarioIds` is the train split.
  */
 export function refill(
   state: DialogueStreamState,
@@ -121,13 +123,16 @@ export function refill(
   if (at.version < oldestUsableVersion(at.step, settings.maxStaleness)) return { state, start };
   const next = copy(state);
   const status = streamStatus(next);
-  // Finished dialogues too stale for the step will be dropped at its take: they hold no place.
+  // Dialogues too stale for the step will be dropped: they hold no place.
   const waiting = usableWaiting(next, at.step, settings.maxStaleness);
+  let outstanding = usableOutstanding(next, at.step, settings.maxStaleness);
+  const window = stalenessWindow(at, settings);
   let free = settings.maxInFlight - status.inFlight;
   const startSample = (group: StreamGroup, k: number): void => {
     group.samples[k] = { state: 'running', step: at.step, version: at.version };
     next.counts.started++;
     free--;
+    outstanding++;
     start.push({
       rolloutId: sampleId(next.runName, group, k),
       scenarioId: group.scenarioId,
@@ -144,7 +149,7 @@ export function refill(
     });
   };
   for (const group of next.groups) startPending(group);
-  while (free > 0 && waiting < settings.maxWaiting) {
+  while (free > 0 && waiting < settings.maxWaiting && outstanding < window) {
     const index = next.nextGroup++;
     const [scenarioId] = scenariosForStep(scenarioIds, settings.seed, index + 1, 1).ids as [string];
     const group: StreamGroup = {
@@ -357,29 +362,7 @@ export function takeStep(state: DialogueStreamState, settings: TakeSettings): Ta
   return { ready: true, state: next, take, groups };
 }
 
-/** Where the stream stands, for `attune status` and the workflow's checks. */
-export interface DialogueStreamStatus extends StreamCounts {
-  /** Started and not finished. */
-  inFlight: number;
-  /** Allocated with their group, not started yet. */
-  notStarted: number;
-  /** Finished ok, waiting for a step to take them (some may prove stale or short-grouped). */
-  waiting: number;
-  lastStep: number;
-}
-
-export function streamStatus(state: DialogueStreamState): DialogueStreamStatus {
-  let inFlight = 0;
-  let notStarted = 0;
-  let waiting = 0;
-  for (const group of state.groups)
-    for (const s of group.samples) {
-      if (s.state === 'running') inFlight++;
-      else if (s.state === 'pending') notStarted++;
-      else if (s.state === 'ok') waiting++;
-    }
-  return { ...state.counts, inFlight, notStarted, waiting, lastStep: state.lastStep };
-}
+export { streamStatus, type DialogueStreamStatus } from './dialogueStreamState.js';
 
 /** The ids of the dialogues in flight, in allocation order (the children whose signals the run awaits). */
 export function inFlightIds(state: DialogueStreamState): string[] {

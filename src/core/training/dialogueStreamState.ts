@@ -104,6 +104,12 @@ export interface RefillSettings {
   maxStaleness: number;
   /** No new group is allocated while this many finished dialogues wait (at least `dialoguesPerStep`). */
   maxWaiting: number;
+  /**
+   * A step's dialogues (scenariosPerStep x samplesPerScenario). No new group is allocated while the
+   * dialogues a step may still take (finished or in flight, within the bound) fill the steps that a
+   * dialogue started now can reach, this many each: what none of them could take is not started.
+   */
+  dialoguesPerStep: number;
   difficultyMix?: readonly DifficultyPhase[] | undefined;
 }
 
@@ -202,4 +208,44 @@ export function usableWaiting(state: DialogueStreamState, step: number, maxStale
   let n = 0;
   for (const group of state.groups) for (const s of group.samples) if (s.state === 'ok' && s.oldest >= floor) n++;
   return n;
+}
+
+/** Dialogues step `step` may still take: finished within the bound, or running on a version within it. */
+export function usableOutstanding(state: DialogueStreamState, step: number, maxStaleness: number): number {
+  const floor = oldestUsableVersion(step, maxStaleness);
+  let n = usableWaiting(state, step, maxStaleness);
+  for (const group of state.groups) for (const s of group.samples) if (s.state === 'running' && s.version >= floor) n++;
+  return n;
+}
+
+/**
+ * How many dialogues the steps from `at.step` on can take from one started now on `at.version`: a
+ * step's dialogues for each step up to the last whose bound still admits that version.
+ */
+export function stalenessWindow(at: StreamPosition, settings: RefillSettings): number {
+  return settings.dialoguesPerStep * (at.version + settings.maxStaleness + 2 - at.step);
+}
+
+/** Where the stream stands, for `attune status` and the workflow's checks. */
+export interface DialogueStreamStatus extends StreamCounts {
+  /** Started and not finished. */
+  inFlight: number;
+  /** Allocated with their group, not started yet. */
+  notStarted: number;
+  /** Finished ok, waiting for a step to take them (some may prove stale or short-grouped). */
+  waiting: number;
+  lastStep: number;
+}
+
+export function streamStatus(state: DialogueStreamState): DialogueStreamStatus {
+  let inFlight = 0;
+  let notStarted = 0;
+  let waiting = 0;
+  for (const group of state.groups)
+    for (const s of group.samples) {
+      if (s.state === 'running') inFlight++;
+      else if (s.state === 'pending') notStarted++;
+      else if (s.state === 'ok') waiting++;
+    }
+  return { ...state.counts, inFlight, notStarted, waiting, lastStep: state.lastStep };
 }
