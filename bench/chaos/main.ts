@@ -23,6 +23,7 @@ import { ALL_FAULT_KINDS, FAULT_KINDS, planFaults, type FaultKind } from './plan
 import { disturbedRun, undisturbedRun } from './runs.js';
 import { ChaosStack, now, sleep, statusOf } from './stack.js';
 import { trainingWorkflowId } from '../../src/workflows/training.js';
+import { samplesPerScenarioOf } from '../../src/config/crossFieldChecks.js';
 import { defaultResultsFile } from '../resultsFile.js';
 
 const HELP = `Chaos soak: a tiny training run disturbed by faults chosen from the seed, compared with an
@@ -139,37 +140,27 @@ function options() {
   const kinds = (values.kinds?.split(',') ?? ALL_FAULT_KINDS).map((k) => k.trim()) as FaultKind[];
   const unknown = kinds.filter((k) => !(k in FAULT_KINDS));
   if (unknown.length > 0) throw new Error(`--kinds: unknown ${unknown.join(', ')} (see --help)`);
+  const set = values.set ?? [];
+  // Steps that take the first finished dialogues (`--set training.stepDialogues=firstFinished`).
+  const firstFinished = set.includes('training.stepDialogues=firstFinished');
   return {
     steps: int('steps', 1),
     faults: int('faults', 0),
     seed: int('seed', 0),
     timeout: int('timeout', 1),
     kinds,
-    set: values.set ?? [],
+    set,
     dump: values.dump ? resolve(values.dump) : null,
-    firstFinished: firstFinishedIn(values.set ?? []),
+    firstFinished,
     // The per-call and first-finished modes' results go to files of their own (bench/results/chaos-per-call.json).
     out: resolve(
       values.out ??
         defaultResultsFile(
           'chaos',
-          values.set?.includes('rollout.activityPer=call')
-            ? 'per-call'
-            : firstFinishedIn(values.set ?? [])
-              ? 'first-finished'
-              : null,
+          set.includes('rollout.activityPer=call') ? 'per-call' : firstFinished ? 'first-finished' : null,
         ),
     ),
   };
-}
-
-/** Steps that take the first finished dialogues (`--set training.stepDialogues=firstFinished`). */
-const firstFinishedIn = (set: string[]): boolean => set.includes('training.stepDialogues=firstFinished');
-
-/** A setting's value as `--set` gave it, or the soak's default. */
-function setting(set: string[], key: string, otherwise: number): number {
-  const given = set.filter((x) => x.startsWith(`${key}=`)).at(-1);
-  return given === undefined ? otherwise : Number(given.slice(key.length + 1));
 }
 
 function writeResults(file: string, results: object): void {
@@ -310,9 +301,9 @@ async function main(): Promise<{ code: number; verdict: string }> {
       }),
       ...(opts.firstFinished
         ? checkStreamInvariants({
-            dialoguesPerStep: ROLLOUTS_PER_STEP,
-            samplesPerScenario: setting(opts.set, 'training.samplesPerScenario', 1),
-            maxStaleness: setting(opts.set, 'training.maxStaleness', 0),
+            dialoguesPerStep: rig.config.training.scenariosPerStep * samplesPerScenarioOf(rig.config.training),
+            samplesPerScenario: samplesPerScenarioOf(rig.config.training),
+            maxStaleness: rig.config.training.maxStaleness,
             metrics: await rig.metrics(runName),
             transcripts,
             stream: (await statusOf(rig.client.workflow.getHandle(trainingWorkflowId(runName))))?.stream ?? null,

@@ -2,6 +2,7 @@ import type { StepMetricsRecord } from '../../src/core/runMetrics.js';
 import type { CreditMode } from '../../src/core/training/credit.js';
 import { STEP_DIALOGUES, type StepDialogues } from '../../src/core/training/dialogueStreamState.js';
 import type { PolicyServer } from './vllmPolicy.js';
+import { stepDialoguesOverrides as pipelineStepDialoguesOverrides } from '../pipeline/pipelineRun.js';
 
 /** One of the benchmark's runs before the options multiply it. */
 export interface RunPlan {
@@ -38,11 +39,9 @@ export function stepDialoguesList(text: string): StepDialogues[] | null {
   return valid ? (modes as StepDialogues[]) : null;
 }
 
-/** The run's training.stepDialogues overrides: none for planned steps (the default). */
+/** The run's training.stepDialogues overrides (bench:pipeline's, with this task's in-flight count). */
 export function stepDialoguesOverrides(stepDialogues: StepDialogues): string[] {
-  return stepDialogues === 'firstFinished'
-    ? ['training.stepDialogues=firstFinished', `training.maxInFlight=${FIRST_FINISHED_IN_FLIGHT}`]
-    : [];
+  return pipelineStepDialoguesOverrides(stepDialogues, FIRST_FINISHED_IN_FLIGHT);
 }
 
 /**

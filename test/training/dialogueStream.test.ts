@@ -21,7 +21,7 @@ import {
   type TakeResult,
   type TakeSettings,
 } from '../../src/core/training/dialogueStream.js';
-import { stalenessWindow, usableOutstanding, usableWaiting } from '../../src/core/training/dialogueStreamState.js';
+import { stalenessWindow, usableDialogues } from '../../src/core/training/dialogueStreamState.js';
 import { dialogueStreamStateSchema } from '../../src/core/training/dialogueStreamSchema.js';
 import { stepScenarioIds } from '../../src/core/training/stepPlan.js';
 import { minGroupSize } from '../../src/core/training/stepRollouts.js';
@@ -205,8 +205,8 @@ describe('the dialogue stream: refill', () => {
     const done = finishAll(first.state, idsOf(first.start).slice(0, 4), 0);
     const stuck = refill(done, refillSettings({ maxWaiting: 4 }), { step: 3, version: 2 }, SCENARIOS);
     assert.equal(stuck.state.nextGroup, 4, 'new groups start: the stale ones hold no place');
-    assert.equal(usableWaiting(done, 3, 1), 0);
-    assert.equal(usableWaiting(done, 2, 1), 4);
+    assert.equal(usableDialogues(done, 3, 1).waiting, 0);
+    assert.equal(usableDialogues(done, 2, 1).waiting, 4);
   });
 
   it('starts no group that no step within the staleness bound could take (the window), however many slots are free', () => {
@@ -675,13 +675,14 @@ function simulate(cfg: SimConfig, observe: (state: DialogueStreamState) => void 
       members.set(d.group, [...(members.get(d.group) ?? []), d.rolloutId]);
     }
     const status = streamStatus(state);
+    const usable = usableDialogues(state, step, cfg.maxStaleness);
     const fresh = version >= step - 1 - cfg.maxStaleness;
     if (fresh)
       assert.ok(
         status.inFlight === cfg.maxInFlight ||
           (status.notStarted === 0 &&
-            (usableWaiting(state, step, cfg.maxStaleness) >= settings.maxWaiting ||
-              usableOutstanding(state, step, cfg.maxStaleness) >= stalenessWindow({ step, version }, settings))),
+            (usable.waiting >= settings.maxWaiting ||
+              usable.waiting + usable.running >= stalenessWindow({ step, version }, settings))),
         'refill left a slot free',
       );
     check();

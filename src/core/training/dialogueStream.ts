@@ -5,8 +5,7 @@ import { minGroupSize } from './stepRollouts.js';
 import {
   REPORTED_IDS,
   oldestUsableVersion,
-  usableWaiting,
-  usableOutstanding,
+  usableDialogues,
   streamStatus,
   stalenessWindow,
   streamRolloutId,
@@ -123,9 +122,8 @@ export function refill(
   if (at.version < oldestUsableVersion(at.step, settings.maxStaleness)) return { state, start };
   const next = copy(state);
   const status = streamStatus(next);
-  // Dialogues too stale for the step will be dropped: they hold no place.
-  const waiting = usableWaiting(next, at.step, settings.maxStaleness);
-  let outstanding = usableOutstanding(next, at.step, settings.maxStaleness);
+  const { waiting, running } = usableDialogues(next, at.step, settings.maxStaleness);
+  let outstanding = waiting + running;
   const window = stalenessWindow(at, settings);
   let free = settings.maxInFlight - status.inFlight;
   const startSample = (group: StreamGroup, k: number): void => {

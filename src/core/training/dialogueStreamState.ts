@@ -202,20 +202,24 @@ export function streamSeed(seed: number, index: number, sample: number): number 
   return stableHash(`${seed}:g${index}:${sample}`) % 2_147_483_647;
 }
 
-/** Finished dialogues waiting whose oldest turn step `step` may still train on. */
-export function usableWaiting(state: DialogueStreamState, step: number, maxStaleness: number): number {
+/**
+ * The dialogues step `step` may still take: finished and waiting with their oldest turn within the
+ * bound, and running on a version within it. Those below it will be dropped: they hold no place.
+ */
+export function usableDialogues(
+  state: DialogueStreamState,
+  step: number,
+  maxStaleness: number,
+): { waiting: number; running: number } {
   const floor = oldestUsableVersion(step, maxStaleness);
-  let n = 0;
-  for (const group of state.groups) for (const s of group.samples) if (s.state === 'ok' && s.oldest >= floor) n++;
-  return n;
-}
-
-/** Dialogues step `step` may still take: finished within the bound, or running on a version within it. */
-export function usableOutstanding(state: DialogueStreamState, step: number, maxStaleness: number): number {
-  const floor = oldestUsableVersion(step, maxStaleness);
-  let n = usableWaiting(state, step, maxStaleness);
-  for (const group of state.groups) for (const s of group.samples) if (s.state === 'running' && s.version >= floor) n++;
-  return n;
+  let waiting = 0;
+  let running = 0;
+  for (const group of state.groups)
+    for (const s of group.samples) {
+      if (s.state === 'ok' && s.oldest >= floor) waiting++;
+      else if (s.state === 'running' && s.version >= floor) running++;
+    }
+  return { waiting, running };
 }
 
 /**
