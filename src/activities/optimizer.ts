@@ -5,7 +5,8 @@ import type { ArtifactStore } from '../artifacts/store.js';
 import type { TrainerStepMetrics } from '../core/runMetrics.js';
 import type { Hyperparameters, LoraSpec } from '../core/training/trainingSettingsSchema.js';
 import { FINAL_CREDIT, type CreditSettings } from '../core/training/credit.js';
-import { replySignals, type ReplySignals } from '../core/training/replySignals.js';
+import { replySignals } from '../core/training/replySignals.js';
+import type { OptimizerStepResult } from '../core/training/optimizedStep.js';
 import { samplesFromTranscript, trainerCredit, type TrainerSample } from '../core/training/samples.js';
 import type { Transcript } from '../core/transcript.js';
 import { createLogger } from '../log.js';
@@ -100,21 +101,7 @@ const stepResponseSchema = z
   })
   .passthrough();
 
-export interface OptimizerStepResult {
-  step: number;
-  version: string;
-  metrics: TrainerStepMetrics;
-  exportPath: string | null;
-  replayed: boolean;
-  samples: number;
-  /**
-   * Milliseconds from the trainer's commit of the step to its answer, on the trainer's clock; null
-   * for a step applied earlier (its stored result) or a trainer that does not report it.
-   */
-  commitToAnswerMs?: number | null;
-  /** What the step's replies look like, for the guardrails (absent in results recorded before them). */
-  signals?: ReplySignals;
-}
+export type { OptimizerStepResult };
 
 function asFailure(error: unknown): unknown {
   if (!(error instanceof TrainerHttpError)) return error;

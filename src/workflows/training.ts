@@ -67,7 +67,9 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     await ensureCapabilityBase(settings, state, control);
   }
   const pipelined = stream === null && (settings.maxStaleness ?? 0) > 0;
-  if (runIsOver(state, control.inForce().steps) && !(pipelined && state.rolledOut)) {
+  // A step trained but not yet published or recorded (pipelined, or first finished) is finished first.
+  const stepLeft = (pipelined && !!state.rolledOut) || !!stream?.holdsOptimized;
+  if (runIsOver(state, control.inForce().steps) && !stepLeft) {
     await stream?.cancelInFlight();
     return control.finish(state.stopRequested);
   }
@@ -76,7 +78,7 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   if (state.paused) {
     control.setPhase('paused');
     await control.pauseLifted();
-    if (state.stopRequested && !(pipelined && state.rolledOut)) {
+    if (state.stopRequested && !stepLeft) {
       await stream?.cancelInFlight();
       return control.finish(true);
     }

@@ -7,7 +7,6 @@ import {
   ApplicationFailure,
 } from '@temporalio/workflow';
 import type { OptimizerQueueActivities, RolloutQueueActivities } from '../activities/index.js';
-import type { OptimizerStepResult } from '../activities/optimizer.js';
 import type { PublishResult } from '../activities/runBookkeeping.js';
 import type { StepMetricsRecord } from '../core/runMetrics.js';
 import { liveHyperparameters } from '../core/training/liveOverrides.js';
@@ -19,6 +18,7 @@ import { minGroupSize, type StepRolloutOutcomes, type StepSurvivors } from '../c
 import type { GuardTrip } from '../core/training/guardrails.js';
 import type { TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import type { StepTake } from '../core/training/dialogueStreamState.js';
+import type { OptimizedStep, OptimizerStepResult, StepToApply } from '../core/training/optimizedStep.js';
 import { completeStep, type TrainingState } from '../core/training/trainingState.js';
 import { LIMITS } from '../config/limits.js';
 import { OPTIMIZER_RETRY } from '../core/training/optimizerRetry.js';
@@ -81,19 +81,7 @@ export interface StepContext {
   optimizer: Optimizer;
 }
 
-/** A step whose dialogues are done, ready for the optimizer. */
-export interface StepToApply {
-  step: number;
-  /** Epoch ms the step's duration is counted from. */
-  startedAt: number;
-  /** The version name the rollouts sampled. */
-  policyVersion: string;
-  /** The step whose weights the rollouts sampled (0: the base model). */
-  sampledFrom: number;
-  survivors: StepSurvivors;
-  /** Steps that take the first finished dialogues: which ones this step took, and what was dropped since the last. */
-  take?: StepTake;
-}
+export type { OptimizedStep, StepToApply };
 
 /** The step's dialogues kept for training (some must survive). */
 export function survivorsOf({ settings }: StepContext, step: number, outcomes: StepRolloutOutcomes): StepSurvivors {
@@ -105,17 +93,21 @@ export function survivorsOf({ settings }: StepContext, step: number, outcomes: S
 }
 
 /**
- * Trains on a step's dialogues (exactly once, keyed by run and step), publishes the new weights,
- * evaluates them when due, records the step's metrics and tracks them. False when the operator
- * stopped the run while the step waited for them.
+ * Trains on a step's dialogues (exactly once, keyed by run and step), then finishes it (`finishStep`).
+ * False when the operator stopped the run while the step waited for them.
  */
 export async function applyStep(ctx: StepContext, done: StepToApply): Promise<boolean> {
-  const { settings, state, control, bookkeeping } = ctx;
-  const { step } = done;
-  control.setPhase('optimizing');
   const applied = await optimizeStepWithOperator(ctx, done);
-  if (applied === null) return false;
+  return applied !== null && (await finishStep(ctx, { ...done, applied }));
+}
 
+/**
+ * Publishes an optimized step's weights, evaluates them when due, records the step's metrics and
+ * tracks them. False when the operator stopped the run while the step waited for them.
+ */
+export async function finishStep(ctx: StepContext, optimized: OptimizedStep): Promise<boolean> {
+  const { settings, state, control, bookkeeping } = ctx;
+  const { step, applied } = optimized;
   control.setPhase('publishing');
   const published = await publishStepWithOperator(ctx, step, applied);
   if (published === null) return false;
@@ -126,8 +118,7 @@ export async function applyStep(ctx: StepContext, done: StepToApply): Promise<bo
 
   control.setPhase('recording');
   const pause = await recordStep(bookkeeping, settings, state, {
-    ...done,
-    applied,
+    ...optimized,
     evalSummary,
     ...(capability ? { capability } : {}),
     publishLatencyMs: published.latencyMs,
@@ -154,7 +145,11 @@ export async function ensureTrainerRun(optimizer: Optimizer, settings: TrainingS
  * waits for the operator (free space or fix it, then `attune resume`) and posts the same step again, which the trainer applies at most once.
  * Null when the operator stopped the run instead.
  */
-async function optimizeStepWithOperator(ctx: StepContext, done: StepToApply): Promise<OptimizerStepResult | null> {
+export async function optimizeStepWithOperator(
+  ctx: StepContext,
+  done: StepToApply,
+): Promise<OptimizerStepResult | null> {
+  ctx.control.setPhase('optimizing');
   for (;;) {
     try {
       return await optimizeStep(ctx, done);

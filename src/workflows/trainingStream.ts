@@ -21,18 +21,24 @@ import {
   refill,
   takeStep,
   waitingIds,
-  type StepTake,
   type StreamDialogue,
-  type TakenGroup,
 } from '../core/training/dialogueStream.js';
-import { plannedRolloutSettings, stepRolloutSettings, type PlannedRollout } from '../core/training/stepPlan.js';
-import { StepRolloutOutcomes, stepRolloutResultOf } from '../core/training/stepRollouts.js';
+import { plannedRolloutSettings, stepRolloutSettings } from '../core/training/stepPlan.js';
+import { stepRolloutResultOf } from '../core/training/stepRollouts.js';
 import type { CarriedStream } from '../core/training/trainingState.js';
 import { dialogueFinishedSignal, type DialogueFinished } from './dialogueFinished.js';
 import { failureMessage } from './fanOut.js';
 import { rollout } from './rollout.js';
 import type { TickEnd } from './trainingPipeline.js';
-import { applyStep, survivorsOf, type StepContext, type StepToApply } from './trainingStep.js';
+import {
+  finishStep,
+  optimizeStepWithOperator,
+  type OptimizedStep,
+  type StepContext,
+  type StepToApply,
+} from './trainingStep.js';
+import { publishesWhileOptimizing } from '../core/training/publishOverlap.js';
+import { fitsCarried, StepFinishing, takenStepToApply } from './stepFinishing.js';
 
 /**
  * Steps that take the first finished dialogues (`training.stepDialogues: firstFinished`): one run of
@@ -58,6 +64,8 @@ export class DialogueStreamRun {
   private failedBefore: number;
   /** The step this run gathers, and the version served when it began. */
   private readonly tickStep: number;
+  /** The step before it when that one's publish and record were left to this run (`publishesWhileOptimizing`). */
+  private readonly optimized: OptimizedStep | null;
   private readonly tickVersion: string;
   /** Dialogues a step takes at least: a planned step's. */
   private readonly dialoguesPerStep: number;
@@ -65,51 +73,115 @@ export class DialogueStreamRun {
   constructor(private readonly ctx: StepContext) {
     ctx.state.stream ??= { state: initialDialogueStream(ctx.settings.runName), results: {}, versionNames: {} };
     this.carried = ctx.state.stream;
-    this.tickStep = ctx.state.step;
+    this.optimized = this.carried.optimized ?? null;
+    delete this.carried.optimized;
+    this.tickStep = this.optimized ? this.optimized.step + 1 : ctx.state.step;
     this.failedBefore = this.carried.state.counts.failed;
     this.tickVersion = ctx.state.version;
     this.dialoguesPerStep = ctx.settings.scenariosPerStep * ctx.settings.samplesPerScenario;
     setHandler(dialogueFinishedSignal, (message) => this.ended(message));
   }
 
-  /** One run of the workflow: gather the step, train it while the stream goes on. */
+  /** Whether the previous run left this one a step optimized but not yet published and recorded. */
+  get holdsOptimized(): boolean {
+    return this.optimized !== null;
+  }
+
+  /**
+   * One run of the workflow: gather the step, train it while the stream goes on. Where the publish
+   * may overlap the next optimizer step (`publishesWhileOptimizing`), the step before it, optimized by
+   * the previous run, is published and recorded meanwhile, and this step's publish and record are left
+   * to the next run: a step then costs the longer of the two, not their sum.
+   */
   async tick(): Promise<TickEnd> {
     const { state, control } = this.ctx;
-    const step = state.step;
+    const step = this.tickStep;
     const startedAt = Date.now();
     control.setPhase('rollouts');
+    const finishing = new StepFinishing(this.ctx, this.optimized);
+    // Past the last step, or stopped: only the step left optimized is finished.
+    if (step > control.inForce().steps || (this.optimized && state.stopRequested)) {
+      const finished = await this.feedWhile(step, () => finishing.done);
+      await this.cancelInFlight();
+      return !finished || state.stopRequested ? 'stopped' : 'over';
+    }
     let toApply: StepToApply | null = null;
+    // Status names the publish and record while they run, then the gathering again.
+    void finishing.done.then((finished) => finished && !toApply && control.setPhase('rollouts'));
     for (;;) {
       await this.startDialogues(step);
       const result = takeStep(this.carried.state, this.takeSettings(step));
       this.carried.state = result.state;
-      if (result.ready) toApply = this.stepToApply(step, result.take, result.groups, startedAt);
+      if (result.ready)
+        toApply = takenStepToApply(this.ctx, this.carried, {
+          step,
+          take: result.take,
+          groups: result.groups,
+          startedAt,
+        });
       this.forgetDropped();
       if (toApply) break;
+      if (finishing.stopped) return this.stopAfter(finishing);
       // Stopped with nothing left to finish the step with: the run ends without it.
-      if (state.stopRequested && inFlightIds(this.carried.state).length === 0) return 'stopped';
+      if (state.stopRequested && inFlightIds(this.carried.state).length === 0) return this.stopAfter(finishing);
       const failing = this.failingReason(step);
       if (failing !== null) {
         // No new dialogue starts while the run waits: an endpoint that fails every call is not fed more.
-        if (!(await control.resumedByOperator(failing))) return 'stopped';
+        if (!(await control.resumedByOperator(failing))) return this.stopAfter(finishing);
         this.failedBefore = this.carried.state.counts.failed;
         continue;
       }
-      await this.waitForAnEnd();
+      await this.waitForAnEnd(finishing);
     }
     // Past the last step the run ends, and the end cancels what runs.
     if (step < control.inForce().steps) await this.cancel(this.abandonStale(step + 1));
     const ready = toApply;
-    const applied = await this.feedWhile(step + 1, () => applyStep(this.ctx, ready));
-    if (!applied) {
+    const trained = await this.feedWhile(step + 1, () => this.trainStep(ready, finishing));
+    if (trained === 'stopped' || typeof trained === 'number') {
+      if (typeof trained === 'number') this.reportUnpublished(trained);
       await this.cancelInFlight();
       return 'stopped';
     }
-    if (state.stopRequested || state.step > control.inForce().steps) {
+    if (trained === 'finished' && (state.stopRequested || state.step > control.inForce().steps)) {
       await this.cancelInFlight();
       return state.stopRequested ? 'stopped' : 'over';
     }
     return 'continue';
+  }
+
+  /**
+   * Trains the gathered step. Where the publish may overlap (`publishesWhileOptimizing`), the optimizer
+   * step runs while the previous step finishes, and this step is left optimized for the next run
+   * ('carried'); else it runs after that and the step is published and recorded here ('finished').
+   * 'stopped' when the operator stopped the run; the step's number when the trainer had applied it by then.
+   */
+  private async trainStep(
+    ready: StepToApply,
+    finishing: StepFinishing,
+  ): Promise<'carried' | 'finished' | 'stopped' | number> {
+    const overlaps = publishesWhileOptimizing(this.ctx.settings) && fitsCarried(ready);
+    if (!overlaps && !(await finishing.done)) return 'stopped';
+    const applied = await optimizeStepWithOperator(this.ctx, ready);
+    if (!(await finishing.done)) return applied ? ready.step : 'stopped';
+    if (applied === null) return 'stopped';
+    const optimized = { ...ready, applied };
+    if (!overlaps) return (await finishStep(this.ctx, optimized)) ? 'finished' : 'stopped';
+    this.carried.optimized = optimized;
+    return 'carried';
+  }
+
+  /** Ends the run stopped, once the step left optimized (if any) is finished. */
+  private async stopAfter(finishing: StepFinishing): Promise<TickEnd> {
+    await finishing.done;
+    await this.cancelInFlight();
+    return 'stopped';
+  }
+
+  /** The trainer applied a step that the run, stopped, will not publish or record: said, not silent. */
+  private reportUnpublished(step: number): void {
+    this.ctx.control.report(
+      `step ${step}: applied by the trainer, not published or recorded: the run stopped while the step before it was published`,
+    );
   }
 
   /**
@@ -138,11 +210,12 @@ export class DialogueStreamRun {
   }
 
   /**
-   * The step the weights now served hold: the one before the step gathered when this run began,
-   * until the publish of that step names a new version (the step's record moves `state.step` later).
+   * The step the weights now served hold: the newest published when this run began, until the run's
+   * one publish names a new version (the step's record moves `state.step` later).
    */
   private servedStep(): number {
-    return this.ctx.state.version === this.tickVersion ? this.tickStep - 1 : this.tickStep;
+    const atStart = (this.optimized ? this.optimized.step : this.tickStep) - 1;
+    return this.ctx.state.version === this.tickVersion ? atStart : atStart + 1;
   }
 
   /** Starts dialogues until `maxInFlight` run (none while paused or stopping). */
@@ -228,12 +301,18 @@ export class DialogueStreamRun {
   }
 
   /** Waits for a dialogue's end, a stop or a resume; when none comes for a while, asks which dialogues closed. */
-  private async waitForAnEnd(): Promise<void> {
+  private async waitForAnEnd(finishing: StepFinishing): Promise<void> {
     const { state } = this.ctx;
     const seen = this.ends;
     const paused = state.paused;
+    const served = this.servedStep();
     const moved = await condition(
-      () => this.ends !== seen || state.stopRequested || state.paused !== paused,
+      () =>
+        this.ends !== seen ||
+        state.stopRequested ||
+        state.paused !== paused ||
+        this.servedStep() !== served ||
+        finishing.stopped,
       (this.ctx.settings.dialogueWatchSeconds ?? LIMITS.dialogueWatchMs / 1000) * 1000,
     );
     if (moved) return;
@@ -301,36 +380,6 @@ export class DialogueStreamRun {
   private forgetDropped(): void {
     const waiting = new Set(waitingIds(this.carried.state));
     for (const id of Object.keys(this.carried.results)) if (!waiting.has(id)) delete this.carried.results[id];
-  }
-
-  /** The step's taken dialogues as the optimizer gets them, each with the version its turns sampled. */
-  private stepToApply(step: number, take: StepTake, groups: TakenGroup[], startedAt: number): StepToApply {
-    const { results } = this.carried;
-    const planned: PlannedRollout[] = [];
-    const versionOf = new Map<string, number>();
-    for (const g of groups)
-      g.rolloutIds.forEach((id, i) => {
-        planned.push({ rolloutId: id, scenarioId: g.scenarioId, group: g.group, seed: 0 });
-        versionOf.set(id, g.versions[i]!);
-      });
-    const outcomes = StepRolloutOutcomes.restored(planned, {
-      results: planned.map((p, i) => [i, results[p.rolloutId] ?? null]),
-      errors: [],
-    });
-    const survivors = survivorsOf(this.ctx, step, outcomes);
-    const kept = survivors.decision.kept.map((r) => versionOf.get(r.rolloutId)!);
-    const oldest = Math.min(...kept);
-    return {
-      step,
-      startedAt,
-      policyVersion: this.carried.versionNames[oldest] ?? String(oldest),
-      sampledFrom: oldest,
-      survivors: {
-        ...survivors,
-        optimizerRollouts: survivors.optimizerRollouts.map((r, i) => ({ ...r, policyVersion: kept[i]! })),
-      },
-      take,
-    };
   }
 
   private showProgress(): void {

@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../src/paths.js';
@@ -46,12 +46,12 @@ export function ensureVllmEnvironment(): void {
     );
 }
 
-/** A free loopback port, as the suite's script picks one. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
+/** A free loopback port, as the suite's script picks one (scripts/vllm/free-port.py). */
+function freePort(): number {
+  const picked = spawnSync('python3', ['scripts/vllm/free-port.py'], { cwd: REPO_ROOT, encoding: 'utf8' });
+  const port = Number(picked.stdout.trim());
+  if (picked.status !== 0 || !Number.isInteger(port) || port <= 0)
+    throw new Error(`scripts/vllm/free-port.py gave no port: ${picked.stderr}`);
   return port;
 }
 
@@ -93,9 +93,19 @@ export class VllmServer {
   /** Starts `start.sh --port <free port> ARGS` and resolves once it prints that vLLM answers. */
   static async start(name: string, args: string[], timeoutMs: number): Promise<VllmServer> {
     mkdirSync(join(REPO_ROOT, 'test-output'), { recursive: true });
-    const server = new VllmServer(await freePort(), args, join(REPO_ROOT, 'test-output', `${name}.log`));
-    await server.launch(timeoutMs);
-    return server;
+    const logPath = join(REPO_ROOT, 'test-output', `${name}.log`);
+    for (let attempt = 1; ; attempt++) {
+      const server = new VllmServer(freePort(), args, logPath);
+      try {
+        await server.launch(timeoutMs);
+        return server;
+      } catch (error) {
+        // vLLM binds its port only after loading the model: another suite's process may take the
+        // free port meanwhile (an outbound connection's ephemeral port, a dev server's). Another port then.
+        if (attempt >= 3 || !/Address already in use/.test(server.output)) throw error;
+        appendFileSync(logPath, `\n==== port ${server.port} was taken before vLLM bound it; another port ====\n`);
+      }
+    }
   }
 
   private launch(timeoutMs: number): Promise<void> {

@@ -4,6 +4,7 @@ import type { StepMetricsRecord } from '../runMetrics.js';
 import type { StepOutcomesSnapshot, StepRolloutResult } from './stepRollouts.js';
 import { streamStatus, type DialogueStreamState, type DialogueStreamStatus } from './dialogueStream.js';
 import type { LiveSettings } from './liveSet.js';
+import type { OptimizedStep } from './optimizedStep.js';
 import { mean } from '../statistics/valueStats.js';
 import type { TrackingHealth } from '../tracking/trackingHealth.js';
 import type { GuardState, GuardTrip } from './guardrails.js';
@@ -58,6 +59,11 @@ export interface CarriedStream {
   results: Record<string, StepRolloutResult>;
   /** The names of the versions dialogues that a step may still take sampled (the step's record names the oldest). */
   versionNames: Record<number, string>;
+  /**
+   * A step the optimizer applied and the run that applied it left to publish and record: the next
+   * run publishes it while the optimizer trains the step after it (`publishesWhileOptimizing`).
+   */
+  optimized?: OptimizedStep;
 }
 
 /**
