@@ -41,6 +41,8 @@ Usage: npm run chaos [-- options]
                     or steps that take the first finished dialogues (no undisturbed run: which
                     dialogues finish first depends on timing; exactly-once's checks instead):
                     --set training.stepDialogues=firstFinished --set training.maxStaleness=1
+                    and with full weights published to the fake as to vLLM (each step's publish
+                    then runs while the next step trains): --set training.publish.mode=vllm
   --dump FILE       also write every logged call and transcript there (to look into a failure)
   --out FILE        results: the plan, the faults injected, each invariant and the recoveries
                     (default bench/results/chaos.json; chaos-per-call.json, chaos-first-finished.json)
@@ -203,7 +205,11 @@ async function countEveryCall(
 ): Promise<CallCounts> {
   const { rig, proxy, runName, owners, processFaults } = disturbed;
   const calls: LoggedCall[] = [
-    ...rig.fake.calls.map((c) => ({ ...c, source: 'simulator' as const })),
+    // The fake answers the policy too when it stands in for vLLM (training.publish.mode=vllm).
+    ...rig.fake.calls.map((c) => ({
+      ...c,
+      source: c.role === 'policy' ? ('policy' as const) : ('simulator' as const),
+    })),
     ...proxy.calls.map((c) => ({ ...c, source: 'policy' as const, role: 'policy' })),
   ];
   const struck = faults.filter((f) => f.injected);

@@ -22,8 +22,17 @@ export interface StreamOutcome {
 /** A stream id's group: the id without its sample suffix. */
 const groupOf = (id: string): string => id.replace(/--k\d+$/, '');
 
-/** The version a dialogue sampled, from its transcript's policy model (`name@N`; the base model is 0). */
-const versionOf = (t: Transcript): number => Number(/@(\d+)$/.exec(t.policyModel)?.[1] ?? 0);
+const versionIn = (name: string | undefined): number => Number(/@(\d+)$/.exec(name ?? '')?.[1] ?? 0);
+
+/**
+ * The version each turn sampled: the weight version vLLM labelled it with (full weights published to
+ * vLLM: a dialogue's later turns may sample newer weights), else the transcript's policy model
+ * (`name@N`; the base model is 0).
+ */
+const turnVersions = (t: Transcript): number[] =>
+  t.turns.map((turn) =>
+    turn.policy.weightVersion !== undefined ? versionIn(turn.policy.weightVersion) : versionIn(t.policyModel),
+  );
 
 /** The first-finished run's invariants, each with what was found. */
 export function checkStreamInvariants(o: StreamOutcome): Check[] {
@@ -52,10 +61,12 @@ export function checkStreamInvariants(o: StreamOutcome): Check[] {
   for (const [id, step] of takenBy) {
     const t = byId.get(id);
     if (!t) continue;
-    const behind = step - 1 - versionOf(t);
-    if (behind < 0 || behind > o.maxStaleness) stale.push(`${id}: version ${versionOf(t)} trained by step ${step}`);
     const histogram = expected.get(step) ?? {};
-    histogram[String(behind)] = (histogram[String(behind)] ?? 0) + t.turns.length;
+    for (const version of turnVersions(t)) {
+      const behind = step - 1 - version;
+      if (behind < 0 || behind > o.maxStaleness) stale.push(`${id}: version ${version} trained by step ${step}`);
+      histogram[String(behind)] = (histogram[String(behind)] ?? 0) + 1;
+    }
     expected.set(step, histogram);
   }
   const sorted = (h: Record<string, number> | undefined) =>
