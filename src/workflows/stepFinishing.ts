@@ -8,6 +8,12 @@ import { CARRIED_STEP_BYTES } from './trainingRollouts.js';
 import { finishStep, survivorsOf, type StepContext } from './trainingStep.js';
 
 /**
+ * Runs of the training workflow that ask this patch first (`publishesWhileOptimizing` runs, from the
+ * change on) leave a step's publish to the next run; one recorded before it publishes in its own run.
+ */
+export const PUBLISH_WHILE_OPTIMIZING_PATCH = 'publish-while-optimizing';
+
+/**
  * The publish, evaluation and record of the step the previous run of the training workflow optimized
  * (`OptimizedStep`), run beside this run's own work; `done` resolves false (and `stopped` turns true)
  * when the operator stopped the run while it waited. Without such a step, done at once.

@@ -2,6 +2,7 @@ import {
   condition,
   getExternalWorkflowHandle,
   log,
+  patched,
   ParentClosePolicy,
   setHandler,
   startChild,
@@ -38,7 +39,7 @@ import {
   type StepToApply,
 } from './trainingStep.js';
 import { publishesWhileOptimizing } from '../core/training/publishOverlap.js';
-import { fitsCarried, StepFinishing, takenStepToApply } from './stepFinishing.js';
+import { fitsCarried, PUBLISH_WHILE_OPTIMIZING_PATCH, StepFinishing, takenStepToApply } from './stepFinishing.js';
 
 /**
  * Steps that take the first finished dialogues (`training.stepDialogues: firstFinished`): one run of
@@ -107,7 +108,7 @@ export class DialogueStreamRun {
     }
     let toApply: StepToApply | null = null;
     // Status names the publish and record while they run, then the gathering again.
-    void finishing.done.then((finished) => finished && !toApply && control.setPhase('rollouts'));
+    if (this.optimized) void finishing.done.then((finished) => finished && !toApply && control.setPhase('rollouts'));
     for (;;) {
       await this.startDialogues(step);
       const result = takeStep(this.carried.state, this.takeSettings(step));
@@ -159,7 +160,8 @@ export class DialogueStreamRun {
     ready: StepToApply,
     finishing: StepFinishing,
   ): Promise<'carried' | 'finished' | 'stopped' | number> {
-    const overlaps = publishesWhileOptimizing(this.ctx.settings) && fitsCarried(ready);
+    const overlaps =
+      publishesWhileOptimizing(this.ctx.settings) && fitsCarried(ready) && patched(PUBLISH_WHILE_OPTIMIZING_PATCH);
     if (!overlaps && !(await finishing.done)) return 'stopped';
     const applied = await optimizeStepWithOperator(this.ctx, ready);
     if (!(await finishing.done)) return applied ? ready.step : 'stopped';

@@ -13,6 +13,9 @@
  * Three more were recorded here by older code and are kept for what they hold: rollout-local-turn.json
  * (local turns before their journal), rollout-local-turn-before-local-artifacts.json and
  * rollout-local-turn-journal.json (the rollout removed its journal in a queued activity).
+ * training-first-finished-before-publish-overlap.json is the first run of a 2-step first-finished GRPO
+ * run (TINY_TRAINING, full weights published to the fake vLLM, maxStaleness 1, maxInFlight 8) recorded by
+ * the code before PUBLISH_WHILE_OPTIMIZING_PATCH, where the step's publish still ran in its own run.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

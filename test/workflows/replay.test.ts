@@ -146,6 +146,22 @@ describe('workflow replay (determinism guard)', () => {
     await Worker.runReplayHistory({ workflowBundle: await sharedWorkflowBundle() }, history, 'replay-fixture-training');
   });
 
+  it("replays a first-finished training step recorded before a step's publish ran beside the next optimizer step: it publishes in its own run, as recorded", async () => {
+    // Full weights published to vLLM from the trainer's export (publishesWhileOptimizing holds for it):
+    // a run of the workflow under way at an upgrade must not leave its step's publish to the next run.
+    const history = historyFromJSON(loadHistory('training-first-finished-before-publish-overlap.json'));
+    const scheduled = (history.events ?? []).flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    );
+    assert.deepEqual(scheduled.slice(-3), ['applyOptimizerStep', 'publishPolicyVersion', 'recordStepMetrics']);
+    assert.deepEqual(patchIds(history.events ?? []), []);
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      history,
+      'replay-fixture-training-first-finished',
+    );
+  });
+
   it('fails when the code would schedule different activities than the history holds', async () => {
     // Rename the first policy activity in the recorded history: the same code must now be judged non-deterministic.
     const json = loadHistory('rollout.json') as {
