@@ -29,6 +29,8 @@ export class StepFinishing {
           return finished;
         })
       : Promise.resolve(true);
+    // Its failure surfaces where the run awaits it (before the next step's record), not as unhandled meanwhile.
+    this.done.catch(() => undefined);
   }
 }
 
