@@ -22,7 +22,7 @@ export interface StreamOutcome {
 /** A stream id's group: the id without its sample suffix. */
 const groupOf = (id: string): string => id.replace(/--k\d+$/, '');
 
-const versionIn = (name: string | undefined): number => Number(/@(\d+)$/.exec(name ?? '')?.[1] ?? 0);
+const versionIn = (name: string): number => Number(/@(\d+)$/.exec(name)?.[1] ?? 0);
 
 /**
  * The version each turn sampled: the weight version vLLM labelled it with (full weights published to

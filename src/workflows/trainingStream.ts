@@ -39,7 +39,8 @@ import {
   type StepToApply,
 } from './trainingStep.js';
 import { publishesWhileOptimizing } from '../core/training/publishOverlap.js';
-import { fitsCarried, PUBLISH_WHILE_OPTIMIZING_PATCH, StepFinishing, takenStepToApply } from './stepFinishing.js';
+import { fitsCarried, PUBLISH_WHILE_OPTIMIZING_PATCH, StepFinishing } from './stepFinishing.js';
+import { takenStepToApply } from './takenStep.js';
 
 /**
  * Steps that take the first finished dialogues (`training.stepDialogues: firstFinished`): one run of
@@ -138,8 +139,7 @@ export class DialogueStreamRun {
     if (step < control.inForce().steps) await this.cancel(this.abandonStale(step + 1));
     const ready = toApply;
     const trained = await this.feedWhile(step + 1, () => this.trainStep(ready, finishing));
-    if (trained === 'stopped' || typeof trained === 'number') {
-      if (typeof trained === 'number') this.reportUnpublished(trained);
+    if (trained === 'stopped') {
       await this.cancelInFlight();
       return 'stopped';
     }
@@ -154,17 +154,17 @@ export class DialogueStreamRun {
    * Trains the gathered step. Where the publish may overlap (`publishesWhileOptimizing`), the optimizer
    * step runs while the previous step finishes, and this step is left optimized for the next run
    * ('carried'); else it runs after that and the step is published and recorded here ('finished').
-   * 'stopped' when the operator stopped the run; the step's number when the trainer had applied it by then.
+   * 'stopped' when the operator stopped the run (reported when the trainer had applied the step by then).
    */
-  private async trainStep(
-    ready: StepToApply,
-    finishing: StepFinishing,
-  ): Promise<'carried' | 'finished' | 'stopped' | number> {
+  private async trainStep(ready: StepToApply, finishing: StepFinishing): Promise<'carried' | 'finished' | 'stopped'> {
     const overlaps =
       publishesWhileOptimizing(this.ctx.settings) && fitsCarried(ready) && patched(PUBLISH_WHILE_OPTIMIZING_PATCH);
     if (!overlaps && !(await finishing.done)) return 'stopped';
     const applied = await optimizeStepWithOperator(this.ctx, ready);
-    if (!(await finishing.done)) return applied ? ready.step : 'stopped';
+    if (!(await finishing.done)) {
+      if (applied) this.reportUnpublished(ready.step);
+      return 'stopped';
+    }
     if (applied === null) return 'stopped';
     const optimized = { ...ready, applied };
     if (!overlaps) return (await finishStep(this.ctx, optimized)) ? 'finished' : 'stopped';

@@ -56,27 +56,33 @@ describe("a step's publish while the optimizer trains the next (first-finished s
     rig = undefined;
   });
 
-  it('trains step 2 while step 1 is still being published, records each step once after its publish, and every turn records a version vLLM served within the bound', async () => {
-    const run = 'publish-overlap';
-    rig = await createTrainingRig({ set: OVERLAPPING(3), behaviour: BEHAVIOUR });
+  /** Starts a run of `steps` steps with step 1's publish held, once the trainer has applied step 2 meanwhile. */
+  async function startWithFirstPublishHeld(run: string, steps: number) {
+    rig = await createTrainingRig({ set: OVERLAPPING(steps), behaviour: BEHAVIOUR });
     publish = holdFirstPublish(rig, run);
     await rig.startWorkers();
     const { handle } = await rig.start(run);
     await trainerApplied(rig, run, 2);
-    assert.deepEqual(await rig.metrics(run), [], 'step 1 is recorded only once its publish is done');
-    assert.equal(rig.fake.fullWeights.version, `${run}@0`, 'vLLM still serves the base');
-    publish.release();
+    return { running: rig, handle };
+  }
+
+  it('trains step 2 while step 1 is still being published, records each step once after its publish, and every turn records a version vLLM served within the bound', async () => {
+    const run = 'publish-overlap';
+    const { running, handle } = await startWithFirstPublishHeld(run, 3);
+    assert.deepEqual(await running.metrics(run), [], 'step 1 is recorded only once its publish is done');
+    assert.equal(running.fake.fullWeights.version, `${run}@0`, 'vLLM still serves the base');
+    publish!.release();
 
     const result = await handle.result();
     assert.equal(result.stepsApplied, 3);
     assert.equal(result.version, `${run}@3`, 'the last step is published before the run ends');
-    assert.equal(rig.fake.fullWeights.version, `${run}@3`);
+    assert.equal(running.fake.fullWeights.version, `${run}@3`);
     assert.deepEqual(
-      (await trainerLedger(rig.trainer.stateDir, run)).map((l) => l.step),
+      (await trainerLedger(running.trainer.stateDir, run)).map((l) => l.step),
       [1, 2, 3],
       'the trainer applied each step once',
     );
-    const metrics = await rig.metrics(run);
+    const metrics = await running.metrics(run);
     assert.deepEqual(
       metrics.map((m) => m.step),
       [1, 2, 3],
@@ -85,10 +91,10 @@ describe("a step's publish while the optimizer trains the next (first-finished s
 
     // Every turn trained on records a version vLLM served for its request, within the bound of the step that took it.
     const takenBy = new Map(metrics.flatMap((m) => (m.dialogues?.taken ?? []).map((id) => [id, m.step] as const)));
-    const policyCalls = rig.fake.calls.filter((c: RecordedCall) => c.role === 'policy' && c.status === 200);
+    const policyCalls = running.fake.calls.filter((c: RecordedCall) => c.role === 'policy' && c.status === 200);
     let turns = 0;
-    for (const key of await rig.store.list(`rollouts/${run}`)) {
-      const t = await rig.store.getJson<Transcript>(key);
+    for (const key of await running.store.list(`rollouts/${run}`)) {
+      const t = await running.store.getJson<Transcript>(key);
       const step = takenBy.get(t.rolloutId);
       if (step === undefined) continue;
       for (const turn of t.turns) {
@@ -112,24 +118,20 @@ describe("a step's publish while the optimizer trains the next (first-finished s
 
   it('a stop while step 1 is published publishes and records the step the optimizer applied meanwhile, then ends', async () => {
     const run = 'publish-overlap-stop';
-    rig = await createTrainingRig({ set: OVERLAPPING(5), behaviour: BEHAVIOUR });
-    publish = holdFirstPublish(rig, run);
-    await rig.startWorkers();
-    const { handle } = await rig.start(run);
-    await trainerApplied(rig, run, 2);
+    const { running, handle } = await startWithFirstPublishHeld(run, 5);
     await handle.executeUpdate<TrainingStatus, []>('stop');
-    publish.release();
+    publish!.release();
 
     const result = await handle.result();
     assert.equal(result.stopped, true);
-    const applied = (await rig.trainer.runState(run)).step;
+    const applied = (await running.trainer.runState(run)).step;
     assert.equal(applied, 2, 'no step optimized after the stop');
     assert.deepEqual(
-      (await rig.metrics(run)).map((m) => m.step),
+      (await running.metrics(run)).map((m) => m.step),
       [1, 2],
       'every step the trainer applied is recorded',
     );
     assert.equal(result.stepsApplied, 2);
-    assert.equal(rig.fake.fullWeights.version, `${run}@2`, 'and published');
+    assert.equal(running.fake.fullWeights.version, `${run}@2`, 'and published');
   });
 });
