@@ -27,6 +27,14 @@ export class StepFinishing {
       : Promise.resolve(true);
     // Its failure surfaces where the run awaits it (before the next step's record), not as unhandled meanwhile.
     this.done.catch(() => undefined);
+    if (!optimized) return;
+    // Status names the step while its publish and record run (no commands: replays as before).
+    const { control } = ctx;
+    control.finishing = { step: optimized.step, version: optimized.applied.version };
+    const over = () => {
+      control.finishing = null;
+    };
+    this.done.then(over, over);
   }
 }
 

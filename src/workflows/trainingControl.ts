@@ -10,6 +10,7 @@ import type { TrainingSettings } from '../core/training/trainingSettingsSchema.j
 import {
   trainingResult,
   trainingStatus,
+  type FinishingStep,
   type RolloutProgressCounts,
   type TrainingPhase,
   type TrainingResult,
@@ -40,6 +41,8 @@ export class TrainingControl {
   private readonly waits = new DialogueWaits(() => this.showWaits());
   /** Live counts for status; the step's fan-out keeps them up to date. */
   readonly progress: RolloutProgressCounts = { total: 0, done: 0, failed: 0, inFlight: 0 };
+  /** The step published and recorded beside the next one, while that runs (see StepFinishing). */
+  finishing: FinishingStep | null = null;
 
   constructor(
     private readonly settings: TrainingSettings,
@@ -88,6 +91,7 @@ export class TrainingControl {
       phase: this.phase,
       progress: this.waits.count > 0 ? { ...this.progress, waiting: this.waits.count } : this.progress,
       blockedReason: this.blockedReason,
+      finishing: this.finishing,
     });
   }
 

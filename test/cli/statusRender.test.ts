@@ -82,6 +82,15 @@ describe('rate-limit waits in attune status', () => {
     );
   });
 
+  it('names a step published and recorded beside the next one, and nothing when none is', () => {
+    const finishing = { step: 4, version: 'r@4' };
+    assert.match(
+      renderStatus({ ...STATUS, finishing } as unknown as TrainingStatus),
+      /^beside the next step +step 4 \(r@4\) is published and recorded while step 5 gathers and trains$/m,
+    );
+    assert.doesNotMatch(renderStatus(STATUS as unknown as TrainingStatus), /beside the next step/);
+  });
+
   it("shows the last step's publish latency, or why there is none", () => {
     const metrics = (publishLatencyMs?: number | null, commitToAnswerMs?: number) =>
       ({

@@ -71,9 +71,16 @@ describe("a step's publish while the optimizer trains the next (first-finished s
     const { running, handle } = await startWithFirstPublishHeld(run, 3);
     assert.deepEqual(await running.metrics(run), [], 'step 1 is recorded only once its publish is done');
     assert.equal(running.fake.fullWeights.version, `${run}@0`, 'vLLM still serves the base');
+    const held = await handle.query<TrainingStatus>('trainingStatus');
+    assert.deepEqual(held.finishing, { step: 1, version: `${run}@1` }, 'status names the step published beside step 2');
     publish!.release();
 
     const result = await handle.result();
+    assert.equal(
+      (await handle.query<TrainingStatus>('trainingStatus')).finishing,
+      undefined,
+      'none once the run ended',
+    );
     assert.equal(result.stepsApplied, 3);
     assert.equal(result.version, `${run}@3`, 'the last step is published before the run ends');
     assert.equal(running.fake.fullWeights.version, `${run}@3`);

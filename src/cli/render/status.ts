@@ -56,6 +56,11 @@ export function renderStatus(s: TrainingStatus & { waitingOn?: UnpolledQueue[] }
     ['ETA', duration(s.etaMs)],
   ];
   if (s.stream) rows.push(['dialogue stream', streamLine(s.stream)]);
+  if (s.finishing)
+    rows.push([
+      'beside the next step',
+      `step ${s.finishing.step} (${s.finishing.version}) is published and recorded while step ${s.finishing.step + 1} gathers and trains`,
+    ]);
   if (s.blockedReason) rows.push(['needs attention', s.blockedReason]);
   for (const w of s.guardrails?.warnings.slice(-3) ?? []) rows.push(['guardrail warning', w.message]);
   rows.push(...waitingOnLines(s.waitingOn ?? []));

@@ -129,6 +129,19 @@ export interface TrainingStatus {
   guardrails?: { warnings: GuardTrip[]; pausedBy: GuardTrip | null };
   /** Steps that take the first finished dialogues: the stream's counts (carried over, dropped, in flight). */
   stream?: DialogueStreamStatus;
+  /**
+   * A step the trainer applied whose publish, evaluation and record run beside the next step's
+   * rollouts and optimizer step (`publishesWhileOptimizing`); absent when none does. `step` is that
+   * step until it is recorded.
+   */
+  finishing?: FinishingStep;
+}
+
+/** A step being published and recorded beside the next one. */
+export interface FinishingStep {
+  step: number;
+  /** The version its publish serves. */
+  version: string;
 }
 
 export interface TrainingResult {
@@ -181,6 +194,7 @@ export function trainingStatus(view: {
   phase: TrainingPhase;
   progress: RolloutProgressCounts;
   blockedReason: string | null;
+  finishing?: FinishingStep | null;
 }): TrainingStatus {
   const { state, phase, steps } = view;
   // The step under way counts as remaining until the run has ended.
@@ -205,6 +219,7 @@ export function trainingStatus(view: {
       ? { guardrails: { warnings: state.guard.warnings, pausedBy: state.guard.pausedBy } }
       : {}),
     ...(state.stream ? { stream: streamStatus(state.stream.state) } : {}),
+    ...(view.finishing ? { finishing: { ...view.finishing } } : {}),
   };
 }
 
