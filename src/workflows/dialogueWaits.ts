@@ -3,14 +3,28 @@ import type { WaitingCall } from '../core/outageWait.js';
 import { continueSignal, rolloutWaitingSignal, tellParent } from './outageWait.js';
 
 /**
+ * Runs that ask this patch forget the wait of a dialogue they cancel (it sends no notice that its wait
+ * is over); runs recorded before it kept showing it, and replay so.
+ */
+export const WAITS_FORGOTTEN_AT_CANCEL_PATCH = 'waits-forgotten-at-cancel';
+
+/**
  * The dialogues under a workflow (its rollouts, or an evaluation's) that wait for an operator at a
  * failed LLM call, as their notices report them; `continueAll` sends each the `continue` signal.
  */
 export class DialogueWaits {
   private readonly waits = new Map<string, WaitingCall>();
 
-  /** `forward`: pass each notice on to this workflow's own parent (an evaluation under a training run). */
-  constructor(onChange: () => void, forward = false) {
+  /**
+   * `forward`: pass each notice on to this workflow's own parent (an evaluation under a training run).
+   * `carried`: the waits an earlier run of the workflow knew of (its dialogues outlive it).
+   */
+  constructor(
+    private readonly onChange: () => void,
+    forward = false,
+    carried: readonly WaitingCall[] = [],
+  ) {
+    for (const wait of carried) this.waits.set(wait.rolloutId, wait);
     setHandler(rolloutWaitingSignal, async (notice) => {
       if (notice.waiting) {
         const { waiting: _, ...wait } = notice;
@@ -19,6 +33,13 @@ export class DialogueWaits {
       onChange();
       if (forward) await tellParent(notice);
     });
+  }
+
+  /** Forgets the waits of dialogues that ended without saying so (cancelled while they waited). */
+  forget(ids: readonly string[]): void {
+    let changed = false;
+    for (const id of ids) changed = this.waits.delete(id) || changed;
+    if (changed) this.onChange();
   }
 
   get count(): number {

@@ -38,7 +38,7 @@ export class TrainingControl {
   /** The phase the run was in when its dialogues began to wait at failed calls. */
   private phaseBeforeWaits: TrainingPhase | null = null;
   /** Dialogues waiting for an operator at a failed LLM call (see src/workflows/outageWait.ts). */
-  private readonly waits = new DialogueWaits(() => this.showWaits());
+  private readonly waits: DialogueWaits;
   /** Live counts for status; the step's fan-out keeps them up to date. */
   readonly progress: RolloutProgressCounts = { total: 0, done: 0, failed: 0, inFlight: 0 };
   /** The step published and recorded beside the next one, while that runs (see StepFinishing). */
@@ -48,6 +48,10 @@ export class TrainingControl {
     private readonly settings: TrainingSettings,
     private readonly state: TrainingState,
   ) {
+    // Dialogues that outlive a run of the workflow (first-finished steps) may wait across its continue-as-new.
+    this.waits = new DialogueWaits(() => this.showWaits(), false, state.stream?.waits ?? []);
+    if (state.stream) delete state.stream.waits;
+    if (this.waits.count > 0) this.showWaits();
     setHandler(trainingStatusQuery, () => this.status());
     setHandler(pauseUpdate, () => {
       state.paused = true;
@@ -120,6 +124,20 @@ export class TrainingControl {
       this.blockedReason = null;
       this.showPhase(back);
     }
+  }
+
+  /** Forgets the waits of dialogues cancelled while they waited (no notice comes from them). */
+  forgetWaits(ids: readonly string[]): void {
+    this.waits.forget(ids);
+  }
+
+  /** Before continue-as-new: the waits of the dialogues in `inFlight` go on to the next run. */
+  carryWaits(inFlight: readonly string[]): void {
+    if (!this.state.stream) return;
+    const running = new Set(inFlight);
+    const waits = this.waits.list().filter((w) => running.has(w.rolloutId));
+    if (waits.length > 0) this.state.stream.waits = waits;
+    else delete this.state.stream.waits;
   }
 
   /** Shown in status until the next block or resume; an evaluation failure is reported this way. */

@@ -40,6 +40,7 @@ import {
 } from './trainingStep.js';
 import { publishesWhileOptimizing } from '../core/training/publishOverlap.js';
 import { fitsCarried, PUBLISH_WHILE_OPTIMIZING_PATCH, StepFinishing } from './stepFinishing.js';
+import { WAITS_FORGOTTEN_AT_CANCEL_PATCH } from './dialogueWaits.js';
 import { takenStepToApply } from './takenStep.js';
 
 /**
@@ -366,6 +367,8 @@ export class DialogueStreamRun {
 
   /** Cancels dialogues by id; one that has closed meanwhile has nothing to cancel. */
   private async cancel(ids: string[]): Promise<void> {
+    // One cancelled while it waited at a failed call sends no notice that its wait is over.
+    if (ids.length > 0 && patched(WAITS_FORGOTTEN_AT_CANCEL_PATCH)) this.ctx.control.forgetWaits(ids);
     await Promise.all(
       ids.map(async (id) => {
         try {

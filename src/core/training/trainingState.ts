@@ -8,6 +8,7 @@ import type { OptimizedStep } from './optimizedStep.js';
 import { mean } from '../statistics/valueStats.js';
 import type { TrackingHealth } from '../tracking/trackingHealth.js';
 import type { GuardState, GuardTrip } from './guardrails.js';
+import type { WaitingCall } from '../outageWait.js';
 import type { CapabilityBase } from '../capability/retention.js';
 
 export type TrainingPhase =
@@ -64,6 +65,11 @@ export interface CarriedStream {
    * run publishes it while the optimizer trains the step after it (`publishesWhileOptimizing`).
    */
   optimized?: OptimizedStep;
+  /**
+   * Dialogues in flight that waited for an operator at a failed LLM call when the run continued as
+   * new: the next run lists them in status, and `attune resume` continues them (absent: none).
+   */
+  waits?: WaitingCall[];
 }
 
 /**
