@@ -83,6 +83,11 @@ export const LIMITS = {
    */
   dialogueWatchMs: 60_000,
   /**
+   * A waiting dialogue's last error as the run carries it across continue-as-new (first-finished
+   * steps): every dialogue in flight may wait at once, and the carried state must stay small.
+   */
+  carriedWaitErrorChars: 500,
+  /**
    * A queued LLM call heartbeats while its request is open, so the server hands the call of a
    * worker that died to a live one this soon, not after the call's whole start-to-close timeout.
    */

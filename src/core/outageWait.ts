@@ -69,3 +69,10 @@ export function waitingReason(waits: readonly WaitingCall[]): string {
   if (!first) return '';
   return `${n} dialogue${n === 1 ? '' : 's'} wait${n === 1 ? 's' : ''} for an operator at a failed call (first: ${first.rolloutId} at ${first.call}, ${first.endpoint}: ${first.lastError}); fix the endpoint, then attune resume`;
 }
+
+/** A wait as a run carries it to its next run: its last error cut to `maxErrorChars`. */
+export function carriedWait(wait: WaitingCall, maxErrorChars: number): WaitingCall {
+  return wait.lastError.length > maxErrorChars
+    ? { ...wait, lastError: `${wait.lastError.slice(0, maxErrorChars)}…` }
+    : wait;
+}

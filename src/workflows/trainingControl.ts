@@ -18,8 +18,9 @@ import {
   type TrainingStatus,
 } from '../core/training/trainingState.js';
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
-import { waitingReason } from '../core/outageWait.js';
+import { carriedWait, waitingReason } from '../core/outageWait.js';
 import { DialogueWaits } from './dialogueWaits.js';
+import { LIMITS } from '../config/limits.js';
 
 export const trainingStatusQuery = defineQuery<TrainingStatus>('trainingStatus');
 export const pauseUpdate = defineUpdate<TrainingStatus>('pause');
@@ -135,7 +136,10 @@ export class TrainingControl {
   carryWaits(inFlight: readonly string[]): void {
     if (!this.state.stream) return;
     const running = new Set(inFlight);
-    const waits = this.waits.list().filter((w) => running.has(w.rolloutId));
+    const waits = this.waits
+      .list()
+      .filter((w) => running.has(w.rolloutId))
+      .map((w) => carriedWait(w, LIMITS.carriedWaitErrorChars));
     if (waits.length > 0) this.state.stream.waits = waits;
     else delete this.state.stream.waits;
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { ActivityFailure, ApplicationFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
-import { lastErrorOf, operatorFixable, waitingDetails, waitingReason } from '../../src/core/outageWait.js';
+import { carriedWait, lastErrorOf, operatorFixable, waitingDetails, waitingReason } from '../../src/core/outageWait.js';
 
 /** An activity's failure as the workflow sees it once the retries ran out. */
 function activityFailed(cause: Error): ActivityFailure {
@@ -47,5 +47,19 @@ describe('outage waits: which failed calls wait for an operator', () => {
     assert.match(waitingReason([wait]), /^1 dialogue waits for an operator .*r1 at turn 3 · user reply/);
     assert.match(waitingReason([wait, { ...wait, rolloutId: 'r2' }]), /^2 dialogues wait for an operator/);
     assert.equal(waitingReason([]), '');
+  });
+
+  it('carries a wait to the next run with its last error cut to the bound, the rest as it was', () => {
+    const wait = {
+      rolloutId: 'r1',
+      call: 'turn 3 · user reply',
+      endpoint: 'http://sim/v1 (model "m")',
+      lastError: 'x'.repeat(600),
+    };
+    const carried = carriedWait(wait, 500);
+    assert.equal(carried.lastError, `${'x'.repeat(500)}…`);
+    assert.deepEqual({ ...carried, lastError: wait.lastError }, wait);
+    const short = { ...wait, lastError: 'HTTP 500' };
+    assert.equal(carriedWait(short, 500), short);
   });
 });
