@@ -2,7 +2,7 @@ import { cpus, platform, release, totalmem } from 'node:os';
 import type { StepDialogues } from '../../src/core/training/dialogueStreamState.js';
 import type { DialogueKind, Options, Weights } from './options.js';
 import type { RunResult } from './pipelineRun.js';
-import { limitSpeedup } from './throughput.js';
+import { limitSpeedup, trainerBoundSpeedup } from './throughput.js';
 
 /** One row of bench/results/pipeline.json: the four required fields first, then extras. */
 export interface Row {
@@ -13,6 +13,11 @@ export interface Row {
   wall_s: number;
   seconds_per_step: number;
   limit_speedup: number;
+  /**
+   * The synchronous run's seconds per step over this run's trainer step time: what no overlap can
+   * beat (every step needs the trainer); null for the synchronous run itself.
+   */
+  trainer_bound_speedup: number | null;
   min_step_seconds: number;
   trainer_seconds_mean: number;
   step_intervals_s: number[];
@@ -60,6 +65,8 @@ export function toRows(measured: Measured[], rolloutSeconds: number, options: Op
       wall_s: round(m.result.wallS, 1),
       seconds_per_step: round(m.result.secondsPerStep),
       limit_speedup: m.staleness === 0 ? 1 : round(limitSpeedup(rolloutSeconds, m.padSeconds)),
+      trainer_bound_speedup:
+        m === base ? null : round(trainerBoundSpeedup(base.result.secondsPerStep, m.result.trainerSecondsMean)),
       min_step_seconds: round(m.padSeconds),
       trainer_seconds_mean: round(m.result.trainerSecondsMean),
       step_intervals_s: m.result.stepIntervalsS.map((s) => round(s, 2)),
@@ -78,11 +85,11 @@ export function table(rows: Row[], rolloutSeconds: number): string {
   const lines = [
     `R (rollout seconds per step, calibration) = ${rolloutSeconds.toFixed(2)}`,
     '',
-    'weights T/R   staleness steps         |      T s | steps/hour  s/step | speedup  limit | trainer s  wall s | started/trained',
+    'weights T/R   staleness steps         |      T s | steps/hour  s/step | speedup  limit  bound | trainer s  wall s | started/trained',
   ];
   for (const r of rows) {
     lines.push(
-      `${r.weights.padEnd(7)} ${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} ${r.step_dialogues.padEnd(13)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)} | ${r.started_per_trained === null ? '-' : r.started_per_trained.toFixed(2)}`,
+      `${r.weights.padEnd(7)} ${String(r.t_over_r).padEnd(5)} ${String(r.staleness).padStart(9)} ${r.step_dialogues.padEnd(13)} | ${r.min_step_seconds.toFixed(2).padStart(8)} | ${r.steps_per_hour.toFixed(0).padStart(10)} ${r.seconds_per_step.toFixed(2).padStart(7)} | ${r.speedup.toFixed(2).padStart(7)} ${r.limit_speedup.toFixed(2).padStart(6)} ${(r.trainer_bound_speedup === null ? '-' : r.trainer_bound_speedup.toFixed(2)).padStart(6)} | ${r.trainer_seconds_mean.toFixed(2).padStart(9)} ${r.wall_s.toFixed(0).padStart(7)} | ${r.started_per_trained === null ? '-' : r.started_per_trained.toFixed(2)}`,
     );
   }
   return lines.join('\n');

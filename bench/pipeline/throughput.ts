@@ -24,3 +24,12 @@ export function steadyThroughput(records: { step: number; time: string }[]): Thr
 export function limitSpeedup(rolloutSeconds: number, optimizerSeconds: number): number {
   return (rolloutSeconds + optimizerSeconds) / Math.max(rolloutSeconds, optimizerSeconds);
 }
+
+/**
+ * What no overlap can beat, whatever the gathering: every step needs the trainer for its own step
+ * time, so a run gains at most the synchronous run's step (rollouts, the optimizer step, the publish
+ * and the orchestration, measured) over the trainer's. At T = R that is 2 + (publish + orchestration) / T.
+ */
+export function trainerBoundSpeedup(synchronousSecondsPerStep: number, trainerSeconds: number): number {
+  return synchronousSecondsPerStep / trainerSeconds;
+}

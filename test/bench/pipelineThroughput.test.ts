@@ -8,7 +8,7 @@ import {
 } from '../../bench/pipeline/pipelineRun.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CallContext } from '../support/fakeOpenAI.js';
-import { limitSpeedup, steadyThroughput } from '../../bench/pipeline/throughput.js';
+import { limitSpeedup, steadyThroughput, trainerBoundSpeedup } from '../../bench/pipeline/throughput.js';
 
 const at = (step: number, seconds: number) => ({
   step,
@@ -31,6 +31,12 @@ describe('bench:pipeline throughput', () => {
     assert.equal(limitSpeedup(4, 4), 2);
     assert.equal(limitSpeedup(4, 2), 1.5);
     assert.equal(limitSpeedup(2, 8), 1.25);
+  });
+
+  it("bounds any overlap by the synchronous step over the trainer's: 2 + P / T at T = R", () => {
+    // R = T = 12 s, a 2 s publish: the synchronous step is 26 s.
+    assert.equal(trainerBoundSpeedup(26, 12).toFixed(3), (2 + 2 / 12).toFixed(3));
+    assert.equal(trainerBoundSpeedup(18, 6), 3);
   });
 
   it('passes training.maxStaleness only for staleness > 0', () => {
