@@ -149,6 +149,10 @@ const SMOKES: Record<string, Smoke> = {
         ],
       );
       for (const row of rows) for (const f of ['steps_per_hour', 'speedup', 'seconds_per_step']) positive(row[f], f);
+      // The bound no overlap can beat, beside each overlapping row (none for the synchronous baseline).
+      for (const row of rows)
+        if (row.staleness === 0) assert.equal(row.trainer_bound_speedup, null);
+        else positive(row.trainer_bound_speedup, 'trainer_bound_speedup');
       // What first-finished steps pay: at least one dialogue started per dialogue trained on.
       for (const row of rows)
         if (row.step_dialogues === 'firstFinished')
