@@ -41,7 +41,7 @@ describe('first-finished steps: a dialogue that waits at a failed call across co
     rig!.client.workflow.getHandle(trainingWorkflowId(run), runId).query<TrainingStatus>('trainingStatus');
 
   /** Starts the run with one dialogue's analysis failing; resolves with that dialogue's id once it waits, and `fix`. */
-  async function startWithOneWaiting(run: string): Promise<{ victim: string; fix: () => void }> {
+  async function startWithOneWaiting(run: string, set = SET): Promise<{ victim: string; fix: () => void }> {
     let down = true;
     // The first dialogue whose turn 1 is analysed is the one that waits: its analysis seed names it.
     let victimSeed: number | undefined;
@@ -54,7 +54,7 @@ describe('first-finished steps: a dialogue that waits at a failed call across co
         return down && ctx.body.seed === victimSeed ? '500' : undefined;
       },
     };
-    rig = await createTrainingRig({ set: SET, behaviour });
+    rig = await createTrainingRig({ set, behaviour });
     await rig.startWorkers();
     await rig.start(run);
     const waiting = `${SEARCH_ATTRIBUTES.runName.name} = '${run}' AND ${SEARCH_ATTRIBUTES.outcome.name} = 'waiting'`;
@@ -127,5 +127,18 @@ describe('first-finished steps: a dialogue that waits at a failed call across co
       ends.slice(1, ends.indexOf(cancelling)).every((s) => s.rollouts.waiting === 1),
       'counted by every run before',
     );
+  });
+
+  it('a run that ends with a dialogue still waiting cancels it and ends done, counting no wait', async () => {
+    const run = 'ff-wait-at-end';
+    const oneStep = [...SET, 'training.steps=1', 'training.maxStaleness=1'];
+    const { victim } = await startWithOneWaiting(run, oneStep);
+    const handle = rig!.client.workflow.getHandle(trainingWorkflowId(run));
+    assert.equal((await handle.result()).stepsApplied, 1);
+    assert.equal((await rig!.client.workflow.getHandle(victim).describe()).status.name, 'CANCELLED');
+    const final = await handle.query<TrainingStatus>('trainingStatus');
+    assert.equal(final.phase, 'done', `not left waiting for an operator: ${JSON.stringify(final)}`);
+    assert.equal(final.rollouts.waiting, undefined);
+    assert.equal(final.blockedReason, null);
   });
 });

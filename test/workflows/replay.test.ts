@@ -162,6 +162,20 @@ describe('workflow replay (determinism guard)', () => {
     );
   });
 
+  it('replays a first-finished run recorded before a run forgot the wait of a dialogue it cancelled: its end cancels one still waiting, and its phase stays as recorded', async () => {
+    // Recorded by the code before WAITS_FORGOTTEN_AT_CANCEL_PATCH: a 1-step run whose end cancels a
+    // dialogue waiting at a failed analysis. Forgetting the wait there would upsert the phase anew.
+    const history = historyFromJSON(loadHistory('training-first-finished-wait-at-end-before-forget.json'));
+    const events = history.events ?? [];
+    assert.equal(events.filter((e) => e.requestCancelExternalWorkflowExecutionInitiatedEventAttributes).length, 1);
+    assert.deepEqual(patchIds(events), []);
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      history,
+      'replay-fixture-training-first-finished-wait-at-end',
+    );
+  });
+
   it('fails when the code would schedule different activities than the history holds', async () => {
     // Rename the first policy activity in the recorded history: the same code must now be judged non-deterministic.
     const json = loadHistory('rollout.json') as {
