@@ -11,7 +11,6 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { TrainingControl } from './trainingControl.js';
 import { pipelinedTick } from './trainingPipeline.js';
 import { DialogueStreamRun } from './trainingStream.js';
-import { inFlightIds } from '../core/training/dialogueStream.js';
 import { replicasServeVersion } from './replicaPublish.js';
 import { rollOutStep } from './trainingRollouts.js';
 import {
@@ -117,6 +116,6 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
   }
   // Let update handlers finish, then start the next step with a fresh history.
   await condition(allHandlersFinished);
-  if (state.stream) control.carryWaits(inFlightIds(state.stream.state));
+  control.carryWaits();
   return continueAsNew<typeof training>({ settings, state });
 }

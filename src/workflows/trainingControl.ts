@@ -20,6 +20,7 @@ import {
 import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { carriedWait, waitingReason } from '../core/outageWait.js';
 import { DialogueWaits } from './dialogueWaits.js';
+import { inFlightIds } from '../core/training/dialogueStream.js';
 import { LIMITS } from '../config/limits.js';
 
 export const trainingStatusQuery = defineQuery<TrainingStatus>('trainingStatus');
@@ -132,10 +133,10 @@ export class TrainingControl {
     this.waits.forget(ids);
   }
 
-  /** Before continue-as-new: the waits of the dialogues in `inFlight` go on to the next run. */
-  carryWaits(inFlight: readonly string[]): void {
+  /** Before continue-as-new: the waits of the stream's dialogues still in flight go on to the next run. */
+  carryWaits(): void {
     if (!this.state.stream) return;
-    const running = new Set(inFlight);
+    const running = new Set(inFlightIds(this.state.stream.state));
     const waits = this.waits
       .list()
       .filter((w) => running.has(w.rolloutId))

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { SEARCH_ATTRIBUTES } from '../../src/temporal/searchAttributes.js';
+import { listWaitingRollouts } from '../../src/client/waitingRollouts.js';
 import { trainingWorkflowId, type TrainingStatus } from '../../src/workflows/training.js';
 import { eventually } from '../support/eventually.js';
 import type { CallContext, FakeBehaviour } from '../support/fakeOpenAI.js';
@@ -57,13 +57,9 @@ describe('first-finished steps: a dialogue that waits at a failed call across co
     rig = await createTrainingRig({ set, behaviour });
     await rig.startWorkers();
     await rig.start(run);
-    const waiting = `${SEARCH_ATTRIBUTES.runName.name} = '${run}' AND ${SEARCH_ATTRIBUTES.outcome.name} = 'waiting'`;
     const victim = await eventually(
       'the dialogue to wait at its failed analysis',
-      async () => {
-        for await (const w of rig!.client.workflow.list({ query: waiting })) return w.workflowId;
-        return undefined;
-      },
+      async () => (await listWaitingRollouts(rig!.client, run))[0]?.rolloutId,
       120_000,
     );
     return { victim, fix: () => (down = false) };
