@@ -9,6 +9,12 @@ import { continueSignal, rolloutWaitingSignal, tellParent } from './outageWait.j
 export const WAITS_FORGOTTEN_AT_CANCEL_PATCH = 'waits-forgotten-at-cancel';
 
 /**
+ * Runs that ask this patch forget the wait of a dialogue their watchdog finds closed (terminated by
+ * hand while it waited); runs recorded before it kept showing it until their continue-as-new.
+ */
+export const WAITS_FORGOTTEN_AT_CLOSE_PATCH = 'waits-forgotten-at-close';
+
+/**
  * The dialogues under a workflow (its rollouts, or an evaluation's) that wait for an operator at a
  * failed LLM call, as their notices report them; `continueAll` sends each the `continue` signal.
  */

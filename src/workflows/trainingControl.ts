@@ -1,4 +1,11 @@
-import { condition, defineQuery, defineUpdate, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  condition,
+  defineQuery,
+  defineUpdate,
+  patched,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import {
   applyLiveSet,
   checkLiveSet,
@@ -128,9 +135,12 @@ export class TrainingControl {
     }
   }
 
-  /** Forgets the waits of dialogues cancelled while they waited (no notice comes from them). */
-  forgetWaits(ids: readonly string[]): void {
-    this.waits.forget(ids);
+  /**
+   * Forgets the waits of dialogues that ended while they waited (cancelled, or closed by hand): no
+   * notice comes from them. `patch` names the change that began it, so older histories replay.
+   */
+  forgetWaits(ids: readonly string[], patch: string): void {
+    if (ids.length > 0 && patched(patch)) this.waits.forget(ids);
   }
 
   /** Before continue-as-new: the waits of the stream's dialogues still in flight go on to the next run. */

@@ -40,7 +40,7 @@ import {
 } from './trainingStep.js';
 import { publishesWhileOptimizing } from '../core/training/publishOverlap.js';
 import { fitsCarried, PUBLISH_WHILE_OPTIMIZING_PATCH, StepFinishing } from './stepFinishing.js';
-import { WAITS_FORGOTTEN_AT_CANCEL_PATCH } from './dialogueWaits.js';
+import { WAITS_FORGOTTEN_AT_CANCEL_PATCH, WAITS_FORGOTTEN_AT_CLOSE_PATCH } from './dialogueWaits.js';
 import { takenStepToApply } from './takenStep.js';
 
 /**
@@ -321,7 +321,9 @@ export class DialogueStreamRun {
     if (moved) return;
     const running = inFlightIds(this.carried.state);
     if (running.length === 0) return;
-    for (const id of await this.ctx.bookkeeping.closedDialogues(running))
+    const closed = await this.ctx.bookkeeping.closedDialogues(running);
+    this.ctx.control.forgetWaits(closed, WAITS_FORGOTTEN_AT_CLOSE_PATCH);
+    for (const id of closed)
       this.ended({
         rolloutId: id,
         ok: false,
@@ -368,7 +370,7 @@ export class DialogueStreamRun {
   /** Cancels dialogues by id; one that has closed meanwhile has nothing to cancel. */
   private async cancel(ids: string[]): Promise<void> {
     // One cancelled while it waited at a failed call sends no notice that its wait is over.
-    if (ids.length > 0 && patched(WAITS_FORGOTTEN_AT_CANCEL_PATCH)) this.ctx.control.forgetWaits(ids);
+    this.ctx.control.forgetWaits(ids, WAITS_FORGOTTEN_AT_CANCEL_PATCH);
     await Promise.all(
       ids.map(async (id) => {
         try {

@@ -137,4 +137,27 @@ describe('first-finished steps: a dialogue that waits at a failed call across co
     assert.equal(final.rollouts.waiting, undefined);
     assert.equal(final.blockedReason, null);
   });
+
+  it('a waiting dialogue terminated by hand: the run whose watchdog counts it failed stops counting its wait', async () => {
+    const run = 'ff-wait-terminated';
+    // One dialogue in flight, and it waits: once it is terminated, the stream is still until the watchdog looks.
+    const alone = [...SET, 'training.steps=1', 'training.maxStaleness=1', 'training.maxInFlight=1'];
+    const { victim, fix } = await startWithOneWaiting(run, [...alone, 'training.dialogueWatchSeconds=2']);
+    fix();
+    await rig!.client.workflow.getHandle(victim).terminate('test: a waiting dialogue closed by hand');
+    const handle = rig!.client.workflow.getHandle(trainingWorkflowId(run));
+    const counted = await eventually(
+      'the watchdog to count it failed',
+      async () => {
+        const st = await handle.query<TrainingStatus>('trainingStatus');
+        return (st.stream?.failed ?? 0) > 0 ? st : undefined;
+      },
+      120_000,
+    );
+    assert.equal(counted.rollouts.waiting, undefined, `its wait is over: ${JSON.stringify(counted)}`);
+    assert.notEqual(counted.phase, 'waiting-for-operator');
+    assert.equal(counted.blockedReason, null);
+    assert.equal((await executions(run)).length, 1, 'the same run, before any continue-as-new');
+    assert.equal((await handle.result()).stepsApplied, 1);
+  });
 });

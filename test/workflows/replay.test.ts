@@ -13,6 +13,7 @@ import {
   TURN_JOURNAL_SWEPT_PATCH,
 } from '../../src/workflows/rollout.js';
 import { WAIT_AT_OUTAGE_ASKED_LATE_PATCH } from '../../src/workflows/outageWait.js';
+import { WAITS_FORGOTTEN_AT_CANCEL_PATCH } from '../../src/workflows/dialogueWaits.js';
 
 const HISTORIES = join(__dirname, '..', 'fixtures', 'histories');
 
@@ -173,6 +174,21 @@ describe('workflow replay (determinism guard)', () => {
       { workflowBundle: await sharedWorkflowBundle() },
       history,
       'replay-fixture-training-first-finished-wait-at-end',
+    );
+  });
+
+  it('replays a first-finished run recorded before a run forgot the wait of a dialogue its watchdog found closed: the phase stays as recorded', async () => {
+    // Recorded by the code before WAITS_FORGOTTEN_AT_CLOSE_PATCH: the one dialogue in flight waits at a
+    // failed analysis, is terminated by hand, and the watchdog counts it failed. Forgetting its wait
+    // there would upsert the phase anew.
+    const history = historyFromJSON(loadHistory('training-first-finished-terminated-while-waiting-before-forget.json'));
+    const events = history.events ?? [];
+    assert.equal(events.filter((e) => e.childWorkflowExecutionTerminatedEventAttributes).length, 1);
+    assert.deepEqual(patchIds(events), [WAITS_FORGOTTEN_AT_CANCEL_PATCH]);
+    await Worker.runReplayHistory(
+      { workflowBundle: await sharedWorkflowBundle() },
+      history,
+      'replay-fixture-training-first-finished-terminated-while-waiting',
     );
   });
 
