@@ -5,6 +5,24 @@ import { defaultResultsFile } from '../resultsFile.js';
 
 /** The benchmark's command line: its help text, and the options it parses into. */
 
+/** Full weights' reload rate on vLLM-CPU here, GB/s (docs/measured.md, bench:publish: 541.6 MB in 1.72 s). */
+export const RELOAD_GBPS_MEASURED = 0.3;
+/** Bytes per parameter of the weights a reload moves: bf16, as a full fine-tuning run publishes them. */
+const BYTES_PER_PARAM = 2;
+
+/** `135M`, `1.5B`, `7B` or a plain count: parameters. */
+export function parameterCount(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)([MB]?)$/i.exec(text.trim());
+  const n = match ? Number(match[1]) * ({ m: 1e6, b: 1e9 }[match[2]!.toLowerCase()] ?? 1) : NaN;
+  if (!Number.isFinite(n) || n < 1)
+    throw new Error(`--model-params: expected a count such as 135M, 1.5B or 7B, got ${text}`);
+  return n;
+}
+
+/** How long a reload of full weights of `params` parameters takes at `gbps` GB/s: it grows with the model's size. */
+export const reloadMsFor = (params: number, gbps: number): number =>
+  Math.round(((params * BYTES_PER_PARAM) / (gbps * 1e9)) * 1000);
+
 export const HELP = `Pipeline benchmark: training throughput with rollouts and optimizer steps overlapped
 (training.maxStaleness) against one after the other, for optimizer-to-rollout time ratios T/R.
 
@@ -18,7 +36,12 @@ Usage: npm run bench:pipeline [-- options]
   --weights LIST      what each step publishes to the stand-in vLLM (default lora,full): lora (an
                       adapter per version), full (full weights reloaded in place; staleness > 0 is
                       then in-flight updates: the reload lands under the next step's dialogues)
-  --reload-ms MS      full weights: how long the stand-in vLLM's reload takes (default 2000)
+  --reload-ms MS      full weights: how long the stand-in vLLM's reload takes (default 2000, about
+                      SmolLM2-135M's on vLLM-CPU here)
+  --model-params N    full weights: the reload of a model of N parameters instead (e.g. 135M, 1.5B,
+                      7B): its bf16 bytes at --reload-gbps; not with --reload-ms
+  --reload-gbps G     the reload's rate for --model-params, GB/s (default ${RELOAD_GBPS_MEASURED}, vLLM-CPU's
+                      reload of full weights measured by bench:publish)
   --step-dialogues LIST  how a step gathers its dialogues (default planned,firstFinished): planned (its
                       dialogues, waiting for the slowest), firstFinished (training.stepDialogues: the
                       first whole groups to finish, the rest carried on; staleness > 0 only)
@@ -60,6 +83,9 @@ export interface Options {
   ratios: number[];
   weights: Weights[];
   reloadMs: number;
+  /** The model whose reload --model-params named (null: --reload-ms, or its default). */
+  modelParams: number | null;
+  reloadGbps: number | null;
   steps: number;
   calibrationSteps: number;
   latencyMs: number;
@@ -112,7 +138,9 @@ export function parseOptions(argv: string[]): Options | null {
       staleness: { type: 'string', default: '0,1,2' },
       ratios: { type: 'string', default: '0.5,1,2' },
       weights: { type: 'string', default: 'lora,full' },
-      'reload-ms': { type: 'string', default: '2000' },
+      'reload-ms': { type: 'string' },
+      'model-params': { type: 'string' },
+      'reload-gbps': { type: 'string' },
       'step-dialogues': { type: 'string', default: 'planned,firstFinished' },
       'in-flight': { type: 'string' },
       dialogues: { type: 'string', default: 'fixed' },
@@ -131,6 +159,7 @@ export function parseOptions(argv: string[]): Options | null {
   const staleness = list('staleness', values.staleness, (n) => Number.isInteger(n) && n >= 0);
   const scenarios = integer('scenarios', values.scenarios ?? (quick ? '2' : '4'), 1);
   const samples = integer('samples', values.samples ?? (quick ? '2' : '4'), 2);
+  const reload = reloadOf(values['reload-ms'], values['model-params'], values['reload-gbps']);
   return {
     quick,
     stepDialogues: stepDialoguesList(values['step-dialogues']),
@@ -139,7 +168,7 @@ export function parseOptions(argv: string[]): Options | null {
     staleness: [...new Set([0, ...staleness])].sort((a, b) => a - b),
     ratios: list('ratios', values.ratios, (n) => Number.isFinite(n) && n > 0),
     weights: weightsList(values.weights),
-    reloadMs: integer('reload-ms', values['reload-ms'], 0),
+    ...reload,
     steps: integer('steps', values.steps ?? (quick ? '6' : '12'), 3),
     calibrationSteps: integer('calibration-steps', values['calibration-steps'], 2),
     latencyMs: integer('latency', values.latency ?? '1000', 0),
@@ -148,4 +177,21 @@ export function parseOptions(argv: string[]): Options | null {
     turns: integer('turns', values.turns ?? (quick ? '2' : '3'), 1),
     out: resolve(values.out ?? defaultResultsFile('pipeline', quick ? 'quick' : null)),
   };
+}
+
+/** The stand-in vLLM's reload: --reload-ms as given, or the time a model of --model-params takes. */
+function reloadOf(
+  reloadMs: string | undefined,
+  modelParams: string | undefined,
+  gbps: string | undefined,
+): Pick<Options, 'reloadMs' | 'modelParams' | 'reloadGbps'> {
+  if (modelParams === undefined) {
+    if (gbps !== undefined) throw new Error('--reload-gbps: only with --model-params');
+    return { reloadMs: integer('reload-ms', reloadMs ?? '2000', 0), modelParams: null, reloadGbps: null };
+  }
+  if (reloadMs !== undefined) throw new Error('--reload-ms and --model-params both set the reload: give one');
+  const params = parameterCount(modelParams);
+  const rate = Number(gbps ?? RELOAD_GBPS_MEASURED);
+  if (!Number.isFinite(rate) || rate <= 0) throw new Error(`--reload-gbps: expected a rate above 0, got ${gbps}`);
+  return { reloadMs: reloadMsFor(params, rate), modelParams: params, reloadGbps: rate };
 }

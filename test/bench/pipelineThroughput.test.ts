@@ -1,5 +1,5 @@
 import { strict as assert } from 'node:assert';
-import { parseOptions } from '../../bench/pipeline/options.js';
+import { parseOptions, RELOAD_GBPS_MEASURED } from '../../bench/pipeline/options.js';
 import { dialogueTurns, longTailedBehaviour, LONG_TAIL_TURNS } from '../../bench/pipeline/longTail.js';
 import {
   checkStalenessAccepted,
@@ -51,6 +51,20 @@ describe('bench:pipeline throughput', () => {
     assert.equal(parseOptions(['--quick'])?.steps, 6);
     assert.throws(() => parseOptions(['--ratios', '1,x']), /--ratios: "x"/);
     assert.equal(parseOptions(['--help']), null);
+  });
+
+  it("gives full weights a reload that grows with the model's size: bf16 bytes at the measured rate, or at --reload-gbps", () => {
+    const byDefault = parseOptions([])!;
+    assert.deepEqual([byDefault.reloadMs, byDefault.modelParams, byDefault.reloadGbps], [2000, null, null]);
+    const seven = parseOptions(['--model-params', '7B'])!;
+    assert.equal(seven.modelParams, 7e9);
+    assert.equal(seven.reloadMs, Math.round((14e9 / (RELOAD_GBPS_MEASURED * 1e9)) * 1000));
+    const small = parseOptions(['--model-params', '135M'])!.reloadMs;
+    assert.ok(small < 2000 && seven.reloadMs > 20 * small, `${small} ms against ${seven.reloadMs} ms`);
+    assert.equal(parseOptions(['--model-params', '1.5B', '--reload-gbps', '2'])!.reloadMs, 1500);
+    assert.throws(() => parseOptions(['--model-params', '7X']), /--model-params: .*7X/);
+    assert.throws(() => parseOptions(['--model-params', '7B', '--reload-ms', '5']), /give one/);
+    assert.throws(() => parseOptions(['--reload-gbps', '1']), /only with --model-params/);
   });
 
   it('takes the first finished dialogues only when asked, with its own maxInFlight, in a config the schema accepts', () => {
