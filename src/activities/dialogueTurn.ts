@@ -14,6 +14,7 @@ import {
 import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../core/transcript.js';
 import { LIMITS } from '../config/limits.js';
 import { beforeRequest } from '../http/beforeRequest.js';
+import { requestCheckLeaseMs } from '../core/requestCheckLease.js';
 import { openingInputHash, turnInputHash, type OpeningInput } from './journalInput.js';
 import {
   isTurnSuperseded,
@@ -123,6 +124,8 @@ const UNWRITTEN_KEPT = 1024;
 interface JournalContext {
   journal: TurnJournal;
   unwritten: UnwrittenCalls;
+  /** How long a confirmed claim lets a request leave (src/core/requestCheckLease.ts). */
+  checkLeaseMs: number;
 }
 
 /**
@@ -183,8 +186,12 @@ function turnFailure(error: unknown, failedAt: TurnFailurePoint, carried: Finish
  * its retry plays the turn again from the start, with the same seeds. The opening (the simulator's
  * first message, `playDialogueOpening`) is journalled the same way, as turn 0.
  */
-export function createDialogueTurnActivities(calls: DialogueCalls, journal?: TurnJournal) {
-  const journalled: JournalContext | null = journal ? { journal, unwritten: new UnwrittenCalls() } : null;
+export function createDialogueTurnActivities(
+  calls: DialogueCalls,
+  journal?: TurnJournal,
+  checkLeaseMs = requestCheckLeaseMs(LIMITS.localCallsWorkflowTaskTimeoutMs),
+) {
+  const journalled: JournalContext | null = journal ? { journal, unwritten: new UnwrittenCalls(), checkLeaseMs } : null;
   return {
     playDialogueTurn: (input: ResumedTurnInput) => playDialogueTurn(calls, journalled, input),
     playDialogueOpening: (input: OpeningInput & AttemptFence) => playDialogueOpening(calls, journalled, input),
@@ -218,7 +225,7 @@ async function playDialogueTurn(
   const made = async <K extends TurnPhase>(call: K, make: () => Promise<NonNullable<FinishedCalls[K]>>) => {
     if (finished[call] === undefined) {
       failedAt = call;
-      finished[call] = await (claim ? afterConfirming(claim, make) : make());
+      finished[call] = await (claim ? afterConfirming(claim, at!.checkLeaseMs, make) : make());
     }
     failedAt = 'journal';
     await record();
@@ -277,9 +284,11 @@ async function playDialogueOpening(
     openingRecordSchema.safeParse(claim.recorded).data ??
     openingRecordSchema.safeParse(at!.unwritten.take(key, inputHash)).data;
   if (recorded) return recorded.opening as UserMessageResult;
-  const opening = await afterConfirming(claim, () => calls.writeUserMessage(callInput)).catch((error: unknown) => {
-    throw error instanceof Error && journalFailures.has(error) ? turnFailure(error, 'journal', null) : error;
-  });
+  const opening = await afterConfirming(claim, at!.checkLeaseMs, () => calls.writeUserMessage(callInput)).catch(
+    (error: unknown) => {
+      throw error instanceof Error && journalFailures.has(error) ? turnFailure(error, 'journal', null) : error;
+    },
+  );
   try {
     await journalled(() => claim.write({ opening }));
   } catch (error) {
@@ -292,10 +301,11 @@ async function playDialogueOpening(
 /**
  * `make`, its claim confirmed as the last step before its request leaves (src/http/beforeRequest.ts):
  * an attempt superseded while it waited (a zombie woken up, a worker cut off from Temporal) sends
- * nothing. The confirmation's failure is what it throws; the LLM client would report it as a failed
- * connection.
+ * nothing, nor one stopped between the confirmation and the request for longer than `leaseMs` (it
+ * confirms again). The confirmation's failure is what it throws; the LLM client would report it as a
+ * failed connection.
  */
-async function afterConfirming<T>(claim: TurnClaim, make: () => Promise<T>): Promise<T> {
+async function afterConfirming<T>(claim: TurnClaim, leaseMs: number, make: () => Promise<T>): Promise<T> {
   let refused: Error | null = null;
   const check = () =>
     claim.confirm().catch((error: unknown) => {
@@ -303,7 +313,7 @@ async function afterConfirming<T>(claim: TurnClaim, make: () => Promise<T>): Pro
       throw refused;
     });
   try {
-    return await beforeRequest.run(check, make);
+    return await beforeRequest.run({ check, leaseMs }, make);
   } catch (error) {
     if (refused === null) throw error;
     journalFailures.add(refused);

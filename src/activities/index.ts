@@ -67,8 +67,8 @@ export function gatedLlmCalls(gates: EndpointGates) {
  * `playDialogueTurn` (`rollout.activityPer: turn`), its calls bounded by `gates`; run as a local
  * activity, it records its finished calls in `journal` (the rollout worker's artifact store).
  */
-export function dialogueTurnActivities(gates: EndpointGates, journal?: TurnJournal) {
-  return createDialogueTurnActivities(gatedLlmCalls(gates), journal);
+export function dialogueTurnActivities(gates: EndpointGates, journal?: TurnJournal, checkLeaseMs?: number) {
+  return createDialogueTurnActivities(gatedLlmCalls(gates), journal, checkLeaseMs);
 }
 
 export type PolicyActivities = typeof policyActivities;

@@ -24,6 +24,8 @@ export interface QueueActivityDeps {
   runEnding?: (run: JournalledRun) => void;
   /** Describes a workflow through the worker's connection (the dialogue stream's watchdog). */
   workflowStateOf?: WorkflowStateOf;
+  /** How long a local turn's confirmed claim lets its request leave (src/core/requestCheckLease.ts). */
+  checkLeaseMs?: number;
 }
 
 /**
@@ -33,10 +35,10 @@ export interface QueueActivityDeps {
  * (inside a whole turn, `rollout.activityPer: turn`); the last two are bounded by this process's gates.
  */
 export const QUEUE_ACTIVITIES = {
-  rollouts: ({ store, gates, runEnding, workflowStateOf }: QueueActivityDeps) => ({
+  rollouts: ({ store, gates, runEnding, workflowStateOf, checkLeaseMs }: QueueActivityDeps) => ({
     ...rolloutQueueActivities(store, runEnding, workflowStateOf),
     ...gatedLlmCalls(gates),
-    ...dialogueTurnActivities(gates, storeTurnJournal(store)),
+    ...dialogueTurnActivities(gates, storeTurnJournal(store), checkLeaseMs),
   }),
   policy: () => queuedPolicyActivities,
   simulator: () => queuedSimulatorActivities,

@@ -27,6 +27,12 @@ export const LIMITS = {
    */
   localCallsWorkflowTaskTimeoutMs: 20_000,
   /**
+   * How many times in a row a local turn's request may find its check older than its lease
+   * (src/core/requestCheckLease.ts) as it is about to leave before the call fails: an event loop that
+   * stalls that long that often is a worker in trouble, not a race.
+   */
+  requestCheckTries: 5,
+  /**
    * Bound on an LLM call's activity, waits included: for its endpoint's slot (`rollout.llmCalls:
    * local`) and for the endpoint's `tokensPerMinute` budget. The HTTP timeout bounds the call itself;
    * a queued call's heartbeat notices a dead worker.

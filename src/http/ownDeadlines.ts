@@ -8,7 +8,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
  * deadline (an AbortSignal, the OpenAI client's `timeout`), so that one decides. The limit on a body
  * that stalls once it has begun stays (300 s between chunks): no answer here streams slowly.
  */
-const ownDeadlineDispatcher = new Agent({ headersTimeout: 0 });
+export const ownDeadlineDispatcher = new Agent({ headersTimeout: 0 });
 
 /**
  * fetch through the dispatcher above. It is the `undici` package's own fetch, not Node's global one:

@@ -20,6 +20,8 @@ import { alongsideWorker } from './alongsideWorker.js';
 import { pollersVia, WorkerCensus, type CensusQueue } from './workerCensus.js';
 import { deploymentWorkerOptions, type WorkerDeploymentVersion } from './deploymentVersion.js';
 import { warnOnlyOfLateWorkflowTasks } from './workflowTaskWarning.js';
+import { requestCheckLeaseMs } from '../core/requestCheckLease.js';
+import { rolloutWorkflowTaskTimeoutMs } from '../config/rolloutSettingsFromConfig.js';
 
 export interface LlmIoWorkerOptions {
   connection: NativeConnection;
@@ -84,6 +86,7 @@ export async function createLlmIoWorkers(options: LlmIoWorkerOptions): Promise<W
     runEnding: (run: JournalledRun) => sweeper.afterClose(run),
     // No run id: the latest run of the workflow id.
     workflowStateOf: (workflowId: string) => runState({ workflowId, runId: '' }),
+    checkLeaseMs: requestCheckLeaseMs(rolloutWorkflowTaskTimeoutMs(config.rollout)),
   };
   const rollouts = await Worker.create({
     ...common,

@@ -1,4 +1,8 @@
 import { isTurnRecordKey } from '../../src/activities/turnJournal.js';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { STOP_AFTER_CHECK_ENV } from '../../src/http/beforeRequest.js';
 import assert from 'node:assert/strict';
 import type { WorkflowHandle } from '@temporalio/client';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
@@ -219,6 +223,45 @@ describe('rollout durability', function () {
     assert.equal(rig.fake.count('analysis'), 2 + 1);
     for (const [key, count] of rig.fake.successCountsByKey())
       assert.equal(count, 1, `request ${key} answered ${count} times`);
+  });
+
+  it('local turns: a worker stopped between its fence check and its request, woken after another took the dialogue over, sends nothing', async () => {
+    // A 3 s workflow-task timeout: the check's lease is 300 ms. The takeover comes once the frozen
+    // worker's long polls on its sticky queue expire (about a minute).
+    rig = await createRolloutRig({
+      behaviour: { analysis: () => ({ emotionChange: 2 }) },
+      // The call's own 2 min timeout outlasts the stop: on waking, its request would still go.
+      set: [...ROLLOUT_MODES.localTurn, 'rollout.workflowTaskTimeoutMs=3000', 'policy.timeoutMs=120000'],
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'attune-stop-after-check-'));
+    try {
+      const armed = join(dir, 'armed');
+      writeFileSync(armed, '');
+      const zombie = WorkerProcess.start(rig.env.address, rig.configSet, ['worker'], { [STOP_AFTER_CHECK_ENV]: armed });
+      workers.push(zombie);
+      await zombie.ready();
+      const handle = await rig.startRollout(fixtureScenario('test-venting-negative-baker'), 29, { maxTurns: 2 });
+      // Turn 1's policy call, checked and about to leave when the worker froze.
+      await eventually('the worker to stop itself after its first check', async () => {
+        if (existsSync(armed)) return undefined;
+        const state = readFileSync(`/proc/${zombie.pid}/stat`, 'utf8').split(') ')[1]?.[0];
+        return state === 'T' || undefined;
+      });
+      assert.equal(rig.fake.count('policy'), 0, 'nothing sent before the stop');
+      const taker = WorkerProcess.start(rig.env.address, rig.configSet);
+      workers.push(taker);
+      await taker.ready();
+      await rig.fake.waitForCall('policy', 1);
+      zombie.signal('SIGCONT');
+      await zombie.waitForLog(/TurnAttemptSuperseded|this attempt stops/);
+      const summary = await handle.result();
+      assert.deepEqual(summary.emotions, [40, 42, 44]);
+      assert.equal(rig.fake.count('policy'), 2, 'one policy call a turn: the woken worker sent none');
+      for (const [key, count] of rig.fake.successCountsByKey())
+        assert.equal(count, 1, `request ${key} answered ${count} times`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   /** Seconds from a new worker being ready to the dead worker's call arriving again at the endpoint. */
