@@ -139,9 +139,9 @@ async function claimed(
   key: string,
   input: string,
   given: FinishedCalls | undefined,
-  fence: number | undefined,
+  { fence, fenceAt }: AttemptFence,
 ): Promise<{ claim: TurnClaim; finished: FinishedCalls }> {
-  const claim = await at.journal.claim(key, input, fence);
+  const claim = await at.journal.claim(key, input, fence, fenceAt);
   if (claim.ignored) context.log.warn(`not reusing the turn journal ${key}: ${claim.ignored}`);
   const finished = furthest(
     finishedCallsFrom(context, claim.recorded, `the turn journal ${key}`),
@@ -207,7 +207,7 @@ function journalKeyOf(context: Context, at: JournalContext | null, turn: number)
 async function playDialogueTurn(
   calls: DialogueCalls,
   at: JournalContext | null,
-  { finished: given, fence, ...input }: ResumedTurnInput,
+  { finished: given, fence, fenceAt, ...input }: ResumedTurnInput,
 ): Promise<PlayedTurn> {
   const context = Context.current();
   const resumable = !context.info.isLocal;
@@ -237,7 +237,8 @@ async function playDialogueTurn(
     : null;
   try {
     if (resumable) finished = finishedCallsFrom(context, context.info.heartbeatDetails ?? given, 'heartbeat details');
-    else if (journalKey) ({ claim, finished } = await claimed(context, at!, journalKey, inputHash, given, fence));
+    else if (journalKey)
+      ({ claim, finished } = await claimed(context, at!, journalKey, inputHash, given, { fence, fenceAt }));
     failedAt = null;
     const played = await playTurn(
       {
@@ -272,13 +273,13 @@ async function playDialogueTurn(
 async function playDialogueOpening(
   calls: DialogueCalls,
   at: JournalContext | null,
-  { scenarioId, scenarioHash, fence, ...callInput }: OpeningInput & AttemptFence,
+  { scenarioId, scenarioHash, fence, fenceAt, ...callInput }: OpeningInput & AttemptFence,
 ): Promise<UserMessageResult> {
   const context = Context.current();
   const key = journalKeyOf(context, at, 0);
   if (!key) return calls.writeUserMessage(callInput);
   const inputHash = openingInputHash({ ...callInput, scenarioId, scenarioHash });
-  const claim = await journalled(() => at!.journal.claim(key, inputHash, fence));
+  const claim = await journalled(() => at!.journal.claim(key, inputHash, fence, fenceAt));
   if (claim.ignored) context.log.warn(`not reusing the opening journalled at ${key}: ${claim.ignored}`);
   const recorded =
     openingRecordSchema.safeParse(claim.recorded).data ??

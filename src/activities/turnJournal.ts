@@ -7,6 +7,16 @@ import type { ArtifactStore } from '../artifacts/store.js';
 import { isValidArtifactKey } from '../core/names.js';
 import { artifactFailure } from './artifactFailure.js';
 import { canonicalJson } from './journalInput.js';
+import {
+  isTurnSuperseded,
+  laterFence,
+  newerTaskFailure,
+  runFenceOf,
+  TURN_SUPERSEDED,
+  type Fence,
+} from './turnJournalFence.js';
+
+export { isTurnSuperseded, TURN_SUPERSEDED, type AttemptFence } from './turnJournalFence.js';
 
 /**
  * Where a local turn activity keeps the calls it has finished, so that a turn played again after
@@ -26,7 +36,7 @@ export interface TurnJournal {
    * and a fenced writer. `fence` orders attempts (the workflow task that scheduled it, see
    * AttemptFence): one older than the record's claim is superseded at once, whoever claims first.
    */
-  claim(key: string, inputHash: string, fence?: number): Promise<TurnClaim>;
+  claim(key: string, inputHash: string, fence?: number, fenceAt?: number): Promise<TurnClaim>;
 }
 
 export interface TurnClaim {
@@ -48,22 +58,6 @@ export interface TurnClaim {
   confirm(): Promise<void>;
 }
 
-/**
- * What orders a local turn's attempts: the workflow passes the history length of the workflow task
- * that scheduled it (`workflowInfo().historyLength`). A worker that takes a dialogue over after the
- * task timed out plays it in a later task, so its attempts carry a larger fence than any the stale
- * worker still runs, including one the stale worker starts only after it wakes up.
- */
-export interface AttemptFence {
-  fence?: number;
-}
-
-/** The failure type of an attempt whose turn a newer attempt claimed: not retried (the newer one plays the turn). */
-export const TURN_SUPERSEDED = 'TurnAttemptSuperseded';
-
-export const isTurnSuperseded = (error: unknown): boolean =>
-  error instanceof ApplicationFailure && error.type === TURN_SUPERSEDED;
-
 /** A record as an attempt writes it. */
 const journalRecordSchema = z.object({
   input: z.string().min(1),
@@ -71,6 +65,7 @@ const journalRecordSchema = z.object({
     epoch: z.number().int().nonnegative(),
     token: z.string().min(1),
     fence: z.number().int().nonnegative().optional(),
+    fenceAt: z.number().nonnegative().optional(),
   }),
   finished: z.unknown(),
 });
@@ -220,7 +215,8 @@ export function storeTurnJournal(
     }
   };
   return {
-    claim: async (key, inputHash, fence) => {
+    claim: async (key, inputHash, fenceLength, fenceAt) => {
+      const fence = fenceLength === undefined ? undefined : { fence: fenceLength, at: fenceAt ?? 0 };
       // A newer workflow task plays this dialogue (any turn of it): this attempt is a zombie's.
       if (fence !== undefined) await raiseRunFence(store, io, key, fence);
       let lastToken: string | null = null;
@@ -243,7 +239,11 @@ export function storeTurnJournal(
         const seen = seenBy(current?.text ?? null, inputHash);
         const claimed = {
           input: inputHash,
-          attempt: { epoch: seen.epoch + 1, token: randomUUID(), ...(fence !== undefined ? { fence } : {}) },
+          attempt: {
+            epoch: seen.epoch + 1,
+            token: randomUUID(),
+            ...(fence !== undefined ? { fence: fence.fence, fenceAt: fence.at } : {}),
+          },
           finished: seen.recorded ?? {},
         };
         lastToken = claimed.attempt.token;
@@ -277,33 +277,24 @@ async function refuseClosed(store: ArtifactStore, io: StoreIo, key: string): Pro
 /** The run's fence record beside the turn record `key`: the newest workflow task that plays the dialogue. */
 const runFenceKeyOf = (key: string) => besideTurn(key, 'fence.json');
 
-function runFenceOf(text: string | null): number | null {
-  if (text === null) return null;
-  try {
-    const fence = (JSON.parse(text) as { fence?: unknown }).fence;
-    return typeof fence === 'number' && Number.isInteger(fence) ? fence : null;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * Raises the run's fence to `fence` (a compare-and-swap; it only grows), or fails the attempt as
  * superseded when a newer workflow task's attempt raised it past: that task plays the dialogue now,
  * whichever turn it is at, so a zombie cannot start a later turn the newer one has not claimed yet.
  */
-async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fence: number): Promise<void> {
+async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fence: Fence): Promise<void> {
   const fenceKey = runFenceKeyOf(key);
   for (let round = 1; round <= CLAIM_ROUNDS; round++) {
     const current = await io(fenceKey, () => store.getVersioned(fenceKey));
     const newest = runFenceOf(current?.text ?? null);
-    if (newest !== null && newest > fence) throw newerTaskFailure(store, key, fence, newest);
-    if (newest === fence) return;
+    if (newest !== null && laterFence(newest, fence))
+      throw newerTaskFailure(store.locate(runFenceKeyOf(key)), fence, newest);
+    if (newest !== null && !laterFence(fence, newest)) return;
     // No fence yet: the dialogue's first claim, or a rollout whose journal was swept (its closed marker says so).
     if (current === null) await refuseClosed(store, io, key);
     // Coordination, not data: a fence lost to a power cut went with every attempt it fenced.
     const raised = await io(fenceKey, () =>
-      store.putJsonIf(fenceKey, { fence }, current?.version ?? null, { durable: false }),
+      store.putJsonIf(fenceKey, { fence: fence.fence, at: fence.at }, current?.version ?? null, { durable: false }),
     );
     if (raised !== null) return;
   }
@@ -311,15 +302,6 @@ async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fen
     `the turn journal ${store.locate(fenceKey)}: other attempts kept raising it`,
     'TurnJournalContended',
   );
-}
-
-/** The failure of an attempt from the workflow task at event `fence` while the task at event `newest` plays its dialogue. */
-function newerTaskFailure(store: ArtifactStore, key: string, fence: number, newest: number | null) {
-  const what =
-    newest === null
-      ? `the dialogue's journal is gone (${store.locate(runFenceKeyOf(key))}: its rollout has ended)`
-      : `a newer workflow task (at event ${newest}; this attempt's at event ${fence}) plays this dialogue (${store.locate(runFenceKeyOf(key))})`;
-  return ApplicationFailure.nonRetryable(`${what}: this attempt stops`, TURN_SUPERSEDED);
 }
 
 /** The failure of an attempt (`thisOne` says which) whose turn the attempt in `found` claimed: not retried. */
@@ -367,13 +349,17 @@ function fencedClaim(
     recorded: seen.recorded,
     ignored: seen.ignored,
     confirm: async () => {
-      const fence = claimed.attempt.fence;
+      const fence =
+        claimed.attempt.fence === undefined
+          ? undefined
+          : { fence: claimed.attempt.fence, at: claimed.attempt.fenceAt ?? 0 };
       if (fence !== undefined) {
         // One small read per call: a newer task that took the dialogue over raised the run's fence (or
         // the sweeper removed it with the journal). An attempt of this same task that replaced this one
         // (a local attempt past its timeout) is stopped at this one's next write instead.
         const newest = runFenceOf(await io(key, () => store.getText(runFenceKeyOf(key))));
-        if (newest === null || newest > fence) throw newerTaskFailure(store, key, fence, newest);
+        if (newest === null || laterFence(newest, fence))
+          throw newerTaskFailure(store.locate(runFenceKeyOf(key)), fence, newest);
         return;
       }
       const current = await io(key, () => store.getVersioned(key));

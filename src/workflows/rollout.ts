@@ -248,10 +248,16 @@ function turnByCalls(
 
 /**
  * A turn activity's input with its fence: the history length of the workflow task that schedules it,
- * which orders its attempts (AttemptFence) so a stale worker's attempt cannot claim the turn from a
- * newer one. Not part of the input's hash: it says when the attempt was made, not what from.
+ * then that task attempt's start, which order its attempts (AttemptFence) so a stale worker's attempt
+ * cannot claim the turn from a newer one. Not part of the input's hash: it says when the attempt was
+ * made, not what from.
  */
-const fenced = <T extends object>(input: T): T & AttemptFence => ({ ...input, fence: workflowInfo().historyLength });
+const fenced = <T extends object>(input: T): T & AttemptFence => ({
+  ...input,
+  fence: workflowInfo().historyLength,
+  // Workflow time: this task attempt's start, which orders two attempts of a task that timed out.
+  fenceAt: Date.now(),
+});
 
 /** Per turn: one activity plays the whole turn. */
 function turnByActivity(

@@ -130,6 +130,36 @@ describe('turn journal in the artifact store', () => {
     assert.equal(await store.getText(turn(3)), null, 'the zombie claimed nothing');
   });
 
+  it('two attempts of one timed-out workflow task share its history length: the later-started one stops the other at its next request, and at its claim', async () => {
+    const store = new FileArtifactStore(dir);
+    const turn = (n: number) => KEY.replace('turn-1.json', `turn-${n}.json`);
+    const t0 = Date.parse('2026-11-29T10:00:00Z');
+    // Attempt 2 of the task at event 34 went to the frozen worker's sticky poll; attempt 3 (same
+    // length, started 20 s later) to the worker that took over. The frozen one wakes holding attempt 2.
+    const zombie = await storeTurnJournal(store, NO_WAIT).claim(turn(2), 'input-2', 34, t0);
+    await zombie.confirm();
+    const taker = await storeTurnJournal(store, NO_WAIT).claim(KEY, 'input-1', 34, t0 + 20_000);
+    await assert.rejects(zombie.confirm(), (error) => {
+      assert.equal((error as ApplicationFailure).type, TURN_SUPERSEDED, String(error));
+      assert.match(
+        (error as Error).message,
+        /a newer attempt of the workflow task at event 34 \(started 2026-11-29T10:00:20/,
+      );
+      return true;
+    });
+    await assert.rejects(
+      storeTurnJournal(store, NO_WAIT).claim(turn(3), 'input-3', 34, t0),
+      (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED,
+    );
+    await taker.confirm();
+    // An attempt of the code before (no start time) counts as the oldest of its length.
+    await assert.rejects(
+      storeTurnJournal(store, NO_WAIT).claim(turn(3), 'input-3', 34),
+      (error) => (error as ApplicationFailure).type === TURN_SUPERSEDED,
+    );
+    assert.equal(await store.getText(turn(3)), null, 'the stale attempts claimed nothing');
+  });
+
   it('attempts claiming one turn at once: exactly one of them can still write', async () => {
     const claims = await Promise.all(
       Array.from({ length: 8 }, () => storeTurnJournal(new FileArtifactStore(dir), NO_WAIT).claim(KEY, 'input-a')),
