@@ -11,6 +11,7 @@ import type { TrainingRig } from '../../test/support/trainingRig.js';
 import type { Operator } from './operator.js';
 import { FAULT_KINDS, SWITCH_POINTS, type PlannedFault } from './plan.js';
 import { now, sleep, statusOf, type ChaosStack } from './stack.js';
+import { TEMPORAL_DEFAULT_WORKFLOW_TASK_TIMEOUT_MS } from '../../src/core/requestCheckLease.js';
 
 export interface SoakRun {
   stack: ChaosStack;
@@ -91,7 +92,7 @@ async function duringRollouts(
  * or the turn activities' heartbeat timeout (one activity per turn or call), whichever is longer.
  */
 function pastTimeoutsMs(run: SoakRun): number {
-  const wft = rolloutWorkflowTaskTimeoutMs(run.rig.config.rollout) ?? 10_000;
+  const wft = rolloutWorkflowTaskTimeoutMs(run.rig.config.rollout) ?? TEMPORAL_DEFAULT_WORKFLOW_TASK_TIMEOUT_MS;
   return Math.max(wft, LIMITS.turnHeartbeatTimeoutMs, LIMITS.llmCallHeartbeatTimeoutMs) + 5_000;
 }
 

@@ -1,5 +1,5 @@
 /**
- * Learning parity over seeds (issue 46): a setting that overlaps rollouts with training (staleness,
+ * Learning parity over seeds: a setting that overlaps rollouts with training (staleness,
  * first-finished steps) learns as the synchronous run does when its last-three-steps reward, averaged
  * over the seeds, lies within the synchronous run's spread between those seeds (min to max).
  */

@@ -8,6 +8,7 @@ import { isValidArtifactKey } from '../core/names.js';
 import { artifactFailure } from './artifactFailure.js';
 import { canonicalJson } from './journalInput.js';
 import {
+  fenceOf,
   isTurnSuperseded,
   laterFence,
   newerTaskFailure,
@@ -216,7 +217,7 @@ export function storeTurnJournal(
   };
   return {
     claim: async (key, inputHash, fenceLength, fenceAt) => {
-      const fence = fenceLength === undefined ? undefined : { fence: fenceLength, at: fenceAt ?? 0 };
+      const fence = fenceOf(fenceLength, fenceAt);
       // A newer workflow task plays this dialogue (any turn of it): this attempt is a zombie's.
       if (fence !== undefined) await raiseRunFence(store, io, key, fence);
       let lastToken: string | null = null;
@@ -349,10 +350,7 @@ function fencedClaim(
     recorded: seen.recorded,
     ignored: seen.ignored,
     confirm: async () => {
-      const fence =
-        claimed.attempt.fence === undefined
-          ? undefined
-          : { fence: claimed.attempt.fence, at: claimed.attempt.fenceAt ?? 0 };
+      const fence = fenceOf(claimed.attempt.fence, claimed.attempt.fenceAt);
       if (fence !== undefined) {
         // One small read per call: a newer task that took the dialogue over raised the run's fence (or
         // the sweeper removed it with the journal). An attempt of this same task that replaced this one

@@ -21,6 +21,10 @@ export interface Fence {
   at: number;
 }
 
+/** An attempt's fence from its history length and start (none without a length; no start counts 0). */
+export const fenceOf = (length: number | undefined, at: number | undefined): Fence | undefined =>
+  length === undefined ? undefined : { fence: length, at: at ?? 0 };
+
 /** Whether fence `a` comes from a later workflow task (or task attempt) than `b`. */
 export const laterFence = (a: Fence, b: Fence): boolean => a.fence > b.fence || (a.fence === b.fence && a.at > b.at);
 
