@@ -43,7 +43,8 @@ Usage: npm run chaos [-- options]
                     --set training.stepDialogues=firstFinished --set training.maxStaleness=1
                     and with full weights published to the fake as to vLLM (each step's publish
                     then runs while the next step trains): --set training.publish.mode=vllm
-  --dump FILE       also write every logged call and transcript there (to look into a failure)
+  --dump FILE       also write every logged call and transcript there, and every worker's log
+                    (at debug: each journal claim and confirmation) beside it in FILE.workers.log
   --out FILE        results: the plan, the faults injected, each invariant and the recoveries
                     (default bench/results/chaos.json; chaos-per-call.json, chaos-first-finished.json)
   --help            this text
@@ -215,7 +216,16 @@ async function countEveryCall(
   const struck = faults.filter((f) => f.injected);
   const when = (f: InjectedFault) => f.atMs ?? f.backAtMs ?? null;
   const transcripts = await transcriptsOf(rig.store, runTranscriptsPrefix(runName));
-  if (dump) writeResults(dump, { calls, processFaults, faults, transcripts });
+  if (dump) {
+    writeResults(dump, { calls, processFaults, faults, transcripts });
+    writeFileSync(
+      `${dump}.workers.log`,
+      disturbed
+        .workerLogs()
+        .map((w) => `=== worker pid ${w.pid}\n${w.log}`)
+        .join('\n'),
+    );
+  }
   return countCalls({
     calls,
     owners,
@@ -248,6 +258,7 @@ async function main(): Promise<{ code: number; verdict: string }> {
 
   const scenarioDir = mkdtempSync(join(tmpdir(), 'attune-chaos-scenarios-'));
   const stack = await ChaosStack.start();
+  if (opts.dump) stack.workerLogLevel = 'debug';
   const cleanUp = async (signal: string) => {
     process.stdout.write(`chaos: ${signal}: stopping every process it started\n`);
     ignoreStragglers();

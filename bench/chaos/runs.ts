@@ -38,6 +38,8 @@ export interface DisturbedRun {
   /** Which worker process made each call (by its TCP port). */
   owners: CallOwners;
   processFaults: ProcessFault[];
+  /** Every worker process's log, read when the run is looked at. */
+  workerLogs: () => { pid: number | undefined; log: string }[];
 }
 
 /**
@@ -108,5 +110,18 @@ export async function disturbedRun(input: {
   await operator.stop();
   const faults = await injecting;
   say(`disturbed run: ${runError ?? `ended, ${stepsApplied} steps applied`}; operator resumed ${operator.resumes}x`);
-  return { disturbed: { rig, proxy, runName, stepsApplied, runError, runEndMs, owners, processFaults }, faults };
+  return {
+    disturbed: {
+      rig,
+      proxy,
+      runName,
+      stepsApplied,
+      runError,
+      runEndMs,
+      owners,
+      processFaults,
+      workerLogs: () => stack.workerLogs,
+    },
+    faults,
+  };
 }

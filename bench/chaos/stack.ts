@@ -29,6 +29,8 @@ export class ChaosStack {
   /** While this file exists, the next journal write after a finished call fails once (the workers' test-only switch). */
   readonly journalFaultFile: string;
   private readonly spawned: WorkerProcess[] = [];
+  /** The workers' ATTUNE_LOG_LEVEL: `debug` logs each journal claim and confirmation (for `--dump`). */
+  workerLogLevel: 'info' | 'debug' = 'info';
   private readonly rigs: TrainingRig[] = [];
   private proxies: OutageProxy[] = [];
   private readonly pending = new Set<Promise<unknown>>();
@@ -72,6 +74,11 @@ export class ChaosStack {
     return this.spawned.map((w) => w.pid).filter((pid): pid is number => pid !== undefined);
   }
 
+  /** Every worker process started, live or not, with its output so far. */
+  get workerLogs(): { pid: number | undefined; log: string }[] {
+    return this.spawned.map((w) => ({ pid: w.pid, log: w.log }));
+  }
+
   /** Starts an `attune worker --role ROLE` process for the rig and waits until it polls. */
   startWorker(rig: TrainingRig, role: WorkerRole): Promise<WorkerProcess> {
     return this.guarded(async () => {
@@ -84,7 +91,10 @@ export class ChaosStack {
         address,
         rig.configSet,
         ['worker', '--role', role === 'optimizer' ? 'optimizer' : 'llm'],
-        { ATTUNE_JOURNAL_FAULT_INJECTION: `fail-once-after-call:${this.journalFaultFile}` },
+        {
+          ATTUNE_JOURNAL_FAULT_INJECTION: `fail-once-after-call:${this.journalFaultFile}`,
+          ATTUNE_LOG_LEVEL: this.workerLogLevel,
+        },
       );
       this.spawned.push(worker);
       this.workers[role] = worker;

@@ -5,6 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { isValidArtifactKey } from '../core/names.js';
+import { createLogger, type Logger } from '../log.js';
 import { artifactFailure } from './artifactFailure.js';
 import { canonicalJson } from './journalInput.js';
 import {
@@ -207,6 +208,7 @@ export function journalledRuns(keys: readonly string[]): JournalledRun[] {
 export function storeTurnJournal(
   store: ArtifactStore,
   retryDelaysMs: readonly number[] = JOURNAL_WRITE_RETRY_DELAYS_MS,
+  log: Logger = createLogger({ component: 'turn-journal' }),
 ): TurnJournal {
   const io: StoreIo = async (key, call) => {
     try {
@@ -219,7 +221,7 @@ export function storeTurnJournal(
     claim: async (key, inputHash, fenceLength, fenceAt) => {
       const fence = fenceOf(fenceLength, fenceAt);
       // A newer workflow task plays this dialogue (any turn of it): this attempt is a zombie's.
-      if (fence !== undefined) await raiseRunFence(store, io, key, fence);
+      if (fence !== undefined) await raiseRunFence(store, io, key, fence, log);
       let lastToken: string | null = null;
       for (let round = 1; round <= CLAIM_ROUNDS; round++) {
         const current = await io(key, () => store.getVersioned(key));
@@ -236,6 +238,7 @@ export function storeTurnJournal(
             current.version,
             { recorded: found.finished, ignored: null },
             retryDelaysMs,
+            log,
           );
         const seen = seenBy(current?.text ?? null, inputHash);
         const claimed = {
@@ -252,7 +255,10 @@ export function storeTurnJournal(
         // claims again), so it skips the flushes to disk. A record with calls is rewritten durably.
         const durable = current !== null;
         const version = await io(key, () => store.putJsonIf(key, claimed, current?.version ?? null, { durable }));
-        if (version !== null) return fencedClaim(store, io, key, claimed, version, seen, retryDelaysMs);
+        if (version !== null) {
+          log.debug('turn claimed', { key, epoch: claimed.attempt.epoch, fence, round });
+          return fencedClaim(store, io, key, claimed, version, seen, retryDelaysMs, log);
+        }
         // Another attempt wrote between our read and our claim: read again, so the newest claim wins.
       }
       throw ApplicationFailure.retryable(
@@ -283,11 +289,12 @@ const runFenceKeyOf = (key: string) => besideTurn(key, 'fence.json');
  * superseded when a newer workflow task's attempt raised it past: that task plays the dialogue now,
  * whichever turn it is at, so a zombie cannot start a later turn the newer one has not claimed yet.
  */
-async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fence: Fence): Promise<void> {
+async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fence: Fence, log: Logger): Promise<void> {
   const fenceKey = runFenceKeyOf(key);
   for (let round = 1; round <= CLAIM_ROUNDS; round++) {
     const current = await io(fenceKey, () => store.getVersioned(fenceKey));
     const newest = runFenceOf(current?.text ?? null);
+    log.debug('run fence read for a claim', { key, fence, newest, round });
     if (newest !== null && laterFence(newest, fence))
       throw newerTaskFailure(store.locate(runFenceKeyOf(key)), fence, newest);
     if (newest !== null && !laterFence(fence, newest)) return;
@@ -325,6 +332,7 @@ function fencedClaim(
   version: string,
   seen: { recorded: unknown; ignored: string | null },
   retryDelaysMs: readonly number[],
+  log: Logger,
 ): TurnClaim {
   let held = version;
   const writeOnce = async (finished: unknown): Promise<void> => {
@@ -356,6 +364,7 @@ function fencedClaim(
         // the sweeper removed it with the journal). An attempt of this same task that replaced this one
         // (a local attempt past its timeout) is stopped at this one's next write instead.
         const newest = runFenceOf(await io(key, () => store.getText(runFenceKeyOf(key))));
+        log.debug('run fence read for a confirmation', { key, fence, newest });
         if (newest === null || laterFence(newest, fence))
           throw newerTaskFailure(store.locate(runFenceKeyOf(key)), fence, newest);
         return;

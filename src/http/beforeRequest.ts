@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { rmSync } from 'node:fs';
 import { fetch as undiciFetch, type Dispatcher } from 'undici';
 import { LIMITS } from '../config/limits.js';
+import { createLogger } from '../log.js';
 import { ownDeadlineDispatcher, ownDeadlineFetch } from './ownDeadlines.js';
 
 /**
@@ -26,6 +27,7 @@ interface Lease {
   leaseMs: number;
 }
 const leases = new AsyncLocalStorage<Lease>();
+const log = createLogger({ component: 'request-check' });
 
 /** A request stopped before its first byte: its check was older than its lease. */
 class CheckOutlived extends Error {
@@ -46,7 +48,9 @@ function leasedHandler(handler: Dispatcher.DispatchHandlers, lease: Lease): Disp
     get(target, key) {
       if (key === 'onConnect')
         return (abort: (err?: Error) => void) => {
-          if (performance.now() - lease.checkedAtMs >= lease.leaseMs) throw new CheckOutlived(lease);
+          const ageMs = performance.now() - lease.checkedAtMs;
+          if (ageMs >= lease.leaseMs) throw new CheckOutlived(lease);
+          log.debug('a checked request leaves', { ageMs: Math.round(ageMs) });
           target.onConnect?.(abort);
         };
       const value: unknown = Reflect.get(target, key);
@@ -104,6 +108,10 @@ export async function fetchAfterCheck(input: string | URL | Request, init?: Requ
       return await leases.run(lease, () => leasedFetch(input, init));
     } catch (error) {
       if (!outlived(error)) throw error;
+      log.info('a request outlived its check before it could leave; checking again', {
+        attempt,
+        error: error.message,
+      });
       if (attempt >= LIMITS.requestCheckTries)
         throw new Error(
           `${LIMITS.requestCheckTries} checks in a row outlived their ${request.leaseMs} ms lease before the request could leave: this worker's event loop stalls`,
