@@ -4,7 +4,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
-import { isValidArtifactKey } from '../core/names.js';
 import { createLogger, type Logger } from '../log.js';
 import { artifactFailure } from './artifactFailure.js';
 import { canonicalJson } from './journalInput.js';
@@ -17,8 +16,10 @@ import {
   TURN_SUPERSEDED,
   type Fence,
 } from './turnJournalFence.js';
+import { besideTurn, closedMarkerOf } from './turnJournalKeys.js';
 
 export { isTurnSuperseded, TURN_SUPERSEDED, type AttemptFence } from './turnJournalFence.js';
+export * from './turnJournalKeys.js';
 
 /**
  * Where a local turn activity keeps the calls it has finished, so that a turn played again after
@@ -121,84 +122,6 @@ function seenBy(text: string | null, inputHash: string): { epoch: number; record
   return { epoch: attempt.epoch, recorded: finished, ignored: null };
 }
 
-/** Marks a workflow id written in base64url in a journal key (see journalIdPart). */
-const ENCODED_ID = '=b64=';
-
-/**
- * A workflow id as it stands in journal keys: itself when it is a valid key already (so every journal
- * written before this encoding keeps its key), otherwise base64url behind a marker. Workflow ids may
- * hold any character (a schedule suffixes its firing time, with colons); keys may not.
- */
-export function journalIdPart(workflowId: string): string {
-  return isValidArtifactKey(workflowId) && !workflowId.startsWith(ENCODED_ID)
-    ? workflowId
-    : `${ENCODED_ID}${Buffer.from(workflowId, 'utf8').toString('base64url')}`;
-}
-
-/** The workflow id that journalIdPart wrote. */
-function workflowIdOf(part: string): string {
-  return part.startsWith(ENCODED_ID) ? Buffer.from(part.slice(ENCODED_ID.length), 'base64url').toString('utf8') : part;
-}
-
-/** The store prefix of one workflow's journal. */
-export const turnJournalPrefix = (workflowId: string) => `journals/${journalIdPart(workflowId)}/`;
-
-/** A workflow run, as the journal's keys name it. */
-export interface JournalledRun {
-  workflowId: string;
-  runId: string;
-}
-
-/** The store prefix of one workflow run's journal: every turn record of that run. */
-export const turnJournalRunPrefix = (execution: JournalledRun) =>
-  `${turnJournalPrefix(execution.workflowId)}${execution.runId}/`;
-
-/**
- * One turn's record: the workflow's run id keeps a new workflow that re-uses an old id from
- * reading the old one's calls.
- */
-export const turnJournalKey = (execution: JournalledRun, turn: number) =>
-  `${turnJournalRunPrefix(execution)}turn-${turn}.json`;
-
-const TURN_RECORD = /^journals\/(.+)\/([^/]+)\/turn-\d+\.json$/;
-const CLOSED_MARKER = /^journals\/(.+)\/([^/]+)\/closed\.json$/;
-
-/** Whether `key` is one turn's record (not a marker). */
-export const isTurnRecordKey = (key: string): boolean => TURN_RECORD.test(key);
-
-/**
- * The marker a run's journal leaves when it is removed (src/workers/turnJournalSweeper.ts): an
- * attempt that finds no record of its turn and this marker belongs to a run that has ended.
- */
-export const turnJournalClosedKey = (execution: JournalledRun) => `${turnJournalRunPrefix(execution)}closed.json`;
-
-/** A run-level file of the journal (the closed marker, the run's fence) beside the turn record `key`. */
-const besideTurn = (key: string, name: 'closed.json' | 'fence.json') => key.replace(/turn-\d+\.json$/, name);
-const closedMarkerOf = (key: string) => besideTurn(key, 'closed.json');
-
-/** The runs whose journal is only a closed marker now, among `keys` (a listing of `journals/`). */
-export function closedJournalRuns(keys: readonly string[]): JournalledRun[] {
-  const live = new Set(journalledRuns(keys).map(turnJournalRunPrefix));
-  return keys.flatMap((key) => {
-    const match = CLOSED_MARKER.exec(key);
-    if (!match) return [];
-    const run = { workflowId: workflowIdOf(match[1]!), runId: match[2]! };
-    return live.has(turnJournalRunPrefix(run)) ? [] : [run];
-  });
-}
-
-/** The runs that have a journal among `keys` (a listing of `journals/`), each once; other keys are ignored. */
-export function journalledRuns(keys: readonly string[]): JournalledRun[] {
-  const runs = new Map<string, JournalledRun>();
-  for (const key of keys) {
-    const match = TURN_RECORD.exec(key);
-    if (!match) continue;
-    const run = { workflowId: workflowIdOf(match[1]!), runId: match[2]! };
-    runs.set(turnJournalRunPrefix(run), run);
-  }
-  return [...runs.values()];
-}
-
 /**
  * The journal in the run's artifact store (a local directory or S3: wherever the next worker can read
  * it), fenced by the store's conditional writes. Its failures are the store's, as a transcript write's
@@ -271,14 +194,23 @@ export function storeTurnJournal(
 
 type StoreIo = <T>(key: string, call: () => Promise<T>) => Promise<T>;
 
-/** Fails the attempt as superseded when the run's journal was swept (its rollout has ended). */
-async function refuseClosed(store: ArtifactStore, io: StoreIo, key: string): Promise<void> {
+/**
+ * Fails the attempt as superseded when the run's journal was swept (its rollout has ended), after
+ * `leaveClosed` (what the attempt wrote there, removed so the journal stays a bare marker).
+ */
+async function refuseClosed(
+  store: ArtifactStore,
+  io: StoreIo,
+  key: string,
+  leaveClosed: () => Promise<void> = async () => {},
+): Promise<void> {
   const closed = await io(key, () => store.getText(closedMarkerOf(key)));
-  if (closed !== null)
-    throw ApplicationFailure.nonRetryable(
-      `the rollout has ended (its turn journal ${store.locate(closedMarkerOf(key))} is closed): this attempt stops`,
-      TURN_SUPERSEDED,
-    );
+  if (closed === null) return;
+  await leaveClosed().catch(() => {}); // a leftover goes with the marker, a day later
+  throw ApplicationFailure.nonRetryable(
+    `the rollout has ended (its turn journal ${store.locate(closedMarkerOf(key))} is closed): this attempt stops`,
+    TURN_SUPERSEDED,
+  );
 }
 
 /** The run's fence record beside the turn record `key`: the newest workflow task that plays the dialogue. */
@@ -304,7 +236,12 @@ async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fen
     const raised = await io(fenceKey, () =>
       store.putJsonIf(fenceKey, { fence: fence.fence, at: fence.at }, current?.version ?? null, { durable: false }),
     );
-    if (raised !== null) return;
+    if (raised === null) continue;
+    // An attempt stopped between finding no fence and writing one (SIGSTOP, a stalled host) writes it on
+    // waking, maybe after the dialogue was played by another worker and swept. The sweeper writes the
+    // closed marker before it lists what to remove, so a fence that outlived the sweep finds the marker.
+    if (current === null) await refuseClosed(store, io, key, () => store.remove(fenceKey));
+    return;
   }
   throw ApplicationFailure.retryable(
     `the turn journal ${store.locate(fenceKey)}: other attempts kept raising it`,

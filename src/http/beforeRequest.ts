@@ -1,9 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { rmSync } from 'node:fs';
-import { fetch as undiciFetch, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { LIMITS } from '../config/limits.js';
 import { createLogger } from '../log.js';
-import { ownDeadlineDispatcher, ownDeadlineFetch } from './ownDeadlines.js';
+import { fetchInOneWrite } from './fetchInOneWrite.js';
+import { ownDeadlineDispatcher } from './ownDeadlines.js';
 
 /**
  * A check the caller sets around a call (`beforeRequest.run({ check, leaseMs }, call)`), run by the
@@ -66,12 +67,6 @@ const leasedDispatcher = ownDeadlineDispatcher.compose((dispatch) => (options, h
   return dispatch(options, lease ? leasedHandler(handler, lease) : handler);
 });
 
-const leasedFetch = ((input: string | URL | Request, init?: RequestInit) =>
-  undiciFetch(
-    input as Parameters<typeof undiciFetch>[0],
-    { ...init, dispatcher: leasedDispatcher } as Parameters<typeof undiciFetch>[1],
-  )) as unknown as typeof fetch;
-
 const outlived = (error: unknown): error is Error =>
   error instanceof CheckOutlived || (error instanceof Error && error.cause instanceof CheckOutlived);
 
@@ -96,27 +91,28 @@ function stopOnceIfArmed(env: NodeJS.ProcessEnv = process.env): void {
 /**
  * fetch without the 300 s limit on an answer's headers (`ownDeadlines.ts`), after the check the
  * caller set (if any), checked again while the check outlives its lease before the request leaves.
+ * The request is written in the same synchronous step as the lease's last look (fetchInOneWrite.ts).
  */
 export async function fetchAfterCheck(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   const request = beforeRequest.getStore();
-  if (!request) return ownDeadlineFetch(input, init);
+  if (!request) return fetchInOneWrite(ownDeadlineDispatcher, input, init);
   for (let attempt = 1; ; attempt++) {
     const lease = { checkedAtMs: performance.now(), leaseMs: request.leaseMs };
     await request.check();
     stopOnceIfArmed();
     try {
-      return await leases.run(lease, () => leasedFetch(input, init));
+      return await leases.run(lease, () => fetchInOneWrite(leasedDispatcher, input, init));
     } catch (error) {
       if (!outlived(error)) throw error;
-      log.info('a request outlived its check before it could leave; checking again', {
-        attempt,
-        error: error.message,
-      });
       if (attempt >= LIMITS.requestCheckTries)
         throw new Error(
           `${LIMITS.requestCheckTries} checks in a row outlived their ${request.leaseMs} ms lease before the request could leave: this worker's event loop stalls`,
           { cause: error },
         );
+      log.info('a request outlived its check before it could leave; checking again', {
+        attempt,
+        error: (error.cause instanceof Error ? error.cause : error).message,
+      });
     }
   }
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { Socket, type AddressInfo } from 'node:net';
 import { LIMITS } from '../../src/config/limits.js';
 import { requestCheckLeaseMs } from '../../src/core/requestCheckLease.js';
 import { dialogueBounds } from '../../src/core/rolloutSettingsSchema.js';
@@ -69,6 +70,31 @@ describe('a local turn’s check before its request holds for a lease: a worker 
     };
     await assert.rejects(beforeRequest.run({ check, leaseMs: 50 }, post), /checks in a row outlived their 50 ms lease/);
     assert.deepEqual([checks, received], [LIMITS.requestCheckTries, 0]);
+  });
+
+  it('writes the request in the same step as the lease’s last look: a worker frozen right after that look has sent it already, not on waking', async () => {
+    // undici announces a request's head synchronously after its handler's onConnect, where the lease is
+    // looked at last; the freeze is queued there, so it lands after that look and before anything
+    // else runs (with fetch's streamed body, before the head is written).
+    const onHead = () => queueMicrotask(() => frozenFor(300));
+    const port = (server.address() as AddressInfo).port;
+    let checkedAt = 0;
+    const written: number[] = [];
+    const write = Socket.prototype.write;
+    Socket.prototype.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
+      if (this.remotePort === port && String(args[0]).startsWith('POST ')) written.push(performance.now() - checkedAt);
+      return write.apply(this, args);
+    } as Socket['write'];
+    subscribe('undici:client:sendHeaders', onHead);
+    try {
+      const check = async () => void (checkedAt = performance.now());
+      assert.equal((await beforeRequest.run({ check, leaseMs: 200 }, post)).status, 200);
+    } finally {
+      unsubscribe('undici:client:sendHeaders', onHead);
+      Socket.prototype.write = write;
+    }
+    assert.equal(written.length, 1, 'the request was written once');
+    assert.ok(written[0]! < 200, `written ${Math.round(written[0]!)} ms after its check, past its 200 ms lease`);
   });
 
   it('a call with no check set goes out as before', async () => {
