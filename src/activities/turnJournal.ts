@@ -179,6 +179,9 @@ export function storeTurnJournal(
         const durable = current !== null;
         const version = await io(key, () => store.putJsonIf(key, claimed, current?.version ?? null, { durable }));
         if (version !== null) {
+          // Unfenced (an attempt of the code before fences), a record created late may have outlived a sweep
+          // (see raiseRunFence): the closed marker, written before the sweep listed the journal, says so.
+          if (current === null && fence === undefined) await refuseClosed(store, io, key, () => store.remove(key));
           log.debug('turn claimed', { key, epoch: claimed.attempt.epoch, fence, round });
           return fencedClaim(store, io, key, claimed, version, seen, retryDelaysMs, log);
         }

@@ -87,40 +87,42 @@ describe('turn journal sweeper', () => {
     assert.deepEqual(await store.list('transcripts/'), ['transcripts/t.json']);
   });
 
-  it('a zombie stopped between finding no fence and writing its own, whose dialogue was played and swept meanwhile, finds the journal closed once its fence lands', async () => {
-    const dialogue = run('g28');
-    // The zombie's first claim (task at event 3) read no fence, then stopped before its write landed.
-    let wake = () => {};
-    const woken = new Promise<void>((resolve) => (wake = resolve));
-    let stopped = () => {};
-    const stoppedAtWrite = new Promise<void>((resolve) => (stopped = resolve));
-    const frozen = Object.assign(Object.create(store) as FileArtifactStore, {
-      putJsonIf: async (...args: Parameters<FileArtifactStore['putJsonIf']>) => {
-        if (args[0].endsWith('/fence.json')) {
+  for (const { attempt, fence, write } of [
+    { attempt: 'a zombie', fence: 3, write: 'fence' },
+    { attempt: 'an unfenced zombie (code before fences)', fence: undefined, write: 'turn record' },
+  ])
+    it(`${attempt} stopped between finding no ${write} and writing its own, whose dialogue was played and swept meanwhile, finds the journal closed once its write lands`, async () => {
+      const dialogue = run('g28');
+      // The zombie's first claim found nothing, then stopped before its write landed.
+      let wake = () => {};
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      let stopped = () => {};
+      const stoppedAtWrite = new Promise<void>((resolve) => (stopped = resolve));
+      const frozen = Object.assign(Object.create(store) as FileArtifactStore, {
+        putJsonIf: async (...args: Parameters<FileArtifactStore['putJsonIf']>) => {
           stopped();
           await woken;
-        }
-        return store.putJsonIf(...args);
-      },
+          return store.putJsonIf(...args);
+        },
+      });
+      const zombie = storeTurnJournal(frozen, [1]).claim(turnJournalKey(dialogue, 0), 'opening', fence, 1_000);
+      await stoppedAtWrite;
+      // Meanwhile the worker that took over (task at event 6) plays the dialogue, and it ends and is swept.
+      const taker = await storeTurnJournal(store, [1]).claim(turnJournalKey(dialogue, 0), 'opening', 6, 21_000);
+      await taker.write({ opening: 'hello' });
+      const sweeper = new TurnJournalSweeper(store, async () => 'closed', quiet);
+      assert.deepEqual(await sweeper.sweep(), { removed: 1, kept: 0 });
+      wake();
+      await assert.rejects(zombie, (error) => {
+        assert.equal((error as ApplicationFailure).type, TURN_SUPERSEDED, String(error));
+        return true;
+      });
+      assert.deepEqual(
+        await store.list(`journals/${dialogue.workflowId}/`),
+        [turnJournalClosedKey(dialogue)],
+        'the zombie left nothing beside the closed marker',
+      );
     });
-    const zombie = storeTurnJournal(frozen, [1]).claim(turnJournalKey(dialogue, 0), 'opening', 3, 1_000);
-    await stoppedAtWrite;
-    // Meanwhile the worker that took over (task at event 6) plays the dialogue, and it ends and is swept.
-    const taker = await storeTurnJournal(store, [1]).claim(turnJournalKey(dialogue, 0), 'opening', 6, 21_000);
-    await taker.write({ opening: 'hello' });
-    const sweeper = new TurnJournalSweeper(store, async () => 'closed', quiet);
-    assert.deepEqual(await sweeper.sweep(), { removed: 1, kept: 0 });
-    wake();
-    await assert.rejects(zombie, (error) => {
-      assert.equal((error as ApplicationFailure).type, TURN_SUPERSEDED, String(error));
-      return true;
-    });
-    assert.deepEqual(
-      await store.list(`journals/${dialogue.workflowId}/`),
-      [turnJournalClosedKey(dialogue)],
-      'the zombie left nothing beside the closed marker',
-    );
-  });
 
   it('afterClose: asks until the run is closed, and removes the journal only then', async () => {
     const ending = run('ending');
