@@ -77,6 +77,40 @@ describe('fetchInOneWrite: fetch as the OpenAI client uses it, the request writt
     assert.equal(empty.body, null);
   });
 
+  it('follows redirects as fetch does: a 307 keeps method and body, another origin gets no Authorization, a 303 goes on as a GET; manual returns the 3xx', async () => {
+    const other = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        seen.push({ method: req.method ?? '', url: `other${req.url ?? ''}`, headers: req.headers, body });
+        res.end('there');
+      });
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(other.address() as AddressInfo).port}`; // another port: another origin
+    try {
+      answer = (res) => {
+        const last = seen.at(-1)!;
+        if (last.url === '/307') res.writeHead(307, { location: '/v1/moved' }).end();
+        else if (last.url === '/away') res.writeHead(308, { location: `${elsewhere}/v1/away` }).end();
+        else if (last.url === '/303') res.writeHead(303, { location: '/see' }).end();
+        else res.end(`here ${last.method} ${last.body}`);
+      };
+      const post = { method: 'POST', headers: { authorization: 'Bearer k' }, body: '{"a":1}' };
+      assert.equal(await (await call('/307', post)).text(), 'here POST {"a":1}');
+      assert.equal(seen[1]!.headers.authorization, 'Bearer k', 'same origin: the key goes on');
+      assert.equal(await (await call('/away', post)).text(), 'there');
+      assert.deepEqual([seen[3]!.url, seen[3]!.method, seen[3]!.body], ['other/v1/away', 'POST', '{"a":1}']);
+      assert.equal(seen[3]!.headers.authorization, undefined, 'another origin: no key');
+      assert.equal(await (await call('/303', post)).text(), 'here GET ');
+      const manual = await call('/307', { ...post, redirect: 'manual' });
+      assert.deepEqual([manual.status, manual.headers.get('location')], [307, '/v1/moved']);
+      await assert.rejects(call('/307', { ...post, redirect: 'error' }), TypeError);
+    } finally {
+      await new Promise<void>((resolve) => other.close(() => resolve()));
+    }
+  });
+
   it('fails as fetch does: a refused connection is a TypeError "fetch failed" with its cause, an abort is the signal’s reason', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
