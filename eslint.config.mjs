@@ -30,6 +30,11 @@ const workflowImportRule = {
           message: 'Workflows import activity types only (import type ...).',
         },
         {
+          group: ['**/journal/*', '!**/journal/journalPatches*'],
+          allowTypeImports: true,
+          message: "Workflows import the turn journal's types and patch names only (it does I/O).",
+        },
+        {
           group: [
             '**/artifacts/*',
             '**/cli/*',
@@ -78,7 +83,7 @@ const LAYERS = [
   ['core'],
   ['config', 'scenarios'],
   ['artifacts', 'vllm', 'codec', 'localllm', 'report', 'trainer', 'temporal', 'ruleuser', 'http', 'sandbox'],
-  ['activities'],
+  ['activities', 'journal'],
   ['workflows', 'workers'],
   ['client'],
   ['cli'],

@@ -4,12 +4,12 @@ import { ArtifactNotFoundError, type ArtifactStore } from '../artifacts/store.js
 import type { Transcript } from '../core/transcript.js';
 import { artifactFailure } from './artifactFailure.js';
 import { recordRollout } from './attuneMetrics.js';
-import { turnJournalPrefix, type JournalledRun } from './turnJournal.js';
+import { turnJournalPrefix, type JournalledRun } from '../journal/turnJournal.js';
 import { joinTranscript, type TranscriptPart, type TranscriptTail } from '../core/transcriptParts.js';
 
 /**
  * `runEnding`: told by the final transcript write of a rollout whose activities are local (the
- * rollout closes next), so its turn journal can go once it has (src/workers/turnJournalSweeper.ts).
+ * rollout closes next), so its turn journal can go once it has (src/journal/turnJournalSweeper.ts).
  */
 export function createArtifactActivities(store: ArtifactStore, runEnding?: (run: JournalledRun) => void) {
   const ending = () => {

@@ -15,14 +15,14 @@ import type { AnalysisResult, PolicyTurnResult, UserMessageResult } from '../cor
 import { LIMITS } from '../config/limits.js';
 import { beforeRequest } from '../http/beforeRequest.js';
 import { requestCheckLeaseMs } from '../core/requestCheckLease.js';
-import { openingInputHash, turnInputHash, type OpeningInput } from './journalInput.js';
+import { openingInputHash, turnInputHash, type OpeningInput } from '../journal/journalInput.js';
 import {
   isTurnSuperseded,
   turnJournalKey,
   type AttemptFence,
   type TurnClaim,
   type TurnJournal,
-} from './turnJournal.js';
+} from '../journal/turnJournal.js';
 
 const usageSchema = z.object({ prompt: z.number(), completion: z.number(), rateLimitWaitMs: z.number().optional() });
 

@@ -3,7 +3,7 @@ import { createArtifactActivities } from './artifacts.js';
 import { createCapabilityActivities } from './capability.js';
 import { createDialogueTurnActivities } from './dialogueTurn.js';
 import { createDialogueWatchActivities, type WorkflowStateOf } from './dialogueWatch.js';
-import type { JournalledRun, TurnJournal } from './turnJournal.js';
+import type { JournalledRun, TurnJournal } from '../journal/turnJournal.js';
 import { EndpointGate, gated, type EndpointLimits } from './endpointLimits.js';
 import { createEvaluationActivities } from './evaluationReports.js';
 import { heartbeating } from './heartbeating.js';

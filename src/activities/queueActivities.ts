@@ -12,7 +12,7 @@ import {
 import type { WorkflowStateOf } from './dialogueWatch.js';
 import { heartbeating } from './heartbeating.js';
 import { createPublisherActivities, type PublisherOptions } from './publisher.js';
-import { storeTurnJournal, type JournalledRun } from './turnJournal.js';
+import { storeTurnJournal, type JournalledRun } from '../journal/turnJournal.js';
 
 /**
  * What a worker process hands its queues' activities: the artifact store, one gate per LLM

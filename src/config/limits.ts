@@ -22,7 +22,7 @@ export const LIMITS = {
    * says otherwise). Their workflow task stays open while the calls run, and the worker must report
    * back at 80 % of the timeout; with Temporal's 10 s an overloaded worker misses that, and the
    * calls not yet recorded run again. Finished calls are journalled and a stale attempt is fenced
-   * (src/activities/turnJournal.ts), so a takeover repeats none: 20 s lets a dead worker's dialogues
+   * (src/journal/turnJournal.ts), so a takeover repeats none: 20 s lets a dead worker's dialogues
    * go on as soon as the per-call mode's 20 s heartbeat timeout does (the chaos soak measures both).
    */
   localCallsWorkflowTaskTimeoutMs: 20_000,
@@ -39,7 +39,7 @@ export const LIMITS = {
    */
   llmCallTimeoutMs: 30 * 60_000,
   /**
-   * Turn journals of closed rollouts (src/workers/turnJournalSweeper.ts): a rollout's journal is
+   * Turn journals of closed rollouts (src/journal/turnJournalSweeper.ts): a rollout's journal is
    * first looked at this long after its last activity, then at doubling intervals for at most
    * `turnJournalCloseWaitMs`; every journal in the store is looked at when a worker starts and every
    * `turnJournalSweepMs` (runs that failed or whose worker died).

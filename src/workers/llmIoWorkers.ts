@@ -14,8 +14,8 @@ import {
   WORKFLOWS_PATH,
   workflowBundlerOptions,
 } from './workflowSource.js';
-import type { JournalledRun } from '../activities/turnJournal.js';
-import { runStateVia, TurnJournalSweeper } from './turnJournalSweeper.js';
+import type { JournalledRun } from '../journal/turnJournal.js';
+import { runStateVia, TurnJournalSweeper } from '../journal/turnJournalSweeper.js';
 import { alongsideWorker } from './alongsideWorker.js';
 import { pollersVia, WorkerCensus, type CensusQueue } from './workerCensus.js';
 import { deploymentWorkerOptions, type WorkerDeploymentVersion } from './deploymentVersion.js';

@@ -7,7 +7,12 @@ import type {
   SimulatorActivities,
 } from '../activities/index.js';
 import type { ScenarioRef } from '../activities/scenarios.js';
-import type { AttemptFence } from '../activities/turnJournal.js';
+import type { AttemptFence } from '../journal/turnJournal.js';
+import {
+  OPENING_JOURNALLED_PATCH,
+  TURN_JOURNAL_FORGOTTEN_PATCH,
+  TURN_JOURNAL_SWEPT_PATCH,
+} from '../journal/journalPatches.js';
 import { Dialogue, type EndedDialogue, type TurnHooks } from '../core/dialogue.js';
 import { emotionAfterTurn } from '../core/emotion.js';
 import {
@@ -58,17 +63,6 @@ export interface RolloutInput {
 export const TRANSCRIPT_PARTS_PATCH = 'transcript-parts';
 /** Rollouts started after this patch give each activity a summary for the UI's timeline. */
 export const ACTIVITY_SUMMARIES_PATCH = 'activity-summaries';
-
-/** Rollouts started after this patch remove their local turns' journal once the turns are in the history. */
-export const TURN_JOURNAL_FORGOTTEN_PATCH = 'turn-journal-forgotten';
-/** Rollouts started after this patch leave their local turns' journal to the worker's sweeper, which removes it once they are closed. */
-export const TURN_JOURNAL_SWEPT_PATCH = 'turn-journal-swept';
-
-/**
- * Rollouts with local turns started after this patch journal the simulator's opening like a turn's
- * calls (`playDialogueOpening`), so a worker that takes over reuses it rather than writing another.
- */
-export const OPENING_JOURNALLED_PATCH = 'opening-journalled';
 
 /** Where the rollout's calls go, as the details and the waits name them. */
 interface Endpoints {
@@ -331,10 +325,10 @@ async function savePartWhenDue(
 }
 
 /**
- * Local turns journal their finished calls (src/activities/turnJournal.ts) because their markers
+ * Local turns journal their finished calls (src/journal/turnJournal.ts) because their markers
  * reach the history only when a workflow task completes, at the latest with the rollout's
  * completion. The journal may go only after that, so the rollout leaves it to its worker's sweeper
- * (src/workers/turnJournalSweeper.ts), which removes it once the server says the run is closed.
+ * (src/journal/turnJournalSweeper.ts), which removes it once the server says the run is closed.
  * Rollouts started before TURN_JOURNAL_SWEPT_PATCH removed it themselves, in an activity on the
  * rollouts queue (scheduling it completed the open workflow task, so the turns were in the history
  * first): at 256 dialogues ending together, those 256 queued activities cost the step ~2 s.

@@ -7,11 +7,8 @@ import { Worker } from '@temporalio/worker';
 import { temporal } from '@temporalio/proto';
 import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
 import { sharedWorkflowBundle } from '../support/temporalEnv.js';
-import {
-  ACTIVITY_SUMMARIES_PATCH,
-  TURN_JOURNAL_FORGOTTEN_PATCH,
-  TURN_JOURNAL_SWEPT_PATCH,
-} from '../../src/workflows/rollout.js';
+import { ACTIVITY_SUMMARIES_PATCH } from '../../src/workflows/rollout.js';
+import { TURN_JOURNAL_FORGOTTEN_PATCH, TURN_JOURNAL_SWEPT_PATCH } from '../../src/journal/journalPatches.js';
 import { WAIT_AT_OUTAGE_ASKED_LATE_PATCH } from '../../src/workflows/outageWait.js';
 import { WAITS_FORGOTTEN_AT_CANCEL_PATCH } from '../../src/workflows/dialogueWaits.js';
 

@@ -1,4 +1,4 @@
-import { isTurnRecordKey } from '../../src/activities/turnJournal.js';
+import { isTurnRecordKey } from '../../src/journal/turnJournal.js';
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Transcript } from '../../src/core/transcript.js';
@@ -6,11 +6,8 @@ import type { CallRole, Fault } from '../support/fakeOpenAI.js';
 import { createRolloutRig, fixtureScenario, type RolloutRig } from '../support/rolloutRig.js';
 import { localActivityTypes, patchIds } from '../support/historyMarkers.js';
 import { ROLLOUT_MODES } from '../support/rolloutModes.js';
-import {
-  ACTIVITY_SUMMARIES_PATCH,
-  LOCAL_ARTIFACT_ACTIVITIES_PATCH,
-  TURN_JOURNAL_SWEPT_PATCH,
-} from '../../src/workflows/rollout.js';
+import { ACTIVITY_SUMMARIES_PATCH, LOCAL_ARTIFACT_ACTIVITIES_PATCH } from '../../src/workflows/rollout.js';
+import { TURN_JOURNAL_SWEPT_PATCH } from '../../src/journal/journalPatches.js';
 import { eventually } from '../support/eventually.js';
 import { WAIT_AT_OUTAGE_PATCH } from '../../src/workflows/outageWait.js';
 
@@ -287,7 +284,7 @@ describe('rollout workflow (real dev server, fake OpenAI server)', function () {
       'one marker per turn, then the transcript write',
     );
     // No activity on a queue: the journal is left to the worker's sweeper, which removes it once the
-    // server says the run is closed (test/workers/turnJournalSweeper.test.ts: never before).
+    // server says the run is closed (test/journal/turnJournalSweeper.test.ts: never before).
     assert.ok(patchIds(events).includes(TURN_JOURNAL_SWEPT_PATCH));
     assert.deepEqual(
       events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []),

@@ -1,6 +1,6 @@
 import { isValidArtifactKey } from '../core/names.js';
 
-/** The keys of the turn journal (src/activities/turnJournal.ts) in the artifact store: pure, shared with its sweeper. */
+/** The keys of the turn journal (src/journal/turnJournal.ts) in the artifact store: pure, shared with its sweeper. */
 
 /** Marks a workflow id written in base64url in a journal key (see journalIdPart). */
 const ENCODED_ID = '=b64=';
@@ -48,7 +48,7 @@ const CLOSED_MARKER = /^journals\/(.+)\/([^/]+)\/closed\.json$/;
 export const isTurnRecordKey = (key: string): boolean => TURN_RECORD.test(key);
 
 /**
- * The marker a run's journal leaves when it is removed (src/workers/turnJournalSweeper.ts): an
+ * The marker a run's journal leaves when it is removed (src/journal/turnJournalSweeper.ts): an
  * attempt that finds no record of its turn and this marker belongs to a run that has ended.
  */
 export const turnJournalClosedKey = (execution: JournalledRun) => `${turnJournalRunPrefix(execution)}closed.json`;

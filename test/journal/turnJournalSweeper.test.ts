@@ -13,7 +13,7 @@ import {
   turnJournalClosedKey,
   turnJournalKey,
   type JournalledRun,
-} from '../../src/activities/turnJournal.js';
+} from '../../src/journal/turnJournal.js';
 import { isValidArtifactKey } from '../../src/core/names.js';
 import { createLogger } from '../../src/log.js';
 import { temporal } from '@temporalio/proto';
@@ -24,7 +24,7 @@ import {
   TurnJournalSweeper,
   unknownSinceKey,
   type RunState,
-} from '../../src/workers/turnJournalSweeper.js';
+} from '../../src/journal/turnJournalSweeper.js';
 import { sharedTestEnv } from '../support/temporalEnv.js';
 
 const quiet = createLogger({}, 'error');

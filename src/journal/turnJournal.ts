@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import type { ArtifactStore } from '../artifacts/store.js';
 import { createLogger, type Logger } from '../log.js';
-import { artifactFailure } from './artifactFailure.js';
+import { artifactFailure } from '../activities/artifactFailure.js';
 import { canonicalJson } from './journalInput.js';
 import {
   fenceOf,
@@ -27,7 +27,7 @@ export * from './turnJournalKeys.js';
  * reaches the history only when the workflow task completes, which may be several turns later; the
  * journal holds each call's result from the moment it returns.
  *
- * Each record names the input its calls were made from (a hash, src/activities/journalInput.ts): an
+ * Each record names the input its calls were made from (a hash, src/journal/journalInput.ts): an
  * attempt made from another input treats it as absent. Each attempt claims the record before its
  * first call, with a compare-and-swap that raises the record's epoch, and writes only while its claim
  * is the latest: an older attempt still running (its workflow task timed out, its worker stalled or

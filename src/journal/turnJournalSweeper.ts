@@ -7,7 +7,7 @@ import {
   turnJournalClosedKey,
   turnJournalRunPrefix,
   type JournalledRun,
-} from '../activities/turnJournal.js';
+} from './turnJournal.js';
 import { LIMITS } from '../config/limits.js';
 import { createLogger, type Logger } from '../log.js';
 
@@ -23,7 +23,7 @@ export type RunStateOf = (run: JournalledRun) => Promise<RunState>;
 export const unknownSinceKey = (run: JournalledRun) => `${turnJournalRunPrefix(run)}unknown-since.json`;
 
 /**
- * Removes the turn journals of closed rollouts (src/activities/turnJournal.ts). A journal may go
+ * Removes the turn journals of closed rollouts (src/journal/turnJournal.ts). A journal may go
  * only once its run is closed: until then a worker that takes the workflow over replays the turns
  * not yet in the history from it. The rollout's own code cannot know that moment (its last turns'
  * markers reach the history with its completion), so the worker removes the journal afterwards:
