@@ -4,7 +4,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import type { OutageProxy } from '../../test/support/outageProxy.js';
 import type { CallRole } from '../../test/support/fakeOpenAI.js';
 import { LIMITS } from '../../src/config/limits.js';
-import { isTurnRecordKey } from '../../src/journal/turnJournal.js';
+import { isTurnRecordKey } from '../../src/journal/turnJournalKeys.js';
 import { rolloutWorkflowTaskTimeoutMs } from '../../src/config/rolloutSettingsFromConfig.js';
 import type { CallOwners, ProcessFault } from './calls.js';
 import type { TrainingRig } from '../../test/support/trainingRig.js';

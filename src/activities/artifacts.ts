@@ -4,7 +4,7 @@ import { ArtifactNotFoundError, type ArtifactStore } from '../artifacts/store.js
 import type { Transcript } from '../core/transcript.js';
 import { artifactFailure } from './artifactFailure.js';
 import { recordRollout } from './attuneMetrics.js';
-import { turnJournalPrefix, type JournalledRun } from '../journal/turnJournal.js';
+import { turnJournalPrefix, type JournalledRun } from '../journal/turnJournalKeys.js';
 import { joinTranscript, type TranscriptPart, type TranscriptTail } from '../core/transcriptParts.js';
 
 /**

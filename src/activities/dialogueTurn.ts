@@ -16,13 +16,8 @@ import { LIMITS } from '../config/limits.js';
 import { beforeRequest } from '../http/beforeRequest.js';
 import { requestCheckLeaseMs } from '../core/requestCheckLease.js';
 import { openingInputHash, turnInputHash, type OpeningInput } from '../journal/journalInput.js';
-import {
-  isTurnSuperseded,
-  turnJournalKey,
-  type AttemptFence,
-  type TurnClaim,
-  type TurnJournal,
-} from '../journal/turnJournal.js';
+import { isTurnSuperseded, type AttemptFence, type TurnClaim, type TurnJournal } from '../journal/turnJournal.js';
+import { turnJournalKey } from '../journal/turnJournalKeys.js';
 
 const usageSchema = z.object({ prompt: z.number(), completion: z.number(), rateLimitWaitMs: z.number().optional() });
 

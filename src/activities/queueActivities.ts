@@ -12,7 +12,8 @@ import {
 import type { WorkflowStateOf } from './dialogueWatch.js';
 import { heartbeating } from './heartbeating.js';
 import { createPublisherActivities, type PublisherOptions } from './publisher.js';
-import { storeTurnJournal, type JournalledRun } from '../journal/turnJournal.js';
+import { storeTurnJournal } from '../journal/turnJournal.js';
+import { type JournalledRun } from '../journal/turnJournalKeys.js';
 
 /**
  * What a worker process hands its queues' activities: the artifact store, one gate per LLM

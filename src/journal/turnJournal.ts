@@ -19,7 +19,6 @@ import {
 import { besideTurn, closedMarkerOf } from './turnJournalKeys.js';
 
 export { isTurnSuperseded, TURN_SUPERSEDED, type AttemptFence } from './turnJournalFence.js';
-export * from './turnJournalKeys.js';
 
 /**
  * Where a local turn activity keeps the calls it has finished, so that a turn played again after
@@ -140,29 +139,19 @@ export function storeTurnJournal(
       throw artifactFailure(error, store.locate(key));
     }
   };
+  const at: JournalAccess = { store, io, retryDelaysMs, log };
   return {
     claim: async (key, inputHash, fenceLength, fenceAt) => {
       const fence = fenceOf(fenceLength, fenceAt);
       // A newer workflow task plays this dialogue (any turn of it): this attempt is a zombie's.
-      if (fence !== undefined) await raiseRunFence(store, io, key, fence, log);
+      if (fence !== undefined) await raiseRunFence(at, key, fence);
       let lastToken: string | null = null;
       for (let round = 1; round <= CLAIM_ROUNDS; round++) {
         const current = await io(key, () => store.getVersioned(key));
         const found = recordOf(current?.text ?? null);
-        // No record (and no fence to say the run is live): a turn not played yet, or a run that has ended.
-        if (current === null && round === 1 && fence === undefined) await refuseClosed(store, io, key);
         // Our claim of the round before landed although its answer was lost (an S3 retry then meets 412).
         if (current && found && found.attempt.token === lastToken)
-          return fencedClaim(
-            store,
-            io,
-            key,
-            found,
-            current.version,
-            { recorded: found.finished, ignored: null },
-            retryDelaysMs,
-            log,
-          );
+          return fencedClaim(at, key, found, current.version, { recorded: found.finished, ignored: null });
         const seen = seenBy(current?.text ?? null, inputHash);
         const claimed = {
           input: inputHash,
@@ -179,11 +168,11 @@ export function storeTurnJournal(
         const durable = current !== null;
         const version = await io(key, () => store.putJsonIf(key, claimed, current?.version ?? null, { durable }));
         if (version !== null) {
-          // Unfenced (an attempt of the code before fences), a record created late may have outlived a sweep
-          // (see raiseRunFence): the closed marker, written before the sweep listed the journal, says so.
-          if (current === null && fence === undefined) await refuseClosed(store, io, key, () => store.remove(key));
+          // Unfenced (an attempt of the code before fences), a record it created belongs to a run that has
+          // ended if the closed marker is there (see raiseRunFence, which checks it for fenced attempts).
+          if (current === null && fence === undefined) await refuseClosed(at, key, () => store.remove(key));
           log.debug('turn claimed', { key, epoch: claimed.attempt.epoch, fence, round });
-          return fencedClaim(store, io, key, claimed, version, seen, retryDelaysMs, log);
+          return fencedClaim(at, key, claimed, version, seen);
         }
         // Another attempt wrote between our read and our claim: read again, so the newest claim wins.
       }
@@ -197,15 +186,22 @@ export function storeTurnJournal(
 
 type StoreIo = <T>(key: string, call: () => Promise<T>) => Promise<T>;
 
+/** What the journal's steps share: the store, its accesses failing as the store's, the write retries, the log. */
+interface JournalAccess {
+  store: ArtifactStore;
+  io: StoreIo;
+  retryDelaysMs: readonly number[];
+  log: Logger;
+}
+
 /**
  * Fails the attempt as superseded when the run's journal was swept (its rollout has ended), after
  * `leaveClosed` (what the attempt wrote there, removed so the journal stays a bare marker).
  */
 async function refuseClosed(
-  store: ArtifactStore,
-  io: StoreIo,
+  { store, io }: JournalAccess,
   key: string,
-  leaveClosed: () => Promise<void> = async () => {},
+  leaveClosed: () => Promise<void>,
 ): Promise<void> {
   const closed = await io(key, () => store.getText(closedMarkerOf(key)));
   if (closed === null) return;
@@ -224,26 +220,26 @@ const runFenceKeyOf = (key: string) => besideTurn(key, 'fence.json');
  * superseded when a newer workflow task's attempt raised it past: that task plays the dialogue now,
  * whichever turn it is at, so a zombie cannot start a later turn the newer one has not claimed yet.
  */
-async function raiseRunFence(store: ArtifactStore, io: StoreIo, key: string, fence: Fence, log: Logger): Promise<void> {
+async function raiseRunFence(at: JournalAccess, key: string, fence: Fence): Promise<void> {
+  const { store, io, log } = at;
   const fenceKey = runFenceKeyOf(key);
   for (let round = 1; round <= CLAIM_ROUNDS; round++) {
     const current = await io(fenceKey, () => store.getVersioned(fenceKey));
     const newest = runFenceOf(current?.text ?? null);
     log.debug('run fence read for a claim', { key, fence, newest, round });
-    if (newest !== null && laterFence(newest, fence))
-      throw newerTaskFailure(store.locate(runFenceKeyOf(key)), fence, newest);
+    if (newest !== null && laterFence(newest, fence)) throw newerTaskFailure(store.locate(fenceKey), fence, newest);
     if (newest !== null && !laterFence(fence, newest)) return;
-    // No fence yet: the dialogue's first claim, or a rollout whose journal was swept (its closed marker says so).
-    if (current === null) await refuseClosed(store, io, key);
     // Coordination, not data: a fence lost to a power cut went with every attempt it fenced.
     const raised = await io(fenceKey, () =>
       store.putJsonIf(fenceKey, { fence: fence.fence, at: fence.at }, current?.version ?? null, { durable: false }),
     );
     if (raised === null) continue;
-    // An attempt stopped between finding no fence and writing one (SIGSTOP, a stalled host) writes it on
-    // waking, maybe after the dialogue was played by another worker and swept. The sweeper writes the
-    // closed marker before it lists what to remove, so a fence that outlived the sweep finds the marker.
-    if (current === null) await refuseClosed(store, io, key, () => store.remove(fenceKey));
+    // No fence before ours: the dialogue's first claim, or a rollout whose journal was swept. The closed
+    // marker tells them apart, read after our write: an attempt stopped between finding no fence and
+    // writing one (SIGSTOP, a stalled host) writes it on waking, maybe after another worker played the
+    // dialogue and the sweeper removed it. The sweeper writes the marker before it lists what to remove,
+    // so a fence that outlived the sweep finds the marker (and goes again).
+    if (current === null) await refuseClosed(at, key, () => store.remove(fenceKey));
     return;
   }
   throw ApplicationFailure.retryable(
@@ -265,14 +261,11 @@ function supersededFailure(store: ArtifactStore, key: string, found: JournalReco
 
 /** The writer of an attempt that claimed `key` (its record `claimed`, at `version`). */
 function fencedClaim(
-  store: ArtifactStore,
-  io: StoreIo,
+  { store, io, retryDelaysMs, log }: JournalAccess,
   key: string,
   claimed: JournalRecord,
   version: string,
   seen: { recorded: unknown; ignored: string | null },
-  retryDelaysMs: readonly number[],
-  log: Logger,
 ): TurnClaim {
   let held = version;
   const writeOnce = async (finished: unknown): Promise<void> => {

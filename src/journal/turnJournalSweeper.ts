@@ -7,7 +7,7 @@ import {
   turnJournalClosedKey,
   turnJournalRunPrefix,
   type JournalledRun,
-} from './turnJournal.js';
+} from './turnJournalKeys.js';
 import { LIMITS } from '../config/limits.js';
 import { createLogger, type Logger } from '../log.js';
 

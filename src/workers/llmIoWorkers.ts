@@ -14,7 +14,7 @@ import {
   WORKFLOWS_PATH,
   workflowBundlerOptions,
 } from './workflowSource.js';
-import type { JournalledRun } from '../journal/turnJournal.js';
+import type { JournalledRun } from '../journal/turnJournalKeys.js';
 import { runStateVia, TurnJournalSweeper } from '../journal/turnJournalSweeper.js';
 import { alongsideWorker } from './alongsideWorker.js';
 import { pollersVia, WorkerCensus, type CensusQueue } from './workerCensus.js';

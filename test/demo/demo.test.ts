@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { journalledRuns } from '../../src/journal/turnJournal.js';
+import { journalledRuns } from '../../src/journal/turnJournalKeys.js';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import { freePort } from '../../src/temporal/devServer.js';

@@ -1,4 +1,4 @@
-import { isTurnRecordKey } from '../../src/journal/turnJournal.js';
+import { isTurnRecordKey } from '../../src/journal/turnJournalKeys.js';
 import assert from 'node:assert/strict';
 import { evaluationKey } from '../../src/artifacts/keys.js';
 import type { EvaluationReport } from '../../src/core/evaluationReport.js';

@@ -4,16 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileArtifactStore } from '../../src/artifacts/store.js';
 import { ApplicationFailure } from '@temporalio/common';
+import { storeTurnJournal, TURN_SUPERSEDED } from '../../src/journal/turnJournal.js';
 import {
   closedJournalRuns,
   journalIdPart,
   journalledRuns,
-  storeTurnJournal,
-  TURN_SUPERSEDED,
   turnJournalClosedKey,
   turnJournalKey,
   type JournalledRun,
-} from '../../src/journal/turnJournal.js';
+} from '../../src/journal/turnJournalKeys.js';
 import { isValidArtifactKey } from '../../src/core/names.js';
 import { createLogger } from '../../src/log.js';
 import { temporal } from '@temporalio/proto';

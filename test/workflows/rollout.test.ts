@@ -1,4 +1,4 @@
-import { isTurnRecordKey } from '../../src/journal/turnJournal.js';
+import { isTurnRecordKey } from '../../src/journal/turnJournalKeys.js';
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Transcript } from '../../src/core/transcript.js';

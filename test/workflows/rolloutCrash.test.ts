@@ -1,4 +1,4 @@
-import { isTurnRecordKey } from '../../src/journal/turnJournal.js';
+import { isTurnRecordKey } from '../../src/journal/turnJournalKeys.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
