@@ -8,6 +8,14 @@ function idsHash(ids: number[]): string {
   return createHash('sha256').update(ids.join(',')).digest('hex');
 }
 
+/**
+ * The sampler's and the trainer's log-probs of the same tokens under the same weights differ by their
+ * numerics only: a cached one-token-at-a-time forward against a padded batch. That is about 1e-5 here,
+ * and once 1e-3 on a loaded CI machine. Sampling one version off (a step-2 reply drawn from step 1's
+ * weights in this setting) measured 0.2 to 0.72, a different prompt about 1: the bound sits between.
+ */
+const NUMERIC_GAP_BOUND = 1e-2;
+
 interface TrainedSample {
   tokens: 'sampled' | 'retokenized';
   completion_tokens: number;
@@ -53,9 +61,13 @@ describe('sampled tokens: the trainer trains on exactly the ids the trainer-serv
       const stored = (await response.json()) as { trained_samples: TrainedSample[] };
       const trained = stored.trained_samples;
       assert.equal(trained.length, sampled.length, `step ${step}: one trained sample per policy turn`);
+      const gaps = trained.map((s) => s.logprob_gap_max);
       for (const sample of trained) {
         assert.equal(sample.tokens, 'sampled');
-        assert.ok(sample.logprob_gap_max !== null && sample.logprob_gap_max < 1e-4, `gap ${sample.logprob_gap_max}`);
+        assert.ok(
+          sample.logprob_gap_max !== null && sample.logprob_gap_max < NUMERIC_GAP_BOUND,
+          `step ${step}: gap ${sample.logprob_gap_max} (every sample's: ${gaps.join(', ')})`,
+        );
       }
       assert.deepEqual(
         trained.map((s) => s.completion_ids_sha256).sort(),
@@ -67,7 +79,7 @@ describe('sampled tokens: the trainer trains on exactly the ids the trainer-serv
     assert.equal(metrics.length, 2);
     for (const m of metrics) {
       assert.equal(m.trainer.retokenized_share, 0);
-      assert.ok(typeof m.trainer.logprob_gap_max === 'number' && m.trainer.logprob_gap_max < 1e-4);
+      assert.ok(typeof m.trainer.logprob_gap_max === 'number' && m.trainer.logprob_gap_max < NUMERIC_GAP_BOUND);
       assert.ok(
         typeof m.trainer.logprob_gap_mean === 'number' && m.trainer.logprob_gap_mean <= m.trainer.logprob_gap_max,
       );
