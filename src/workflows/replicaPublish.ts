@@ -134,3 +134,23 @@ export async function replicasServeVersion(
   if (!patched(REPLICAS_SERVE_PATCH)) return true;
   return (await publishToReplicas(settings, control, step - 1, true)) !== null;
 }
+
+/** Runs recorded before this asked nothing of their replicas before overlapping steps (and hung there). */
+const FIRST_VERSION_PATCH = 'overlapping-steps-replicas-serve-the-first-version';
+
+/**
+ * Before overlapping steps (`maxStaleness` >= 1: pipelined, or first finished) first sample a full
+ * fine-tuning run's base version on replicas: each replica's publisher loads it unless its vLLM
+ * serves it already. Later versions reach the replicas with each step's publish; this one was never
+ * published, and a replica on its launch weights would keep every call waiting. While `state.step`
+ * is 1 the dialogues sample step 0's version. False when the operator stopped the run instead.
+ */
+export async function replicasServeFirstVersion(
+  settings: TrainingSettings,
+  control: TrainingControl,
+  stateStep: number,
+): Promise<boolean> {
+  if (settings.publish.weights !== 'full' || !settings.publish.replicas || stateStep !== 1) return true;
+  if (!patched(FIRST_VERSION_PATCH)) return true;
+  return (await publishToReplicas(settings, control, 0, true)) !== null;
+}

@@ -11,7 +11,7 @@ import { SEARCH_ATTRIBUTES } from '../temporal/searchAttributes.js';
 import { TrainingControl } from './trainingControl.js';
 import { pipelinedTick } from './trainingPipeline.js';
 import { DialogueStreamRun } from './trainingStream.js';
-import { replicasServeVersion } from './replicaPublish.js';
+import { replicasServeFirstVersion, replicasServeVersion } from './replicaPublish.js';
 import { rollOutStep } from './trainingRollouts.js';
 import {
   applyStep,
@@ -84,6 +84,8 @@ export async function training(input: TrainingInput): Promise<TrainingResult> {
     }
   }
 
+  if ((stream || pipelined) && !(await replicasServeFirstVersion(settings, control, state.step)))
+    return control.finish(true);
   if (stream) {
     const next = await stream.tick();
     if (next === 'stopped') return control.finish(true);

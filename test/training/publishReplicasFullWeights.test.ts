@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../../src/config/load.js';
+import type { Transcript } from '../../src/core/transcript.js';
 import { fetchAdapterManifest } from '../../src/trainer/adapterFiles.js';
 import { createPublisherWorker } from '../../src/workers/publisherWorker.js';
 import { FakeOpenAIServer } from '../support/fakeOpenAI.js';
@@ -167,5 +168,44 @@ describe('full fine-tuning published to vLLM replicas through their publisher wo
     assert.ok(rig.fake.calls.filter((c) => c.role === 'policy').length > policyCallsBefore);
     assert.equal(replicaB.fullWeights.version, `${run}@2`);
     assert.deepEqual(labels(replicaB, run).slice(-2), [`loading ${run}@2`, `${run}@2`]);
+  });
+
+  it('overlapping steps (maxStaleness 1, planned and first finished): both replicas load the base version before the first call, the run finishes, and each turn names a version its step may sample', async () => {
+    for (const gather of [[], ['training.stepDialogues=firstFinished', 'training.maxInFlight=4']]) {
+      const run = `full-overlap${gather.length ? '-ff' : ''}`;
+      const config = loadConfig({ env: {}, set: [...rig.configSet, 'training.maxStaleness=1', ...gather] });
+      const { handle } = await rig.start(run, config);
+      // Before the fix the replicas stayed on their launch weights and every call waited for a publisher.
+      let deadline: NodeJS.Timeout | undefined;
+      const result = await Promise.race([
+        handle.result(),
+        new Promise<never>((_, reject) => {
+          deadline = setTimeout(
+            () =>
+              reject(new Error(`${run} did not finish in 240 s: its calls wait on replicas serving no version of it`)),
+            240_000,
+          );
+        }),
+      ]).finally(() => clearTimeout(deadline));
+      assert.equal(result.stepsApplied, 2, run);
+      const loaded = new Set<string>();
+      for (const [name, fake] of replicas()) {
+        const runLabels = labels(fake, run);
+        assert.deepEqual(runLabels.slice(0, 2), [`loading ${run}@0`, `${run}@0`], `${name} loads the base first`);
+        for (const label of runLabels) if (!label.startsWith('loading')) loaded.add(label);
+      }
+      for (const key of await rig.store.list(`rollouts/${run}`)) {
+        const transcript = (await rig.store.getJson<Transcript>(key))!;
+        for (const turn of transcript.turns) {
+          const version = turn.policy.weightVersion ?? '';
+          assert.ok(loaded.has(version), `${key} turn ${turn.turn}: ${version} was served by a replica`);
+          const age = transcript.step! - 1 - Number(version.slice(version.lastIndexOf('@') + 1));
+          assert.ok(
+            age >= 0 && age <= 1,
+            `${key} turn ${turn.turn}: ${version} within maxStaleness 1 of step ${transcript.step}`,
+          );
+        }
+      }
+    }
   });
 });
