@@ -14,12 +14,34 @@ export interface SupervisedLaunch {
 const REPORT_CAP_BYTES = 64 * 1024;
 /** After the launcher exits, how long its output may still drain before the pipes are closed. */
 const DRAIN_GRACE_MS = 1000;
+/** How long a run's killed processes may take to be gone from the process table, and how often that is asked. */
+const GROUP_GONE_MS = 10_000;
+const GROUP_POLL_MS = 10;
+
+/**
+ * Resolves once no process of group `pgid` is left, dying ones included (`kill(-pgid, 0)` answers
+ * ESRCH), or after GROUP_GONE_MS. A SIGKILLed process closes its pipes before the kernel has torn it
+ * down, and on a loaded machine a fork bomb's processes were still listed when the pipes closed.
+ */
+async function groupGone(pgid: number | undefined): Promise<void> {
+  if (pgid === undefined) return;
+  const deadline = performance.now() + GROUP_GONE_MS;
+  while (performance.now() < deadline) {
+    try {
+      process.kill(-pgid, 0);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ESRCH') return;
+      throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, GROUP_POLL_MS));
+  }
+}
 
 /**
  * Runs `command` in its own process group with stdin on /dev/null, stdout and stderr capped, and the
  * launcher's report on fd 3. At `timeoutMs` the whole group is SIGKILLed; when the launcher exits the
- * group is SIGKILLed again, so nothing of the run outlives it. Never rejects: a launcher that could
- * not even start is an ending without a report.
+ * group is SIGKILLed again, and the result comes once the group's processes are gone, so nothing of
+ * the run outlives it. Never rejects: a launcher that could not even start is an ending without a report.
  */
 export function superviseLauncher(
   command: string,
@@ -64,7 +86,11 @@ export function superviseLauncher(
         launcherSignal: exit?.signal ?? null,
         ...(spawnError === undefined ? {} : { spawnError }),
       };
-      resolve({ ending, stdout, stderr, wallMs: exit?.wallMs ?? performance.now() - started });
+      const launch = { ending, stdout, stderr, wallMs: exit?.wallMs ?? performance.now() - started };
+      void groupGone(child.pid).then(
+        () => resolve(launch),
+        () => resolve(launch),
+      );
     };
     child.on('error', (error) => finish(`could not start ${command}: ${error.message}`));
     child.on('exit', (code, signal) => {

@@ -226,7 +226,9 @@ describe('sandbox: untrusted Python runs confined, and every escape counts as fa
     });
     assert.equal(result.outcome, 'killed', JSON.stringify(result, null, 2));
     assert.match(result.signal ?? '', /^SIG(XCPU|KILL)$/);
-    assert.ok(result.cpuMs !== null && result.cpuMs >= 900 && result.cpuMs < 2100, `used ${result.cpuMs} ms of CPU`);
+    // The kernel holds RLIMIT_CPU against tick-sampled time, the report's rusage is the precise
+    // runtime: on a loaded machine they parted by 171 ms (829 ms reported). Past 2 s: no limit held.
+    assert.ok(result.cpuMs !== null && result.cpuMs >= 600 && result.cpuMs < 2100, `used ${result.cpuMs} ms of CPU`);
   });
 
   it('caps the output of a program that prints without end', async () => {
