@@ -11,7 +11,7 @@ import { installTemporalLogging } from '../../src/temporal/runtimeLogging.js';
 import { teardownSharedTestEnv } from '../../test/support/temporalEnv.js';
 import type { StepTimings } from '../training/history.js';
 import { HELP, parseOptions, type Options } from './options.js';
-import { checkStalenessAccepted, runTraining } from './pipelineRun.js';
+import { checkStalenessAccepted, replicaUpdatesOverrides, runTraining } from './pipelineRun.js';
 import { machine, resultsFile, table, toRows, type Measured } from './results.js';
 import { withPaddedRig } from './stack.js';
 import { VllmFacade } from './vllmFacade.js';
@@ -32,9 +32,9 @@ interface Calibration {
 }
 
 /** R: the rollout phase's seconds per step of an unpadded staleness-0 run, its first (warm-up) step left out. */
-async function calibrate(options: Options, facade: VllmFacade): Promise<Calibration> {
+async function calibrate(options: Options, facades: VllmFacade[]): Promise<Calibration> {
   progress(`calibration: ${options.calibrationSteps} steps, staleness 0, no pad`);
-  const result = await withPaddedRig(options, options.calibrationSteps, 0, facade, (rig) =>
+  const result = await withPaddedRig(options, options.calibrationSteps, 0, facades, (rig) =>
     runTraining(rig, `pipe-calibration-${process.pid}`, 0),
   );
   const steps = result.phases ?? [];
@@ -54,7 +54,7 @@ async function calibrate(options: Options, facade: VllmFacade): Promise<Calibrat
   return { seconds, optimizerSeconds, steps };
 }
 
-async function measureAll(options: Options, facade: VllmFacade, rolloutSeconds: number): Promise<Measured[]> {
+async function measureAll(options: Options, facades: VllmFacade[], rolloutSeconds: number): Promise<Measured[]> {
   const measured: Measured[] = [];
   for (const weights of options.weights)
     for (const tOverR of options.ratios) {
@@ -63,7 +63,7 @@ async function measureAll(options: Options, facade: VllmFacade, rolloutSeconds: 
         options,
         options.steps,
         padSeconds,
-        facade,
+        facades,
         async (rig) => {
           for (const staleness of options.staleness)
             for (const stepDialogues of options.stepDialogues) {
@@ -74,7 +74,13 @@ async function measureAll(options: Options, facade: VllmFacade, rolloutSeconds: 
               progress(
                 `${weights} weights, T/R ${tOverR} (T = ${padSeconds.toFixed(2)} s), staleness ${staleness}, ${stepDialogues}: ${options.steps} steps`,
               );
-              const result = await runTraining(rig, run, staleness, { stepDialogues, inFlight: options.inFlight });
+              const result = await runTraining(
+                rig,
+                run,
+                staleness,
+                { stepDialogues, inFlight: options.inFlight },
+                replicaUpdatesOverrides(options.replicaUpdates, weights, staleness),
+              );
               for (const p of result.phases ?? []) progress(`  ${phaseLine(p)}`);
               progress(
                 `  ${result.stepsPerHour.toFixed(0)} steps/hour, ${result.secondsPerStep.toFixed(2)} s/step, wall ${result.wallS.toFixed(1)} s, intervals ${result.stepIntervalsS.map((x) => x.toFixed(2)).join(' ')}`,
@@ -97,11 +103,11 @@ async function main(): Promise<void> {
   checkStalenessAccepted(options.staleness);
   installTemporalLogging('ERROR');
   const started = performance.now();
-  const facade = await VllmFacade.start('fake-policy');
+  const facades = await Promise.all(Array.from({ length: options.replicas }, () => VllmFacade.start('fake-policy')));
   try {
     progress(`machine ${JSON.stringify(machine())}`);
-    const calibration = await calibrate(options, facade);
-    const measured = await measureAll(options, facade, calibration.seconds);
+    const calibration = await calibrate(options, facades);
+    const measured = await measureAll(options, facades, calibration.seconds);
     const rows = toRows(measured, calibration.seconds, options);
     process.stdout.write(`${table(rows, calibration.seconds)}\n`);
     process.stdout.write(`Total wall time: ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
@@ -109,7 +115,7 @@ async function main(): Promise<void> {
     writeFileSync(options.out, resultsFile(options, calibration, rows));
     process.stdout.write(`Wrote ${options.out}\n`);
   } finally {
-    await facade.close();
+    for (const facade of facades) await facade.close();
     await teardownSharedTestEnv();
   }
 }

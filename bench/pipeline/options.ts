@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { STEP_DIALOGUES, type StepDialogues } from '../../src/core/training/dialogueStreamState.js';
+import { REPLICA_UPDATES, type ReplicaUpdates } from '../../src/core/training/trainingSettingsSchema.js';
 import { defaultResultsFile } from '../resultsFile.js';
 
 /** The benchmark's command line: its help text, and the options it parses into. */
@@ -42,6 +43,11 @@ Usage: npm run bench:pipeline [-- options]
                       7B): its bf16 bytes at --reload-gbps; not with --reload-ms
   --reload-gbps G     the reload's rate for --model-params, GB/s (default ${RELOAD_GBPS_MEASURED}, vLLM-CPU's
                       reload of full weights measured by bench:publish)
+  --replicas N        stand-in vLLM replicas the policy is published to, each with its publisher
+                      worker (default 1: one server, no publisher)
+  --replica-updates KIND  with --replicas 2 or more: every (default: each step reloads every replica)
+                      or inTurn (training.publish.replicaUpdates: each step reloads one, in turn; full
+                      weights at staleness > 0 only, the other runs publish to every replica)
   --step-dialogues LIST  how a step gathers its dialogues (default planned,firstFinished): planned (its
                       dialogues, waiting for the slowest), firstFinished (training.stepDialogues: the
                       first whole groups to finish, the rest carried on; staleness > 0 only)
@@ -86,6 +92,9 @@ export interface Options {
   /** The model whose reload --model-params named (null: --reload-ms, or its default). */
   modelParams: number | null;
   reloadGbps: number | null;
+  /** Stand-in vLLM replicas (1: one server, policy.baseURL). */
+  replicas: number;
+  replicaUpdates: ReplicaUpdates;
   steps: number;
   calibrationSteps: number;
   latencyMs: number;
@@ -141,6 +150,8 @@ export function parseOptions(argv: string[]): Options | null {
       'reload-ms': { type: 'string' },
       'model-params': { type: 'string' },
       'reload-gbps': { type: 'string' },
+      replicas: { type: 'string', default: '1' },
+      'replica-updates': { type: 'string', default: 'every' },
       'step-dialogues': { type: 'string', default: 'planned,firstFinished' },
       'in-flight': { type: 'string' },
       dialogues: { type: 'string', default: 'fixed' },
@@ -160,6 +171,12 @@ export function parseOptions(argv: string[]): Options | null {
   const scenarios = integer('scenarios', values.scenarios ?? (quick ? '2' : '4'), 1);
   const samples = integer('samples', values.samples ?? (quick ? '2' : '4'), 2);
   const reload = reloadOf(values['reload-ms'], values['model-params'], values['reload-gbps']);
+  const replicas = integer('replicas', values.replicas, 1);
+  const replicaUpdates = values['replica-updates'] as ReplicaUpdates;
+  if (!REPLICA_UPDATES.includes(replicaUpdates))
+    throw new Error(`--replica-updates: ${JSON.stringify(replicaUpdates)} is not one of ${REPLICA_UPDATES.join(', ')}`);
+  if (replicaUpdates === 'inTurn' && replicas < 2)
+    throw new Error('--replica-updates inTurn: needs --replicas 2 or more');
   return {
     quick,
     stepDialogues: stepDialoguesList(values['step-dialogues']),
@@ -169,6 +186,8 @@ export function parseOptions(argv: string[]): Options | null {
     ratios: list('ratios', values.ratios, (n) => Number.isFinite(n) && n > 0),
     weights: weightsList(values.weights),
     ...reload,
+    replicas,
+    replicaUpdates,
     steps: integer('steps', values.steps ?? (quick ? '6' : '12'), 3),
     calibrationSteps: integer('calibration-steps', values['calibration-steps'], 2),
     latencyMs: integer('latency', values.latency ?? '1000', 0),

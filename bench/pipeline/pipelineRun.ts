@@ -3,6 +3,8 @@ import type { StepDialogues } from '../../src/core/training/dialogueStreamState.
 import { trainingWorkflowId } from '../../src/workflows/training.js';
 import { trainingStatusQuery } from '../../src/workflows/trainingControl.js';
 import type { TrainingRig } from '../../test/support/trainingRig.js';
+import type { ReplicaUpdates } from '../../src/core/training/trainingSettingsSchema.js';
+import type { Weights } from './options.js';
 import { stepTimings, type StepTimings } from '../training/history.js';
 import { steadyThroughput, type Throughput } from './throughput.js';
 
@@ -35,12 +37,21 @@ export function checkStalenessAccepted(staleness: number[]): void {
   for (const s of staleness) loadConfig({ env: {}, set: stalenessOverrides(s) });
 }
 
+/**
+ * Replicas updated in turn where the config takes it (full weights with in-flight updates); every
+ * other run, its staleness-0 baseline included, publishes to every replica.
+ */
+export function replicaUpdatesOverrides(updates: ReplicaUpdates, weights: Weights, staleness: number): string[] {
+  return updates === 'inTurn' && weights === 'full' && staleness > 0 ? ['training.publish.replicaUpdates=inTurn'] : [];
+}
+
 /** One training run on the rig (its workers started), followed to the end. */
 export async function runTraining(
   rig: TrainingRig,
   run: string,
   staleness: number,
   gather: { stepDialogues: StepDialogues; inFlight: number } = { stepDialogues: 'planned', inFlight: 0 },
+  extra: string[] = [],
 ): Promise<RunResult> {
   const config = loadConfig({
     env: {},
@@ -48,6 +59,7 @@ export async function runTraining(
       ...rig.configSet,
       ...stalenessOverrides(staleness),
       ...stepDialoguesOverrides(gather.stepDialogues, gather.inFlight),
+      ...extra,
     ],
   });
   const started = performance.now();

@@ -1,7 +1,8 @@
 import { cpus, platform, release, totalmem } from 'node:os';
 import type { StepDialogues } from '../../src/core/training/dialogueStreamState.js';
 import type { DialogueKind, Options, Weights } from './options.js';
-import type { RunResult } from './pipelineRun.js';
+import { replicaUpdatesOverrides, type RunResult } from './pipelineRun.js';
+import type { ReplicaUpdates } from '../../src/core/training/trainingSettingsSchema.js';
 import { limitSpeedup, trainerBoundSpeedup } from './throughput.js';
 
 /** One row of bench/results/pipeline.json: the four required fields first, then extras. */
@@ -34,6 +35,9 @@ export interface Row {
    * (firstFinished; the rest were dropped as stale, or cancelled at the end). Null for planned steps.
    */
   started_per_trained: number | null;
+  /** Stand-in vLLM replicas, and how a step's publish reached them: every one, or one in turn. */
+  replicas: number;
+  replica_updates: ReplicaUpdates;
 }
 
 export interface Measured {
@@ -77,6 +81,9 @@ export function toRows(measured: Measured[], rolloutSeconds: number, options: Op
       started_per_trained: m.result.stream
         ? round(m.result.stream.started / Math.max(1, m.result.stream.taken), 2)
         : null,
+      replicas: options.replicas,
+      replica_updates:
+        replicaUpdatesOverrides(options.replicaUpdates, m.weights, m.staleness).length > 0 ? 'inTurn' : 'every',
     };
   });
 }

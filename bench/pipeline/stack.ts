@@ -1,4 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NativeConnection } from '@temporalio/worker';
+import { createPublisherWorker } from '../../src/workers/publisherWorker.js';
+import { RunningWorkers } from '../../test/support/runningWorkers.js';
 import { REPO_ROOT } from '../../src/paths.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../../test/support/trainingRig.js';
 import { tuneFakeServer } from '../orchestration/fakeServer.js';
@@ -9,8 +14,17 @@ import type { VllmFacade } from './vllmFacade.js';
 /** The trainer's benchmark knob (trainer/src/attune_trainer/update/step_pad.py): each step takes at least this many seconds. */
 const STEP_PAD_ENV = 'ATTUNE_TRAINER_MIN_STEP_SECONDS';
 
-/** The config of every run: the tiny trainer, the fake for both roles, the policy published as on vLLM. */
-export function runSettings(options: Options, steps: number, facade: VllmFacade, weights: Weights = 'lora'): string[] {
+/** The stand-in replicas' names in the config: a, b, c, ... */
+const replicaName = (i: number) => String.fromCharCode(97 + i);
+
+/** The config of every run: the tiny trainer, the fake for both roles, the policy published as on vLLM (one, or replicas). */
+export function runSettings(
+  options: Options,
+  steps: number,
+  facades: readonly VllmFacade[],
+  weights: Weights = 'lora',
+): string[] {
+  const replicas = facades.map((f, i) => ({ name: replicaName(i), baseURL: f.url }));
   return [
     ...TINY_TRAINING('grpo', steps),
     'training.evalEvery=0',
@@ -21,7 +35,8 @@ export function runSettings(options: Options, steps: number, facade: VllmFacade,
     'training.publish.mode=vllm',
     // lora: an adapter per version; full (no training.lora): the weights reloaded in place
     ...(weights === 'lora' ? ['training.lora.r=8'] : []),
-    `policy.baseURL=${facade.url}`,
+    `policy.baseURL=${facades[0]!.url}`,
+    ...(facades.length > 1 ? [`policy.replicas=${JSON.stringify(replicas)}`] : []),
     // Long-tailed calls run up to the lognormal's cap: a call cut short would be made again forever.
     ...(options.dialogues === 'long-tailed'
       ? [
@@ -41,13 +56,13 @@ export async function withPaddedRig<T>(
   options: Options,
   steps: number,
   padSeconds: number,
-  facade: VllmFacade,
+  facades: readonly VllmFacade[],
   body: (rig: TrainingRig) => Promise<T>,
   weights: Weights = 'lora',
 ): Promise<T> {
-  facade.fullWeights.reloadMs = options.reloadMs;
+  for (const facade of facades) facade.fullWeights.reloadMs = options.reloadMs;
   const rig = await createTrainingRig({
-    set: runSettings(options, steps, facade, weights),
+    set: runSettings(options, steps, facades, weights),
     behaviour:
       options.dialogues === 'long-tailed'
         ? longTailedBehaviour(options.latencyMs)
@@ -61,12 +76,36 @@ export async function withPaddedRig<T>(
       OMP_NUM_THREADS: '1',
     },
   });
+  const publishers = new RunningWorkers();
+  let connection: NativeConnection | null = null;
+  const adapterDirs: string[] = [];
   try {
     tuneFakeServer(rig.fake, 30_000);
-    facade.target = rig.fake.url;
+    for (const facade of facades) facade.target = rig.fake.url;
     await rig.startWorkers();
+    if (facades.length > 1) {
+      // Each replica's publisher downloads the trainer's files and reloads its stand-in, as on a host of its own.
+      connection = await NativeConnection.connect({ address: rig.address });
+      for (const [i] of facades.entries()) {
+        const adapterDir = mkdtempSync(join(tmpdir(), `attune-bench-replica-${replicaName(i)}-`));
+        adapterDirs.push(adapterDir);
+        publishers.start([
+          await createPublisherWorker({
+            connection,
+            namespace: 'default',
+            config: rig.config,
+            store: rig.store,
+            replica: replicaName(i),
+            adapterDir,
+          }),
+        ]);
+      }
+    }
     return await body(rig);
   } finally {
+    await publishers.stop();
     await rig.close();
+    await connection?.close();
+    for (const dir of adapterDirs) rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -6,12 +6,12 @@ import { chatCompletion } from './chatCompletion.js';
 import { replicaOrder } from '../core/replicaChoice.js';
 import { createLogger } from '../log.js';
 import { isModelMissing, withVersionReload } from '../vllm/republish.js';
-import { withServedWeights } from '../vllm/servedWeights.js';
+import { replicasNow, withServedWeights, type ReplicaNow } from '../vllm/servedWeights.js';
 
 const log = createLogger({ component: 'policy' });
 
 /** Failures of one replica, not of the call: down, or serving other full weights than the call's version. */
-const REPLICA_FAILURES = ['LlmUnreachable', 'PolicyWeightsMismatch', 'PolicyWeightsChanged'];
+const REPLICA_FAILURES = ['LlmUnreachable', 'PolicyWeightsMismatch', 'PolicyWeightsChanged', 'PolicyReplicaReloading'];
 
 /**
  * A replica that cannot answer this call: down, without the version (it lost its adapters), or on
@@ -23,20 +23,30 @@ function replicaCannotServe(error: unknown): boolean {
 
 /**
  * The call on the replica its seed picks (replicaOrder), on the next one when that one cannot serve
- * it; any other failure, or the last replica's, is the call's. `last`: no replica is left after this
- * one (the call then waits for a replica's publisher rather than fail at once).
+ * it; any other failure, or the last replica's, is the call's. `last`: no replica after this one
+ * serves the call (the call then waits for this one's reload or publisher rather than fail at once).
+ * With in-flight updates the replicas that serve a version the call takes go first (replicas
+ * updated in turn: one reloads, some are older), in the seed's order.
  */
 async function onReplicas<T>(
   input: PolicyTurnInput,
   call: (endpoint: PolicyTurnInput['endpoint'], last: boolean) => Promise<T>,
 ): Promise<T> {
-  const order = replicaOrder(input.endpoint, input.seed);
+  const seeded = replicaOrder(input.endpoint, input.seed);
+  const now: ReplicaNow[] = seeded.length > 1 ? await replicasNow(input.endpoint, seeded) : ['serving'];
+  const of = (kind: ReplicaNow) => seeded.filter((_, i) => now[i] === kind);
+  const order = [...of('serving'), ...of('loading'), ...of('other')];
+  // Where the call waits rather than move on: the last replica that serves; else the first one
+  // loading (its reload ends soon); else the last, for its publisher, as without replicas' labels.
+  const serving = of('serving').length;
+  const waitsAt = serving > 0 ? serving - 1 : of('loading').length > 0 ? 0 : order.length - 1;
   for (let i = 0; ; i++) {
     const endpoint = { ...input.endpoint, baseURL: order[i]! };
+    const last = i >= waitsAt;
     try {
-      return await call(endpoint, i === order.length - 1);
+      return await call(endpoint, last);
     } catch (error) {
-      if (i === order.length - 1 || !replicaCannotServe(error)) throw error;
+      if (last || !replicaCannotServe(error)) throw error;
       log.warn('policy replica cannot serve the call; trying the next', {
         replica: order[i],
         next: order[i + 1],

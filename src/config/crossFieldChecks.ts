@@ -148,11 +148,12 @@ export function configWarnings(
   ];
 }
 
-/** Replica names are unique: each names its publish queue and the run's waits. */
+/** Replica names are unique: each names its publish queue and the run's waits. And how they are updated fits them. */
 export function checkReplicas(
-  config: { policy: { replicas?: { name: string }[] | undefined } },
+  config: { policy: { replicas?: { name: string }[] | undefined } } & Parameters<typeof checkReplicaUpdates>[0],
   ctx: z.RefinementCtx,
 ): void {
+  checkReplicaUpdates(config, ctx);
   const seen = new Set<string>();
   (config.policy.replicas ?? []).forEach((replica, i) => {
     if (seen.has(replica.name))
@@ -163,6 +164,31 @@ export function checkReplicas(
       });
     seen.add(replica.name);
   });
+}
+
+/**
+ * `training.publish.replicaUpdates: inTurn` leaves all replicas but one on older versions while a step
+ * is published: only calls that take newer versions (full weights, `maxStaleness` 1 or more) can use
+ * them, and only with two replicas or more is one left serving.
+ */
+function checkReplicaUpdates(
+  config: {
+    policy: { replicas?: unknown[] | undefined };
+    training: { maxStaleness: number; lora: unknown; publish: { mode: string; replicaUpdates: string } };
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const t = config.training;
+  if (t.publish.replicaUpdates !== 'inTurn') return;
+  const problem =
+    (config.policy.replicas ?? []).length < 2
+      ? 'inTurn needs policy.replicas with two or more replicas: one keeps serving while another reloads'
+      : t.publish.mode !== 'vllm' || t.lora !== null
+        ? 'inTurn is for full weights published to vLLM (training.publish.mode: vllm, no training.lora): LoRA adapters load beside the served ones without a reload'
+        : t.maxStaleness < 1
+          ? 'inTurn needs training.maxStaleness 1 or more: with 0 each call asks for one version, which only the replica updated last would serve'
+          : null;
+  if (problem) ctx.addIssue({ code: 'custom', path: ['training', 'publish', 'replicaUpdates'], message: problem });
 }
 
 /**

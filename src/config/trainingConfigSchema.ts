@@ -48,6 +48,12 @@ const publishConfigSchema = z
         "Full weights with `mode: vllm`: `checkpoint` reloads each step's checkpoint directory in place (any vLLM, CPU included); `nccl` has the trainer's rank 0 broadcast them with vLLM's native weight transfer (GPU hosts; set-up and vLLM flags in docs/training.md).",
       ),
     nccl: publishBounds.nccl,
+    replicaUpdates: publishBounds.replicaUpdates
+      .unwrap()
+      .default('every')
+      .describe(
+        'Full weights on `policy.replicas` with `maxStaleness` 1 or more: `every` publishes each step to every replica (the step is published once all serve it; they all reload at once); `inTurn` publishes step k to replica k mod N only, so the others serve older versions within the bound while it reloads, and each call goes to a replica that serves a version it takes and is not reloading.',
+      ),
   })
   .prefault({})
   .describe("How each step's weights reach the policy server that samples the next step.");

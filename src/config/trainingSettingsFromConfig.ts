@@ -87,7 +87,7 @@ export function trainingSettingsFromConfig(config: AttuneConfig, runName: string
       policyBaseURL,
       baseVersion,
       keep: t.publish.keep,
-      ...(replicas ? { replicas, publisherWaitMs: t.publish.publisherWaitMs } : {}),
+      ...(replicas ? replicaPublishOf(replicas, t.publish) : {}),
     },
     evalEvery: t.evalEvery,
     evalScenarioDir: resolve(config.scenarios.eval),
@@ -178,4 +178,16 @@ export function trackingSettingsFromConfig(
       : {}),
   };
   return Object.keys(settings).length > 0 ? settings : null;
+}
+
+/** A replicated run's publish settings: its replicas, how long each publisher may take to pick a publish up, and whether they are updated in turn. */
+function replicaPublishOf(
+  replicas: NonNullable<TrainingSettings['publish']['replicas']>,
+  publish: AttuneConfig['training']['publish'],
+): Pick<TrainingSettings['publish'], 'replicas' | 'publisherWaitMs' | 'replicaUpdates'> {
+  return {
+    replicas,
+    publisherWaitMs: publish.publisherWaitMs,
+    ...(publish.replicaUpdates === 'inTurn' ? { replicaUpdates: 'inTurn' as const } : {}),
+  };
 }

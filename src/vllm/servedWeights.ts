@@ -109,8 +109,15 @@ async function withNewestWeights<T>(
   let after: string | null = null;
   for (let ask = 1; ask <= STRADDLE_ASKS; ask++) {
     let before = await servedWeightVersion(server);
-    if (before?.startsWith(loadingLabel('')) && takes(before.slice(loadingLabel('').length)))
+    if (before?.startsWith(loadingLabel('')) && takes(before.slice(loadingLabel('').length))) {
+      // Another replica serves a version the call takes: it goes there rather than wait out the reload.
+      if (!(options.waitForPublisher ?? true))
+        throw ApplicationFailure.retryable(
+          `vLLM ${serverRoot(server.base)} reads ${JSON.stringify(before)}: the call goes to another replica`,
+          'PolicyReplicaReloading',
+        );
       before = await loaded(server, before);
+    }
     if (!takes(before)) {
       const from = endpoint.reloadFrom;
       if (from) await reloadHere(server, from, oldest, before, takes, 'keep');
@@ -225,4 +232,31 @@ async function reloadedByPublisher(
     nonRetryable: false,
     nextRetryDelay: RELOAD_RETRY_DELAY_MS,
   });
+}
+
+/** What a replica offers a call with in-flight updates right now (replicasNow). */
+export type ReplicaNow = 'serving' | 'loading' | 'other';
+
+/**
+ * What each of the replicas `bases` offers a call with in-flight updates, their labels read in
+ * parallel: `serving` a version the call takes, `loading` one it takes (a publish under way), or
+ * `other` (older, unknown, unreachable). Without in-flight updates every replica counts as serving.
+ */
+export async function replicasNow(endpoint: EndpointCall, bases: readonly string[]): Promise<ReplicaNow[]> {
+  const oldest = endpoint.weightVersion;
+  if (oldest === undefined || !endpoint.acceptNewerWeights) return bases.map(() => 'serving');
+  const headers = policyHeaders(endpoint.apiKeyEnv);
+  return Promise.all(
+    bases.map(async (base): Promise<ReplicaNow> => {
+      let label: string | null;
+      try {
+        label = await servedWeightVersion({ base, headers, apiKeyEnv: endpoint.apiKeyEnv });
+      } catch {
+        return 'other';
+      }
+      if (servesAtLeast(oldest, label)) return 'serving';
+      const loading = loadingLabel('');
+      return label?.startsWith(loading) && servesAtLeast(oldest, label.slice(loading.length)) ? 'loading' : 'other';
+    }),
+  );
 }

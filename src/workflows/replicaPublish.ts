@@ -2,6 +2,7 @@ import { proxyActivities, patched, ActivityFailure, ApplicationFailure, TimeoutF
 import type { PublisherActivities, ReplicaPublishResult } from '../activities/publisher.js';
 import type { Replica, TrainingSettings } from '../core/training/trainingSettingsSchema.js';
 import { LIMITS } from '../config/limits.js';
+import { replicasToPublish } from '../core/training/replicaInTurn.js';
 import { failureMessage } from './fanOut.js';
 import { unloadOf } from './publishInput.js';
 import type { TrainingControl } from './trainingControl.js';
@@ -56,8 +57,8 @@ export interface ReplicasPublished {
 }
 
 /**
- * Publishes the step to every replica at once, each on its publisher's queue. The step is published
- * once all serve it with the trainer's one digest; while one cannot (its publisher absent, its vLLM
+ * Publishes the step to every replica at once (with `replicaUpdates: inTurn`, to the one whose turn it
+ * is: replicasToPublish), each on its publisher's queue. The step is published once all serve it with the trainer's one digest; while one cannot (its publisher absent, its vLLM
  * down after retries, a refused load), the run waits for the operator with every such replica named,
  * and `attune resume` publishes again to the replicas not yet done. Never trains on a partial fleet.
  * Null when the operator stopped the run instead.
@@ -68,7 +69,7 @@ export async function publishToReplicas(
   step: number,
   ensure = false,
 ): Promise<ReplicasPublished | null> {
-  const replicas = settings.publish.replicas ?? [];
+  const replicas = replicasToPublish(settings.publish.replicas ?? [], step, settings.publish.replicaUpdates, ensure);
   const done = new Map<string, ReplicaPublishResult>();
   for (;;) {
     const pending = replicas.filter((r) => !done.has(r.name));

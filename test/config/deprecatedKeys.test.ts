@@ -86,6 +86,7 @@ describe('config: the flat keys of earlier releases still load, with a warning n
       keep: 3,
       publisherWaitMs: 5000,
       transport: 'checkpoint',
+      replicaUpdates: 'every',
     });
     assert.deepEqual(trainingSettingsFromConfig(flat.config, 'r'), trainingSettingsFromConfig(nested.config, 'r'));
     assert.deepEqual(flat.warnings, [

@@ -36,4 +36,11 @@ describe('which runs publish a step while the optimizer trains the next (publish
     assert.equal(overlaps(FIRST_FINISHED.filter((s) => !s.startsWith('training.stepDialogues'))), false, 'planned');
     assert.equal(overlaps([...FIRST_FINISHED, 'training.hyperparameters.export_keep=1']), false, 'one export');
   });
+
+  it('to replicas only when they are updated in turn (together, each reload would stop them all under the next step)', () => {
+    const replicas =
+      'policy.replicas=[{"name": "a", "baseURL": "http://10.0.0.1:8000/v1"}, {"name": "b", "baseURL": "http://10.0.0.2:8000/v1"}]';
+    assert.equal(overlaps([...FIRST_FINISHED, replicas]), false, 'every replica at once');
+    assert.equal(overlaps([...FIRST_FINISHED, replicas, 'training.publish.replicaUpdates=inTurn']), true, 'in turn');
+  });
 });

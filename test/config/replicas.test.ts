@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config/load.js';
 import { trainingSettingsFromConfig } from '../../src/config/trainingSettingsFromConfig.js';
 import { replicaOrder } from '../../src/core/replicaChoice.js';
+import { replicasToPublish } from '../../src/core/training/replicaInTurn.js';
 import { FIXTURE_SCENARIOS } from '../support/rolloutRig.js';
 
 const BASE = [`scenarios.train=${FIXTURE_SCENARIOS}`, `scenarios.eval=${FIXTURE_SCENARIOS}`, 'training.lora.r=8'];
@@ -85,5 +86,46 @@ describe('policy.replicas', () => {
     }
     assert.equal(firsts.size, 3, 'the calls spread over every replica');
     assert.deepEqual(replicaOrder({ baseURL: 'http://a/v1' }, 5), ['http://a/v1']);
+  });
+
+  describe('training.publish.replicaUpdates', () => {
+    const TWO = 'a=http://10.0.0.1:8000/v1,b=http://10.0.0.2:8000/v1';
+    const FULL = [
+      `scenarios.train=${FIXTURE_SCENARIOS}`,
+      `scenarios.eval=${FIXTURE_SCENARIOS}`,
+      'training.publish.mode=vllm',
+      'training.publish.replicaUpdates=inTurn',
+    ];
+    const load = (replicas: string, set: string[]) => loadConfig({ env: { POLICY_REPLICAS: replicas }, set });
+
+    it('inTurn: full weights with in-flight updates on two or more replicas; step k goes to replica k mod N, an ensure to all', () => {
+      const settings = trainingSettingsFromConfig(load(TWO, [...FULL, 'training.maxStaleness=1']), 'r');
+      assert.equal(settings.publish.replicaUpdates, 'inTurn');
+      const names = (step: number, ensure = false) =>
+        replicasToPublish(settings.publish.replicas!, step, settings.publish.replicaUpdates, ensure).map((r) => r.name);
+      assert.deepEqual(
+        [1, 2, 3, 4].map((k) => names(k)),
+        [['b'], ['a'], ['b'], ['a']],
+      );
+      assert.deepEqual(names(0, true), ['a', 'b']);
+      // the default, and runs started before the setting: every replica
+      const every = trainingSettingsFromConfig(load(TWO, [...FULL.slice(0, 3), 'training.maxStaleness=1']), 'r');
+      assert.equal(every.publish.replicaUpdates, undefined);
+      assert.deepEqual(
+        replicasToPublish(every.publish.replicas!, 3, every.publish.replicaUpdates, false).map((r) => r.name),
+        ['a', 'b'],
+      );
+    });
+
+    it('inTurn is refused, naming the field and why, with one replica, with LoRA, or with maxStaleness 0', () => {
+      const refused = (replicas: string, set: string[], why: RegExp) =>
+        assert.throws(
+          () => load(replicas, set),
+          (error: Error) => /training\.publish\.replicaUpdates/.test(error.message) && why.test(error.message),
+        );
+      refused('a=http://10.0.0.1:8000/v1', [...FULL, 'training.maxStaleness=1'], /two or more replicas/);
+      refused(TWO, [...FULL, 'training.maxStaleness=1', 'training.lora.r=8'], /full weights/);
+      refused(TWO, FULL, /maxStaleness 1 or more/);
+    });
   });
 });

@@ -170,9 +170,14 @@ describe('full fine-tuning published to vLLM replicas through their publisher wo
     assert.deepEqual(labels(replicaB, run).slice(-2), [`loading ${run}@2`, `${run}@2`]);
   });
 
-  it('overlapping steps (maxStaleness 1, planned and first finished): both replicas load the base version before the first call, the run finishes, and each turn names a version its step may sample', async () => {
-    for (const gather of [[], ['training.stepDialogues=firstFinished', 'training.maxInFlight=4']]) {
-      const run = `full-overlap${gather.length ? '-ff' : ''}`;
+  it('overlapping steps (maxStaleness 1: planned, first finished, and first finished with replicas updated in turn): both replicas load the base version before the first call, the run finishes, each turn names a version a replica served within the bound, and in turn each step reloads one replica', async () => {
+    const firstFinished = ['training.stepDialogues=firstFinished', 'training.maxInFlight=4'];
+    for (const [tag, gather] of [
+      ['', []],
+      ['-ff', firstFinished],
+      ['-in-turn', [...firstFinished, 'training.publish.replicaUpdates=inTurn']],
+    ] as const) {
+      const run = `full-overlap${tag}`;
       const config = loadConfig({ env: {}, set: [...rig.configSet, 'training.maxStaleness=1', ...gather] });
       const { handle } = await rig.start(run, config);
       // Before the fix the replicas stayed on their launch weights and every call waited for a publisher.
@@ -192,6 +197,11 @@ describe('full fine-tuning published to vLLM replicas through their publisher wo
       for (const [name, fake] of replicas()) {
         const runLabels = labels(fake, run);
         assert.deepEqual(runLabels.slice(0, 2), [`loading ${run}@0`, `${run}@0`], `${name} loads the base first`);
+        if (tag === '-in-turn') {
+          // step 1 to b (1 mod 2), step 2 to a: one reload a step, the other replica serving meanwhile
+          const own = name === 'a' ? 2 : 1;
+          assert.deepEqual(runLabels.slice(2), [`loading ${run}@${own}`, `${run}@${own}`], `${name}'s turn`);
+        }
         for (const label of runLabels) if (!label.startsWith('loading')) loaded.add(label);
       }
       for (const key of await rig.store.list(`rollouts/${run}`)) {

@@ -33,6 +33,10 @@ export type LoraSpec = z.infer<typeof loraSchema>;
 /** A replica's name: it names its publish queue (`attune-publish-<name>`) and shows in status. */
 export const REPLICA_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
+/** Which replicas a step's full weights go to: `every` one (the step published once all serve it), or one `inTurn`. */
+export const REPLICA_UPDATES = ['every', 'inTurn'] as const;
+export type ReplicaUpdates = (typeof REPLICA_UPDATES)[number];
+
 /** One vLLM replica a run publishes each step to, through the publisher worker on its queue. */
 export const replicaSchema = z.strictObject({
   name: z.string().regex(REPLICA_NAME_PATTERN, 'letters, digits, `.`, `_`, `-`; at most 63; not starting with a sign'),
@@ -146,6 +150,11 @@ export const trainingSettingsSchema = z.strictObject({
     replicas: z.array(replicaSchema).min(1).max(64).optional(),
     /** How long a replica's publish waits for its publisher worker to pick it up before the run waits for the operator. */
     publisherWaitMs: z.number().int().min(1000).max(86_400_000).optional(),
+    /**
+     * Full weights with in-flight updates on two or more replicas: `inTurn` publishes each step to one
+     * replica (replicaInTurn), so the others keep serving while it reloads. Absent: `every` replica.
+     */
+    replicaUpdates: z.enum(REPLICA_UPDATES).optional(),
   }),
   evalEvery: z.number().int().min(0),
   evalScenarioDir: z.string().min(1),

@@ -160,6 +160,28 @@ const SMOKES: Record<string, Smoke> = {
         else assert.equal(row.started_per_trained, null);
     },
   },
+  'bench:pipeline --replicas 2 --replica-updates inTurn': {
+    // Full weights on two stand-in replicas, each with its publisher; the overlapping run updates them in turn.
+    script: 'bench/pipeline/main.ts',
+    args: (out) => [
+      '--quick',
+      ...['--replicas', '2', '--replica-updates', 'inTurn', '--weights', 'full'],
+      ...['--staleness', '1', '--step-dialogues', 'firstFinished', '--ratios', '1', '--steps', '3'],
+      ...['--calibration-steps', '2', '--latency', '0', '--scenarios', '1', '--samples', '2', '--turns', '1'],
+      ...['--out', out],
+    ],
+    check: (results) => {
+      const { rows } = results as { rows: Json[] };
+      assert.deepEqual(
+        rows.map((r) => [r.weights, r.staleness, r.step_dialogues, r.replicas, r.replica_updates]),
+        [
+          ['full', 0, 'planned', 2, 'every'],
+          ['full', 1, 'firstFinished', 2, 'inTurn'],
+        ],
+      );
+      for (const row of rows) for (const f of ['steps_per_hour', 'speedup', 'seconds_per_step']) positive(row[f], f);
+    },
+  },
   'bench:learning': {
     script: 'bench/learning/main.ts',
     args: (out, dir) => ['--quick', '--only', 'grpo', '--steps', '2', '--out', out, '--reports', join(dir, 'reports')],
