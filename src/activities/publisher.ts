@@ -28,6 +28,11 @@ export interface ReplicaPublishInput {
   servedModel?: string;
   /** Full weights: reload only if vLLM serves another version (the check before a step samples). */
   ensure?: boolean;
+  /**
+   * Full weights on replicas updated in turn: the label reads `loading <version>` before the pause,
+   * so calls go to the other replicas while this one's calls in flight drain (see publishFullWeights).
+   */
+  labelFirst?: true;
 }
 
 export interface ReplicaPublishResult extends PublishResult {
@@ -83,6 +88,7 @@ export function createPublisherActivities(options: PublisherOptions) {
           adapterDir: options.adapterDir,
           keepOnDisk: input.unload?.keep ?? 2,
           unlessServed: input.ensure === true,
+          ...(input.labelFirst ? { labelFirst: true } : {}),
         });
         return {
           version,

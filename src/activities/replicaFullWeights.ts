@@ -29,6 +29,8 @@ export interface FullWeightsOnReplica {
   keepOnDisk: number;
   /** Reload only when vLLM serves another version (restarted on its launch weights); else publish always reloads. */
   unlessServed: boolean;
+  /** The `loading` label before the pause (replicas updated in turn: calls go elsewhere meanwhile). */
+  labelFirst?: boolean;
 }
 
 /**
@@ -185,7 +187,10 @@ export async function publishFullWeightsHere(
   const headers = policyHeaders(input.apiKeyEnv);
   const server = { base: input.base, headers, apiKeyEnv: input.apiKeyEnv };
   const { reloadMs } = await oneAtATime(serverRoot(input.base), async () => {
-    const reloaded = await reloadFullWeights(server, version, dir, { unlessServed: input.unlessServed });
+    const reloaded = await reloadFullWeights(server, version, dir, {
+      unlessServed: input.unlessServed,
+      ...(input.labelFirst ? { labelFirst: true } : {}),
+    });
     // What keepServedWeights restores the vLLM to, written in the same turn as the load (never older).
     writeServedRecord(input.adapterDir, { version, dir });
     return reloaded;

@@ -54,7 +54,7 @@ export async function publishFullWeights(
       await resumeLeftPaused(server, version);
       return options.unlessServed && servedSuffices(options.unlessServed, version, await servedWeightVersion(server))
         ? { reloadMs: 0 }
-        : publishNow(server, version, transport, options.pause ?? 'wait');
+        : publishNow(server, version, transport, options.pause ?? 'wait', options.labelFirst === true);
     });
   publishing.set(key, mine);
   try {
@@ -75,6 +75,12 @@ export interface PublishFullWeightsOptions {
   unlessServed?: boolean | ((served: string | null) => boolean);
   /** Absent: `wait`. */
   pause?: FullWeightsPause;
+  /**
+   * The `loading <version>` label before the pause, not after it: calls that read labels first
+   * (replicas updated in turn) go to another replica while the pause drains this one. A call in
+   * flight meanwhile ends with another label than it began with and is asked again.
+   */
+  labelFirst?: boolean;
 }
 
 function servedSuffices(
@@ -90,7 +96,7 @@ export function reloadFullWeights(
   server: FullWeightsServer,
   version: string,
   weightsPath: string,
-  options: { unlessServed?: boolean } = {},
+  options: { unlessServed?: boolean; labelFirst?: boolean } = {},
 ): Promise<{ reloadMs: number }> {
   return publishFullWeights(server, version, checkpointReload(weightsPath), options);
 }
@@ -166,15 +172,18 @@ async function publishNow(
   version: string,
   transport: FullWeightsTransport,
   pause: FullWeightsPause,
+  labelFirst: boolean,
 ): Promise<{ reloadMs: number }> {
   const what = transport.describe(version);
   const started = Date.now();
   let resumeFailure: string | null = null;
+  const loading = () => postRoute(server, '/update_weight_version', { new_version: loadingLabel(version) }, what);
   try {
     await transport.prepare(server, what);
+    if (labelFirst) await loading();
     await postRoute(server, `/pause?mode=${pause}`, undefined, what);
     try {
-      await postRoute(server, '/update_weight_version', { new_version: loadingLabel(version) }, what);
+      if (!labelFirst) await loading();
       await transport.load(server, what);
       if (pause === 'keep') await dropOldCache(server, what);
       await postRoute(server, '/update_weight_version', { new_version: version }, what);

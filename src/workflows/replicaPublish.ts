@@ -81,7 +81,12 @@ export async function publishToReplicas(
           step,
           replica: { name: replica.name, baseURL: replica.baseURL },
           ...(settings.publish.weights === 'full'
-            ? { weights: 'full' as const, servedModel: settings.rollout.policy.model, ...(ensure ? { ensure } : {}) }
+            ? {
+                weights: 'full' as const,
+                servedModel: settings.rollout.policy.model,
+                ...(ensure ? { ensure } : {}),
+                ...(settings.publish.replicaUpdates === 'inTurn' && !ensure ? { labelFirst: true as const } : {}),
+              }
             : {}),
           ...unloadOf(settings),
         }),

@@ -201,6 +201,12 @@ describe('full fine-tuning published to vLLM replicas through their publisher wo
           // step 1 to b (1 mod 2), step 2 to a: one reload a step, the other replica serving meanwhile
           const own = name === 'a' ? 2 : 1;
           assert.deepEqual(runLabels.slice(2), [`loading ${run}@${own}`, `${run}@${own}`], `${name}'s turn`);
+          // Its label says `loading` before the pause drains it, so calls go to the other replica meanwhile.
+          const routes = fake.fullWeights.calls.map((c) => c.route);
+          const labelled = fake.fullWeights.calls.findIndex(
+            (c) => c.route === '/update_weight_version' && JSON.stringify(c.body).includes(`loading ${run}@${own}`),
+          );
+          assert.equal(routes.indexOf('/pause?mode=wait', labelled), labelled + 1, `${name}: labelled, then paused`);
         }
         for (const label of runLabels) if (!label.startsWith('loading')) loaded.add(label);
       }
