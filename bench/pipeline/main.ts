@@ -66,9 +66,9 @@ async function measureAll(options: Options, facades: VllmFacade[], rolloutSecond
         facades,
         async (rig) => {
           for (const staleness of options.staleness)
-            for (const stepDialogues of options.stepDialogues) {
-              // Taking the first finished carries dialogues to later steps: it needs staleness 1 or more.
-              if (stepDialogues === 'firstFinished' && staleness === 0) continue;
+            // Staleness 0 is the baseline, planned whatever --step-dialogues says: taking the first
+            // finished carries dialogues to later steps, which needs staleness 1 or more.
+            for (const stepDialogues of staleness === 0 ? (['planned'] as const) : options.stepDialogues) {
               const tag = `${weights === 'lora' ? '' : `-${weights}`}${stepDialogues === 'planned' ? '' : '-ff'}`;
               const run = `pipe-r${String(tOverR).replace('.', 'p')}-s${staleness}${tag}-${process.pid}`;
               progress(
