@@ -57,8 +57,9 @@ export interface ReplicasPublished {
 }
 
 /**
- * Publishes the step to every replica at once (with `replicaUpdates: inTurn`, to the one whose turn it
- * is: replicasToPublish), each on its publisher's queue. The step is published once all serve it with the trainer's one digest; while one cannot (its publisher absent, its vLLM
+ * Publishes the step to every replica at once (with `replicaUpdates: inTurn`, to the one whose turn
+ * it is: replicasToPublish), each on its publisher's queue. The step is published once all serve it
+ * with the trainer's one digest; while one cannot (its publisher absent, its vLLM
  * down after retries, a refused load), the run waits for the operator with every such replica named,
  * and `attune resume` publishes again to the replicas not yet done. Never trains on a partial fleet.
  * Null when the operator stopped the run instead.
