@@ -97,6 +97,12 @@ function servesAtLeast(oldest: string, served: string | null): boolean {
   return floor !== null && step !== null && step >= floor;
 }
 
+/** The version a `loading <version>` label names (a publish under way), or null for any other label. */
+function loadingOf(label: string | null): string | null {
+  const prefix = loadingLabel('');
+  return label?.startsWith(prefix) ? label.slice(prefix.length) : null;
+}
+
 /** `withServedWeights` with in-flight updates: any version from `oldest` on, the one served recorded; straddlers asked again. */
 async function withNewestWeights<T>(
   server: FullWeightsServer,
@@ -109,7 +115,8 @@ async function withNewestWeights<T>(
   let after: string | null = null;
   for (let ask = 1; ask <= STRADDLE_ASKS; ask++) {
     let before = await servedWeightVersion(server);
-    if (before?.startsWith(loadingLabel('')) && takes(before.slice(loadingLabel('').length))) {
+    const loadingVersion = loadingOf(before);
+    if (before !== null && loadingVersion !== null && takes(loadingVersion)) {
       // Another replica serves a version the call takes: it goes there rather than wait out the reload.
       if (!(options.waitForPublisher ?? true))
         throw ApplicationFailure.retryable(
@@ -255,8 +262,8 @@ export async function replicasNow(endpoint: EndpointCall, bases: readonly string
         return 'other';
       }
       if (servesAtLeast(oldest, label)) return 'serving';
-      const loading = loadingLabel('');
-      return label?.startsWith(loading) && servesAtLeast(oldest, label.slice(loading.length)) ? 'loading' : 'other';
+      const loading = loadingOf(label);
+      return loading !== null && servesAtLeast(oldest, loading) ? 'loading' : 'other';
     }),
   );
 }
