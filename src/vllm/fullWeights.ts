@@ -5,6 +5,7 @@ import { createLogger } from '../log.js';
 import { checkpointReload } from './checkpointReload.js';
 import {
   loadingLabel,
+  loadingOf,
   postRoute,
   servedWeightVersion,
   serverPaused,
@@ -128,7 +129,7 @@ async function resumeLeftPaused(server: FullWeightsServer, version: string): Pro
   if (!(await serverPaused(server))) return;
   const served = await servedWeightVersion(server);
   const fields = { server: serverRoot(server.base), served, version };
-  if (served?.startsWith(loadingLabel(''))) {
+  if (loadingOf(served) !== null) {
     log.warn('vLLM found paused half-way through a load; this publish resumes it once loaded', fields);
     return;
   }

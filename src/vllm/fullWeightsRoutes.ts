@@ -17,6 +17,12 @@ export function loadingLabel(version: string): string {
   return `loading ${version}`;
 }
 
+/** The version a `loading <version>` label names (a publish under way), or null for any other label. */
+export function loadingOf(label: string | null): string | null {
+  const prefix = loadingLabel('');
+  return label?.startsWith(prefix) ? label.slice(prefix.length) : null;
+}
+
 /**
  * Every vLLM route a full-weights publish calls, with its method: `publishFullWeights` and the
  * transports (checkpointReload.ts, ncclTransfer.ts) reach vLLM only through `postRoute` and

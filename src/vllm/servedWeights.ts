@@ -5,7 +5,7 @@ import { createLogger } from '../log.js';
 import { versionStep } from './adapters.js';
 import { checkpointReload } from './checkpointReload.js';
 import { publishFullWeights, type FullWeightsPause } from './fullWeights.js';
-import { loadingLabel, servedWeightVersion, serverRoot, type FullWeightsServer } from './fullWeightsRoutes.js';
+import { loadingOf, servedWeightVersion, serverRoot, type FullWeightsServer } from './fullWeightsRoutes.js';
 import { ncclTransfer } from './ncclTransfer.js';
 import { exportPathOf } from './republish.js';
 import { policyHeaders } from './served.js';
@@ -95,12 +95,6 @@ function servesAtLeast(oldest: string, served: string | null): boolean {
   const floor = versionStep(runName, oldest);
   const step = versionStep(runName, served);
   return floor !== null && step !== null && step >= floor;
-}
-
-/** The version a `loading <version>` label names (a publish under way), or null for any other label. */
-function loadingOf(label: string | null): string | null {
-  const prefix = loadingLabel('');
-  return label?.startsWith(prefix) ? label.slice(prefix.length) : null;
 }
 
 /** `withServedWeights` with in-flight updates: any version from `oldest` on, the one served recorded; straddlers asked again. */
