@@ -45,6 +45,9 @@ Usage: npm run bench:pipeline [-- options]
                       reload of full weights measured by bench:publish)
   --replicas N        stand-in vLLM replicas the policy is published to, each with its publisher
                       worker (default 1: one server, no publisher)
+  --policy-slots N    sequences each stand-in vLLM serves at once (vLLM's --max-num-seqs); requests
+                      beyond wait in its queue, as on a saturated server (default 0: no limit, the
+                      fake answers every request after --latency however many are in flight)
   --replica-updates KIND  with --replicas 2 or more: every (default: each step reloads every replica)
                       or inTurn (training.publish.replicaUpdates: each step reloads one, in turn; full
                       weights at staleness > 0 only, the other runs publish to every replica)
@@ -95,6 +98,8 @@ export interface Options {
   /** Stand-in vLLM replicas (1: one server, policy.baseURL). */
   replicas: number;
   replicaUpdates: ReplicaUpdates;
+  /** Sequences each stand-in serves at once (0: no limit). */
+  policySlots: number;
   steps: number;
   calibrationSteps: number;
   latencyMs: number;
@@ -152,6 +157,7 @@ export function parseOptions(argv: string[]): Options | null {
       'reload-gbps': { type: 'string' },
       replicas: { type: 'string', default: '1' },
       'replica-updates': { type: 'string', default: 'every' },
+      'policy-slots': { type: 'string', default: '0' },
       'step-dialogues': { type: 'string', default: 'planned,firstFinished' },
       'in-flight': { type: 'string' },
       dialogues: { type: 'string', default: 'fixed' },
@@ -188,6 +194,7 @@ export function parseOptions(argv: string[]): Options | null {
     ...reload,
     replicas,
     replicaUpdates,
+    policySlots: integer('policy-slots', values['policy-slots'], 0),
     steps: integer('steps', values.steps ?? (quick ? '6' : '12'), 3),
     calibrationSteps: integer('calibration-steps', values['calibration-steps'], 2),
     latencyMs: integer('latency', values.latency ?? '1000', 0),

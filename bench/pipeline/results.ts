@@ -38,6 +38,8 @@ export interface Row {
   /** Stand-in vLLM replicas, and how a step's publish reached them: every one, or one in turn. */
   replicas: number;
   replica_updates: ReplicaUpdates;
+  /** Sequences each stand-in vLLM served at once; null: no limit. */
+  policy_slots: number | null;
 }
 
 export interface Measured {
@@ -84,13 +86,14 @@ export function toRows(measured: Measured[], rolloutSeconds: number, options: Op
       replicas: options.replicas,
       replica_updates:
         replicaUpdatesOverrides(options.replicaUpdates, m.weights, m.staleness).length > 0 ? 'inTurn' : 'every',
+      policy_slots: options.policySlots > 0 ? options.policySlots : null,
     };
   });
 }
 
 export function table(rows: Row[], rolloutSeconds: number): string {
   const lines = [
-    `R (rollout seconds per step, calibration) = ${rolloutSeconds.toFixed(2)}`,
+    `R (rollout seconds per step, calibration) = ${rolloutSeconds.toFixed(2)}${rows[0]?.policy_slots ? `; policy slots per stand-in vLLM = ${rows[0].policy_slots}` : ''}`,
     '',
     'weights T/R   staleness steps         |      T s | steps/hour  s/step | speedup  limit  bound | trainer s  wall s | started/trained',
   ];

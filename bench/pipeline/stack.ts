@@ -60,7 +60,10 @@ export async function withPaddedRig<T>(
   body: (rig: TrainingRig) => Promise<T>,
   weights: Weights = 'lora',
 ): Promise<T> {
-  for (const facade of facades) facade.fullWeights.reloadMs = options.reloadMs;
+  for (const facade of facades) {
+    facade.fullWeights.reloadMs = options.reloadMs;
+    facade.slots = options.policySlots > 0 ? options.policySlots : null;
+  }
   const rig = await createTrainingRig({
     set: runSettings(options, steps, facades, weights),
     behaviour:

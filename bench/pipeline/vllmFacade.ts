@@ -9,12 +9,19 @@ import { FakeFullWeights } from '../../test/support/fakeFullWeights.js';
  * fake at its latency and sampling never touches the trainer, as with a separate inference server,
  * so rollouts and optimizer steps can overlap. Full weights: vLLM's RL routes as the tests' fake
  * serves them (`fullWeights`: pause modes, weight labels), a reload taking `fullWeights.reloadMs`,
- * and the forwarded completions held by a pause as vLLM's scheduler holds them.
+ * and the forwarded completions held by a pause as vLLM's scheduler holds them. With `slots`, at most
+ * that many completions are forwarded at once and the rest wait in arrival order, as vLLM's scheduler
+ * runs at most --max-num-seqs sequences: without it the fake answers any number in flight after its
+ * latency, which no GPU does.
  */
 export class VllmFacade {
   /** The fake's base URL (…/v1) chat completions are forwarded to; set before a run starts. */
   target = '';
   readonly fullWeights = new FakeFullWeights();
+  /** Completions forwarded at once (null: no limit); set before a run starts. */
+  slots: number | null = null;
+  private running = 0;
+  private readonly queue: (() => void)[] = [];
   private readonly loaded = new Set<string>();
 
   private constructor(
@@ -34,6 +41,25 @@ export class VllmFacade {
     facade = new VllmFacade(server, baseModel);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return facade;
+  }
+
+  /** Completions waiting for a slot. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /** Runs `forward` in a slot, once one is free (first come, first served). */
+  private async inSlot<T>(forward: () => Promise<T>): Promise<T> {
+    if (this.slots !== null && this.running >= this.slots) await new Promise<void>((go) => this.queue.push(go));
+    else this.running++;
+    try {
+      return await forward();
+    } finally {
+      // The slot passes straight to the next in line, so a new arrival cannot take it first.
+      const next = this.queue.shift();
+      if (next) next();
+      else this.running--;
+    }
   }
 
   get url(): string {
@@ -63,14 +89,16 @@ export class VllmFacade {
     }
     if (req.method === 'POST' && req.url === '/v1/chat/completions') {
       if (!this.target) return send(res, 503, { error: { message: 'facade: no target set' } });
-      const { value } = await this.fullWeights.generation(async () => {
-        const forwarded = await fetch(`${this.target}/chat/completions`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body,
-        });
-        return { status: forwarded.status, text: await forwarded.text() };
-      });
+      const { value } = await this.inSlot(() =>
+        this.fullWeights.generation(async () => {
+          const forwarded = await fetch(`${this.target}/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body,
+          });
+          return { status: forwarded.status, text: await forwarded.text() };
+        }),
+      );
       res.writeHead(value.status, { 'content-type': 'application/json' });
       res.end(value.text);
       return;

@@ -160,12 +160,13 @@ const SMOKES: Record<string, Smoke> = {
         else assert.equal(row.started_per_trained, null);
     },
   },
-  'bench:pipeline --replicas 2 --replica-updates inTurn': {
-    // Full weights on two stand-in replicas, each with its publisher; the overlapping run updates them in turn.
+  'bench:pipeline --replicas 2 --replica-updates inTurn --policy-slots 2': {
+    // Full weights on two stand-in replicas, each with its publisher and two slots; the overlapping run
+    // updates them in turn.
     script: 'bench/pipeline/main.ts',
     args: (out) => [
       '--quick',
-      ...['--replicas', '2', '--replica-updates', 'inTurn', '--weights', 'full'],
+      ...['--replicas', '2', '--replica-updates', 'inTurn', '--weights', 'full', '--policy-slots', '2'],
       ...['--staleness', '1', '--step-dialogues', 'firstFinished', '--ratios', '1', '--steps', '3'],
       ...['--calibration-steps', '2', '--latency', '0', '--scenarios', '1', '--samples', '2', '--turns', '1'],
       ...['--out', out],
@@ -173,10 +174,10 @@ const SMOKES: Record<string, Smoke> = {
     check: (results) => {
       const { rows } = results as { rows: Json[] };
       assert.deepEqual(
-        rows.map((r) => [r.weights, r.staleness, r.step_dialogues, r.replicas, r.replica_updates]),
+        rows.map((r) => [r.weights, r.staleness, r.step_dialogues, r.replicas, r.replica_updates, r.policy_slots]),
         [
-          ['full', 0, 'planned', 2, 'every'],
-          ['full', 1, 'firstFinished', 2, 'inTurn'],
+          ['full', 0, 'planned', 2, 'every', 2],
+          ['full', 1, 'firstFinished', 2, 'inTurn', 2],
         ],
       );
       for (const row of rows) for (const f of ['steps_per_hour', 'speedup', 'seconds_per_step']) positive(row[f], f);
