@@ -205,6 +205,10 @@ export function parseOptions(argv: string[]): Options | null {
   };
 }
 
+/** The stand-ins' bound on completions at once, as --policy-slots gives it: null for 0, no limit. */
+export const policySlotLimit = (options: Pick<Options, 'policySlots'>): number | null =>
+  options.policySlots > 0 ? options.policySlots : null;
+
 /** The stand-in vLLM's reload: --reload-ms as given, or the time a model of --model-params takes. */
 function reloadOf(
   reloadMs: string | undefined,

@@ -1,6 +1,6 @@
 import { cpus, platform, release, totalmem } from 'node:os';
 import type { StepDialogues } from '../../src/core/training/dialogueStreamState.js';
-import type { DialogueKind, Options, Weights } from './options.js';
+import { policySlotLimit, type DialogueKind, type Options, type Weights } from './options.js';
 import { replicaUpdatesOverrides, type RunResult } from './pipelineRun.js';
 import type { ReplicaUpdates } from '../../src/core/training/trainingSettingsSchema.js';
 import { limitSpeedup, trainerBoundSpeedup } from './throughput.js';
@@ -86,7 +86,7 @@ export function toRows(measured: Measured[], rolloutSeconds: number, options: Op
       replicas: options.replicas,
       replica_updates:
         replicaUpdatesOverrides(options.replicaUpdates, m.weights, m.staleness).length > 0 ? 'inTurn' : 'every',
-      policy_slots: options.policySlots > 0 ? options.policySlots : null,
+      policy_slots: policySlotLimit(options),
     };
   });
 }

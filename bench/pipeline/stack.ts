@@ -8,7 +8,7 @@ import { REPO_ROOT } from '../../src/paths.js';
 import { createTrainingRig, TINY_TRAINING, type TrainingRig } from '../../test/support/trainingRig.js';
 import { tuneFakeServer } from '../orchestration/fakeServer.js';
 import { LONG_TAIL_TURNS, longTailedBehaviour, longTailTimeoutMs } from './longTail.js';
-import type { Options, Weights } from './options.js';
+import { policySlotLimit, type Options, type Weights } from './options.js';
 import type { VllmFacade } from './vllmFacade.js';
 
 /** The trainer's benchmark knob (trainer/src/attune_trainer/update/step_pad.py): each step takes at least this many seconds. */
@@ -62,7 +62,7 @@ export async function withPaddedRig<T>(
 ): Promise<T> {
   for (const facade of facades) {
     facade.fullWeights.reloadMs = options.reloadMs;
-    facade.slots = options.policySlots > 0 ? options.policySlots : null;
+    facade.slots = policySlotLimit(options);
   }
   const rig = await createTrainingRig({
     set: runSettings(options, steps, facades, weights),
